@@ -1,0 +1,135 @@
+/* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
+/*
+ * The classifier: which frames are the first sign of life of a session.
+ * DESIGN.md §3 is the contract; cac/fsol is the same logic in Go and the
+ * oracle the differential tests hold this file to.
+ */
+#pragma once
+
+#include "parse.h"
+#include "sip.h"
+
+#define PPPOE_VER_TYPE 0x11
+#define PPPOE_CODE_PADI 0x09
+#define PPPOE_CODE_PADR 0x19
+
+struct pppoe_hdr {
+	__u8 ver_type;
+	__u8 code;
+	__be16 session;
+	__be16 length;
+};
+
+static __always_inline int classify_pppoe(struct frame *f, __u32 off)
+{
+	struct pppoe_hdr *ph = f->data + off;
+	if ((void *)(ph + 1) > f->data_end)
+		return RESULT(CAC_KIND_MALFORMED, 0);
+	if (ph->ver_type != PPPOE_VER_TYPE ||
+	    off + sizeof(*ph) + bpf_ntohs(ph->length) > f->len)
+		return RESULT(CAC_KIND_MALFORMED, 0);
+
+	int class;
+	if (ph->code == PPPOE_CODE_PADI)
+		class = CAC_CLASS_PPPOE_PADI;
+	else if (ph->code == PPPOE_CODE_PADR)
+		class = CAC_CLASS_PPPOE_PADR;
+	else
+		return RESULT(CAC_KIND_OTHER, 0); /* PADO, PADS, PADT */
+
+	/* RFC 2516: a PADI or PADR carries session ID 0. */
+	if (ph->session != 0)
+		return RESULT(CAC_KIND_MALFORMED, 0);
+	return RESULT(CAC_KIND_CLASS, class);
+}
+
+#define L2TP_T 0x8000 /* control message */
+#define L2TP_L 0x4000 /* length present */
+#define L2TP_S 0x0800 /* sequence numbers present */
+#define L2TP_O 0x0200 /* offset size present (v2 only) */
+#define L2TP_VER 0x000f
+#define L2TP_CTRL_HDR 12 /* v2 and v3 over UDP alike */
+#define L2TP_AVP_H 0x4000
+#define L2TP_AVP_LEN 0x03ff
+#define L2TP_MSG_SCCRQ 1
+#define L2TP_MSG_ICRQ 10
+
+/* The control header and the Message Type AVP that must follow it. */
+struct l2tp_ctrl {
+	__be16 flags;
+	__be16 length;
+	__be16 ids[2]; /* v2: tunnel, session; v3: control connection ID */
+	__be16 ns;
+	__be16 nr;
+	__be16 avp_flags_len;
+	__be16 avp_vendor;
+	__be16 avp_type;
+	__be16 msg_type;
+};
+
+static __always_inline int classify_l2tp(struct frame *f, struct udp_msg *msg)
+{
+	if (msg->len < sizeof(__be16))
+		return RESULT(CAC_KIND_MALFORMED, 0);
+	__be16 *flagsp = f->data + msg->off;
+	if ((void *)(flagsp + 1) > f->data_end)
+		return RESULT(CAC_KIND_MALFORMED, 0);
+	__u16 flags = bpf_ntohs(*flagsp);
+	__u16 ver = flags & L2TP_VER;
+
+	/* L2F shares port 1701 (version 1); data messages open nothing. */
+	if ((ver != 2 && ver != 3) || !(flags & L2TP_T))
+		return RESULT(CAC_KIND_OTHER, 0);
+	if (!(flags & L2TP_L) || !(flags & L2TP_S) || (ver == 2 && (flags & L2TP_O)))
+		return RESULT(CAC_KIND_MALFORMED, 0);
+	if (msg->len < L2TP_CTRL_HDR)
+		return RESULT(CAC_KIND_MALFORMED, 0);
+
+	struct l2tp_ctrl *c = f->data + msg->off;
+	if ((void *)c + L2TP_CTRL_HDR > f->data_end)
+		return RESULT(CAC_KIND_MALFORMED, 0);
+	__u32 length = bpf_ntohs(c->length);
+	if (length < L2TP_CTRL_HDR || length > msg->len)
+		return RESULT(CAC_KIND_MALFORMED, 0);
+	if (length == L2TP_CTRL_HDR)
+		return RESULT(CAC_KIND_OTHER, 0); /* ZLB acknowledgement */
+	if (length < sizeof(*c) || (void *)(c + 1) > f->data_end)
+		return RESULT(CAC_KIND_MALFORMED, 0);
+
+	__u16 avp = bpf_ntohs(c->avp_flags_len);
+	if ((avp & L2TP_AVP_H) || (avp & L2TP_AVP_LEN) != 8 || c->avp_vendor != 0 ||
+	    c->avp_type != 0)
+		return RESULT(CAC_KIND_MALFORMED, 0);
+
+	__u16 type = bpf_ntohs(c->msg_type);
+	if (type == L2TP_MSG_SCCRQ)
+		return RESULT(CAC_KIND_CLASS, CAC_CLASS_L2TP_SCCRQ);
+	if (type == L2TP_MSG_ICRQ)
+		return RESULT(CAC_KIND_CLASS, CAC_CLASS_L2TP_ICRQ);
+	return RESULT(CAC_KIND_OTHER, 0);
+}
+
+/* classify returns RESULT(kind, class) for one frame. */
+static __always_inline int classify(struct xdp_md *ctx, struct frame *f, struct cac_ports *ports)
+{
+	__u32 l3off = 0;
+	__u16 proto = parse_l2(f, &l3off);
+
+	if (proto == ETH_P_PPP_DISC)
+		return classify_pppoe(f, l3off);
+
+	struct udp_msg msg = {};
+	int kind;
+	if (proto == ETH_P_IP)
+		kind = parse_ipv4(f, l3off, ports, &msg);
+	else if (proto == ETH_P_IPV6)
+		kind = parse_ipv6(f, l3off, ports, &msg);
+	else
+		return RESULT(CAC_KIND_UNWATCHED, 0);
+	if (kind)
+		return RESULT(kind, 0);
+
+	if (msg.kind == CAC_PORT_L2TP)
+		return classify_l2tp(f, &msg);
+	return classify_sip(ctx, f, &msg);
+}

@@ -1,0 +1,3 @@
+package bpf
+
+//go:generate go tool bpf2go -cc clang -cflags "-O2 -g -Wall -Werror -nostdinc -Iinclude" -target bpfel -type cac_stats -type cac_settings -type cac_ports Xdp xdp_cac.c

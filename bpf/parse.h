@@ -1,0 +1,255 @@
+/* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
+/*
+ * Outer layers: Ethernet, up to two VLAN tags, IPv4 or IPv6, UDP. Everything
+ * works on offsets from the start of the frame; every read is preceded by a
+ * bounds check against data_end, which is what the verifier needs to see.
+ */
+#pragma once
+
+#include "uapi.h"
+#include "bpf_endian.h"
+#include "cac.h"
+
+#define ETH_P_IP 0x0800
+#define ETH_P_IPV6 0x86DD
+#define ETH_P_PPP_DISC 0x8863
+#define ETH_P_8021Q 0x8100
+#define ETH_P_8021AD 0x88A8
+#define ETH_P_QINQ 0x9100
+
+#define IPPROTO_HOPOPTS 0
+#define IPPROTO_UDP 17
+#define IPPROTO_ROUTING 43
+#define IPPROTO_FRAGMENT 44
+#define IPPROTO_DSTOPTS 60
+
+#define CAC_MAX_VLANS 2
+#define CAC_MAX_EXTHDRS 4
+
+/* A classifier result: the kind in the low byte, the class above it. */
+#define RESULT(kind, class) ((kind) | ((class) << 8))
+#define RESULT_KIND(r) ((r) & 0xff)
+#define RESULT_CLASS(r) ((r) >> 8)
+
+/* The frame under classification; len is data_end - data as a scalar. */
+struct frame {
+	void *data;
+	void *data_end;
+	__u32 len;
+};
+
+struct ethhdr {
+	__u8 dst[6];
+	__u8 src[6];
+	__be16 proto;
+};
+
+struct vlanhdr {
+	__be16 tci;
+	__be16 proto;
+};
+
+struct iphdr {
+	__u8 version_ihl;
+	__u8 tos;
+	__be16 tot_len;
+	__be16 id;
+	__be16 frag_off;
+	__u8 ttl;
+	__u8 protocol;
+	__u16 check;
+	__be32 saddr;
+	__be32 daddr;
+};
+
+struct ipv6hdr {
+	__be32 version_class_flow;
+	__be16 payload_len;
+	__u8 nexthdr;
+	__u8 hop_limit;
+	__u8 saddr[16];
+	__u8 daddr[16];
+};
+
+struct ipv6_opthdr {
+	__u8 nexthdr;
+	__u8 len; /* in 8-byte units, not counting the first 8 */
+};
+
+struct ipv6_fraghdr {
+	__u8 nexthdr;
+	__u8 reserved;
+	__be16 frag_off; /* offset in 8-byte units << 3, low bit: more fragments */
+	__be32 id;
+};
+
+struct udphdr {
+	__be16 source;
+	__be16 dest;
+	__be16 len;
+	__u16 check;
+};
+
+#define IP_MF 0x2000
+#define IP_OFFSET 0x1fff
+#define IP6_OFFSET 0xfff8
+#define IP6_MF 0x0001
+
+static __always_inline int is_vlan(__u16 proto)
+{
+	return proto == ETH_P_8021Q || proto == ETH_P_8021AD || proto == ETH_P_QINQ;
+}
+
+/*
+ * parse_l2 returns the EtherType after at most two VLAN tags and sets *l3off
+ * to the offset of the header it announces. It returns 0 (no EtherType) for
+ * a frame too short for its tags or with a third tag: no class lives there.
+ */
+static __always_inline __u16 parse_l2(struct frame *f, __u32 *l3off)
+{
+	void *data = f->data, *data_end = f->data_end;
+	struct ethhdr *eth = data;
+	if ((void *)(eth + 1) > data_end)
+		return 0;
+	__u16 proto = bpf_ntohs(eth->proto);
+	__u32 off = sizeof(*eth);
+
+#pragma unroll
+	for (int i = 0; i < CAC_MAX_VLANS; i++) {
+		if (!is_vlan(proto))
+			break;
+		struct vlanhdr *vh = data + off;
+		if ((void *)(vh + 1) > data_end)
+			return 0;
+		proto = bpf_ntohs(vh->proto);
+		off += sizeof(*vh);
+	}
+	if (is_vlan(proto))
+		return 0;
+	*l3off = off;
+	return proto;
+}
+
+/* Where a UDP datagram on a watched port sits, once its lengths agree. */
+struct udp_msg {
+	__u32 off;  /* first payload byte */
+	__u32 len;  /* payload bytes present in this (first) fragment */
+	__u8 kind;  /* enum cac_port_kind */
+};
+
+/*
+ * udp_watched checks the lengths of a UDP datagram to a watched port (kind)
+ * whose header sits at l4off, inside the frame. It returns
+ * CAC_KIND_MALFORMED when the IP and UDP lengths disagree, and 0 with *msg
+ * filled otherwise.
+ * ip_payload is the IP payload length from l4off; fragmented is set for the
+ * first fragment of a larger datagram, whose UDP length runs past it.
+ */
+static __always_inline int udp_watched(struct udphdr *udp, __u32 l4off, __u32 ip_payload,
+				       int fragmented, __u8 kind, struct udp_msg *msg)
+{
+	__u32 udp_len = bpf_ntohs(udp->len);
+	if (ip_payload < sizeof(*udp) || udp_len < sizeof(*udp))
+		return CAC_KIND_MALFORMED;
+	if (udp_len > ip_payload) {
+		if (!fragmented)
+			return CAC_KIND_MALFORMED;
+		udp_len = ip_payload;
+	}
+	msg->off = l4off + sizeof(*udp);
+	msg->len = udp_len - sizeof(*udp);
+	msg->kind = kind;
+	return 0;
+}
+
+/* parse_ipv4 finds a UDP datagram to a watched port behind an IPv4 header. */
+static __always_inline int parse_ipv4(struct frame *f, __u32 l3off, struct cac_ports *ports,
+				      struct udp_msg *msg)
+{
+	void *data = f->data, *data_end = f->data_end;
+	struct iphdr *ip = data + l3off;
+	if ((void *)(ip + 1) > data_end)
+		return CAC_KIND_UNWATCHED;
+	if ((ip->version_ihl >> 4) != 4 || ip->protocol != IPPROTO_UDP)
+		return CAC_KIND_UNWATCHED;
+	__u32 ihl = (ip->version_ihl & 0x0f) * 4;
+	if (ihl < sizeof(*ip) || data + l3off + ihl > data_end)
+		return CAC_KIND_UNWATCHED;
+
+	__u16 frag = bpf_ntohs(ip->frag_off);
+	if (frag & IP_OFFSET)
+		return CAC_KIND_FRAGMENT;
+
+	__u32 l4off = l3off + ihl;
+	struct udphdr *udp = data + l4off;
+	if ((void *)(udp + 1) > data_end)
+		return CAC_KIND_UNWATCHED;
+
+	/* Lengths are checked only on a watched port: others are not ours. */
+	__u8 kind = ports->kind[bpf_ntohs(udp->dest)];
+	if (kind == CAC_PORT_NONE)
+		return CAC_KIND_UNWATCHED;
+	__u32 tot_len = bpf_ntohs(ip->tot_len);
+	if (tot_len < ihl || l3off + tot_len > f->len)
+		return CAC_KIND_MALFORMED;
+	return udp_watched(udp, l4off, tot_len - ihl, frag & IP_MF, kind, msg);
+}
+
+/*
+ * parse_ipv6 walks up to four extension headers (hop-by-hop, routing,
+ * destination options, fragment) to a UDP datagram on a watched port.
+ */
+static __always_inline int parse_ipv6(struct frame *f, __u32 l3off, struct cac_ports *ports,
+				      struct udp_msg *msg)
+{
+	void *data = f->data, *data_end = f->data_end;
+	struct ipv6hdr *ip6 = data + l3off;
+	if ((void *)(ip6 + 1) > data_end)
+		return CAC_KIND_UNWATCHED;
+	if ((*(__u8 *)ip6 >> 4) != 6)
+		return CAC_KIND_UNWATCHED;
+
+	__u8 nexthdr = ip6->nexthdr;
+	__u32 off = l3off + sizeof(*ip6);
+	int fragmented = 0;
+
+#pragma unroll
+	for (int i = 0; i < CAC_MAX_EXTHDRS; i++) {
+		if (nexthdr == IPPROTO_HOPOPTS || nexthdr == IPPROTO_ROUTING ||
+		    nexthdr == IPPROTO_DSTOPTS) {
+			struct ipv6_opthdr *opt = data + off;
+			if ((void *)(opt + 1) > data_end)
+				return CAC_KIND_UNWATCHED;
+			nexthdr = opt->nexthdr;
+			off += (opt->len + 1) * 8;
+		} else if (nexthdr == IPPROTO_FRAGMENT) {
+			struct ipv6_fraghdr *fh = data + off;
+			if ((void *)(fh + 1) > data_end)
+				return CAC_KIND_UNWATCHED;
+			__u16 frag = bpf_ntohs(fh->frag_off);
+			if (frag & IP6_OFFSET)
+				return fh->nexthdr == IPPROTO_UDP ? CAC_KIND_FRAGMENT
+								 : CAC_KIND_UNWATCHED;
+			fragmented = frag & IP6_MF;
+			nexthdr = fh->nexthdr;
+			off += sizeof(*fh);
+		} else {
+			break;
+		}
+	}
+	if (nexthdr != IPPROTO_UDP)
+		return CAC_KIND_UNWATCHED;
+
+	struct udphdr *udp = data + off;
+	if ((void *)(udp + 1) > data_end)
+		return CAC_KIND_UNWATCHED;
+	__u8 kind = ports->kind[bpf_ntohs(udp->dest)];
+	if (kind == CAC_PORT_NONE)
+		return CAC_KIND_UNWATCHED;
+
+	/* A zero payload length means a jumbogram: never a signalling message. */
+	__u32 ip_end = l3off + sizeof(*ip6) + bpf_ntohs(ip6->payload_len);
+	if (ip6->payload_len == 0 || ip_end > f->len || off > ip_end)
+		return CAC_KIND_MALFORMED;
+	return udp_watched(udp, off, ip_end - off, fragmented, kind, msg);
+}

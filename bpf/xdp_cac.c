@@ -1,0 +1,42 @@
+//go:build ignore
+
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+/*
+ * xdp_cac: call admission control at the NIC. It recognises the first packet
+ * of a new PPPoE, L2TP or SIP session (classify.h) and counts it (stats.h);
+ * every other frame leaves after a few loads with no write at all.
+ */
+#include "uapi.h"
+#include "bpf_helpers.h"
+#include "cac.h"
+#include "classify.h"
+#include "stats.h"
+
+char LICENSE[] SEC("license") = "Dual BSD/GPL";
+
+/* UDP destination ports and what they carry, written by the control plane. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct cac_ports);
+} udp_ports SEC(".maps");
+
+SEC("xdp")
+int xdp_cac(struct xdp_md *ctx)
+{
+	struct frame f = {
+		.data = (void *)(long)ctx->data,
+		.data_end = (void *)(long)ctx->data_end,
+		.len = ctx->data_end - ctx->data,
+	};
+	__u32 zero = 0;
+	struct cac_ports *ports = bpf_map_lookup_elem(&udp_ports, &zero);
+	if (!ports)
+		return XDP_PASS;
+
+	int result = classify(ctx, &f, ports);
+	if (RESULT_KIND(result) == CAC_KIND_UNWATCHED)
+		return XDP_PASS;
+	return verdict(result);
+}

@@ -1,0 +1,9 @@
+module github.com/xdpcac/xdpcac
+
+go 1.26.8
+
+require github.com/cilium/ebpf v0.22.0
+
+require golang.org/x/sys v0.50.0 // indirect
+
+tool github.com/cilium/ebpf/cmd/bpf2go
