@@ -126,7 +126,7 @@ static __always_inline int classify(struct xdp_md *ctx, struct frame *f, struct 
 		kind = parse_ipv6(f, l3off, ports, &msg);
 	else
 		return RESULT(CAC_KIND_UNWATCHED, 0);
-	if (kind)
+	if (kind != UDP_MSG_READY)
 		return RESULT(kind, 0);
 
 	if (msg.kind == CAC_PORT_L2TP)

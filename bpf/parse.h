@@ -130,6 +130,10 @@ static __always_inline __u16 parse_l2(struct frame *f, __u32 *l3off)
 	return proto;
 }
 
+/* What the IP parsers return when a watched datagram is ready to classify;
+ * otherwise they return the kind of the frame. */
+#define UDP_MSG_READY CAC_KIND_CLASS
+
 /* Where a UDP datagram on a watched port sits, once its lengths agree. */
 struct udp_msg {
 	__u32 off;  /* first payload byte */
@@ -140,8 +144,8 @@ struct udp_msg {
 /*
  * udp_watched checks the lengths of a UDP datagram to a watched port (kind)
  * whose header sits at l4off, inside the frame. It returns
- * CAC_KIND_MALFORMED when the IP and UDP lengths disagree, and 0 with *msg
- * filled otherwise.
+ * CAC_KIND_MALFORMED when the IP and UDP lengths disagree, and UDP_MSG_READY
+ * with *msg filled otherwise.
  * ip_payload is the IP payload length from l4off; fragmented is set for the
  * first fragment of a larger datagram, whose UDP length runs past it.
  */
@@ -159,7 +163,7 @@ static __always_inline int udp_watched(struct udphdr *udp, __u32 l4off, __u32 ip
 	msg->off = l4off + sizeof(*udp);
 	msg->len = udp_len - sizeof(*udp);
 	msg->kind = kind;
-	return 0;
+	return UDP_MSG_READY;
 }
 
 /* parse_ipv4 finds a UDP datagram to a watched port behind an IPv4 header. */

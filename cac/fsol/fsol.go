@@ -1,0 +1,274 @@
+package fsol
+
+import (
+	"encoding/binary"
+
+	"github.com/xdpcac/xdpcac/cac"
+)
+
+// Ports says what each UDP destination port carries.
+type Ports [65536]cac.PortKind
+
+// NewPorts returns a table with the given L2TP and SIP ports.
+func NewPorts(l2tp, sip []uint16) *Ports {
+	var p Ports
+	for _, port := range l2tp {
+		p[port] = cac.PortL2TP
+	}
+	for _, port := range sip {
+		p[port] = cac.PortSIP
+	}
+	return &p
+}
+
+// Result is what the classifier made of a frame.
+type Result struct {
+	Kind  cac.Kind
+	Class cac.Class // meaningful only when Kind is cac.Session
+}
+
+func (r Result) String() string {
+	if r.Kind == cac.Session {
+		return r.Class.String()
+	}
+	return r.Kind.String()
+}
+
+func kind(k cac.Kind) Result { return Result{Kind: k} }
+
+func session(c cac.Class) Result { return Result{Kind: cac.Session, Class: c} }
+
+const (
+	etherTypeIPv4     = 0x0800
+	etherTypeIPv6     = 0x86dd
+	etherTypePPPoEDsc = 0x8863
+	maxVLANs          = 2
+	maxExtHeaders     = 4
+	protoUDP          = 17
+)
+
+func isVLAN(t uint16) bool { return t == 0x8100 || t == 0x88a8 || t == 0x9100 }
+
+// Classify returns what the XDP program makes of frame.
+func Classify(frame []byte, ports *Ports) Result {
+	if len(frame) < 14 {
+		return kind(cac.Unwatched)
+	}
+	etherType := be16(frame[12:])
+	off := 14
+	for i := 0; i < maxVLANs && isVLAN(etherType); i++ {
+		if off+4 > len(frame) {
+			return kind(cac.Unwatched)
+		}
+		etherType = be16(frame[off+2:])
+		off += 4
+	}
+	switch {
+	case isVLAN(etherType):
+		return kind(cac.Unwatched) // a third tag: no class lives there
+	case etherType == etherTypePPPoEDsc:
+		return classifyPPPoE(frame, off)
+	case etherType == etherTypeIPv4:
+		return classifyUDP(ipv4(frame, off, ports))
+	case etherType == etherTypeIPv6:
+		return classifyUDP(ipv6(frame, off, ports))
+	}
+	return kind(cac.Unwatched)
+}
+
+func classifyPPPoE(frame []byte, off int) Result {
+	if off+6 > len(frame) {
+		return kind(cac.Malformed)
+	}
+	h := frame[off:]
+	if h[0] != 0x11 || off+6+int(be16(h[4:])) > len(frame) {
+		return kind(cac.Malformed)
+	}
+	var c cac.Class
+	switch h[1] {
+	case 0x09:
+		c = cac.PPPoEPADI
+	case 0x19:
+		c = cac.PPPoEPADR
+	default:
+		return kind(cac.Other)
+	}
+	if be16(h[2:]) != 0 { // RFC 2516: PADI and PADR carry session ID 0
+		return kind(cac.Malformed)
+	}
+	return session(c)
+}
+
+// udpMsg is a UDP payload on a watched port, or why there is none.
+type udpMsg struct {
+	verdict cac.Kind // Unwatched, Fragment or Malformed; Session when msg is set
+	port    cac.PortKind
+	msg     []byte
+}
+
+func verdictOnly(k cac.Kind) udpMsg { return udpMsg{verdict: k} }
+
+// udp checks the lengths of a datagram at l4 to a watched port; ipEnd is the
+// end of the IP payload, already known to be inside the frame.
+func udp(frame []byte, l4, ipEnd int, fragmented bool, port cac.PortKind) udpMsg {
+	ipPayload := ipEnd - l4
+	udpLen := int(be16(frame[l4+4:]))
+	if ipPayload < 8 || udpLen < 8 {
+		return verdictOnly(cac.Malformed)
+	}
+	if udpLen > ipPayload {
+		if !fragmented {
+			return verdictOnly(cac.Malformed)
+		}
+		udpLen = ipPayload // the first fragment holds what it holds
+	}
+	return udpMsg{verdict: cac.Session, port: port, msg: frame[l4+8 : l4+udpLen]}
+}
+
+func ipv4(frame []byte, l3 int, ports *Ports) udpMsg {
+	if l3+20 > len(frame) {
+		return verdictOnly(cac.Unwatched)
+	}
+	h := frame[l3:]
+	if h[0]>>4 != 4 || h[9] != protoUDP {
+		return verdictOnly(cac.Unwatched)
+	}
+	ihl := int(h[0]&0x0f) * 4
+	if ihl < 20 || l3+ihl > len(frame) {
+		return verdictOnly(cac.Unwatched)
+	}
+	frag := be16(h[6:])
+	if frag&0x1fff != 0 {
+		return verdictOnly(cac.Fragment)
+	}
+	l4 := l3 + ihl
+	if l4+8 > len(frame) {
+		return verdictOnly(cac.Unwatched)
+	}
+	port := ports[be16(frame[l4+2:])]
+	if port == cac.PortNone {
+		return verdictOnly(cac.Unwatched)
+	}
+	totLen := int(be16(h[2:]))
+	if totLen < ihl || l3+totLen > len(frame) {
+		return verdictOnly(cac.Malformed)
+	}
+	return udp(frame, l4, l3+totLen, frag&0x2000 != 0, port)
+}
+
+func ipv6(frame []byte, l3 int, ports *Ports) udpMsg {
+	if l3+40 > len(frame) {
+		return verdictOnly(cac.Unwatched)
+	}
+	if frame[l3]>>4 != 6 {
+		return verdictOnly(cac.Unwatched)
+	}
+	next := frame[l3+6]
+	off := l3 + 40
+	fragmented := false
+walk:
+	for i := 0; i < maxExtHeaders; i++ {
+		switch next {
+		case 0, 43, 60: // hop-by-hop, routing, destination options
+			if off+2 > len(frame) {
+				return verdictOnly(cac.Unwatched)
+			}
+			next = frame[off]
+			off += (int(frame[off+1]) + 1) * 8
+		case 44: // fragment
+			if off+8 > len(frame) {
+				return verdictOnly(cac.Unwatched)
+			}
+			frag := be16(frame[off+2:])
+			if frag&0xfff8 != 0 {
+				if frame[off] == protoUDP {
+					return verdictOnly(cac.Fragment)
+				}
+				return verdictOnly(cac.Unwatched)
+			}
+			fragmented = frag&1 != 0
+			next = frame[off]
+			off += 8
+		default:
+			break walk
+		}
+	}
+	if next != protoUDP || off+8 > len(frame) {
+		return verdictOnly(cac.Unwatched)
+	}
+	port := ports[be16(frame[off+2:])]
+	if port == cac.PortNone {
+		return verdictOnly(cac.Unwatched)
+	}
+	payloadLen := int(be16(frame[l3+4:]))
+	ipEnd := l3 + 40 + payloadLen
+	// A zero payload length means a jumbogram: never a signalling message.
+	if payloadLen == 0 || ipEnd > len(frame) || off > ipEnd {
+		return verdictOnly(cac.Malformed)
+	}
+	return udp(frame, off, ipEnd, fragmented, port)
+}
+
+func classifyUDP(u udpMsg) Result {
+	if u.verdict != cac.Session {
+		return kind(u.verdict)
+	}
+	if u.port == cac.PortL2TP {
+		return classifyL2TP(u.msg)
+	}
+	return classifySIP(u.msg)
+}
+
+// L2TP control header bits (RFC 2661 §3.1, RFC 3931 §3.2.1).
+const (
+	l2tpT       = 0x8000
+	l2tpL       = 0x4000
+	l2tpS       = 0x0800
+	l2tpO       = 0x0200
+	l2tpCtrlHdr = 12
+	avpHidden   = 0x4000
+	msgSCCRQ    = 1
+	msgICRQ     = 10
+)
+
+func classifyL2TP(m []byte) Result {
+	if len(m) < 2 {
+		return kind(cac.Malformed)
+	}
+	flags := be16(m)
+	ver := flags & 0x0f
+	// L2F shares port 1701 (version 1); data messages open nothing.
+	if (ver != 2 && ver != 3) || flags&l2tpT == 0 {
+		return kind(cac.Other)
+	}
+	if flags&l2tpL == 0 || flags&l2tpS == 0 || (ver == 2 && flags&l2tpO != 0) {
+		return kind(cac.Malformed)
+	}
+	if len(m) < l2tpCtrlHdr {
+		return kind(cac.Malformed)
+	}
+	length := int(be16(m[2:]))
+	if length < l2tpCtrlHdr || length > len(m) {
+		return kind(cac.Malformed)
+	}
+	if length == l2tpCtrlHdr {
+		return kind(cac.Other) // ZLB acknowledgement
+	}
+	if length < l2tpCtrlHdr+8 {
+		return kind(cac.Malformed)
+	}
+	// The first AVP must be Message Type: vendor 0, attribute 0, 8 bytes.
+	avp := m[l2tpCtrlHdr:]
+	if be16(avp)&avpHidden != 0 || be16(avp)&0x03ff != 8 || be16(avp[2:]) != 0 || be16(avp[4:]) != 0 {
+		return kind(cac.Malformed)
+	}
+	switch be16(avp[6:]) {
+	case msgSCCRQ:
+		return session(cac.L2TPSCCRQ)
+	case msgICRQ:
+		return session(cac.L2TPICRQ)
+	}
+	return kind(cac.Other)
+}
+
+func be16(b []byte) uint16 { return binary.BigEndian.Uint16(b) }

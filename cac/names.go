@@ -1,0 +1,173 @@
+package cac
+
+import (
+	"fmt"
+	"strings"
+)
+
+// Class is a kind of first packet of a session: enum cac_class.
+type Class uint8
+
+// The classes, in the order of enum cac_class.
+const (
+	PPPoEPADI Class = iota
+	PPPoEPADR
+	L2TPSCCRQ
+	L2TPICRQ
+	SIPInvite
+	SIPOptions
+	NumClasses int = iota
+)
+
+var classNames = [NumClasses]string{
+	PPPoEPADI:  "pppoe-padi",
+	PPPoEPADR:  "pppoe-padr",
+	L2TPSCCRQ:  "l2tp-sccrq",
+	L2TPICRQ:   "l2tp-icrq",
+	SIPInvite:  "sip-invite",
+	SIPOptions: "sip-options",
+}
+
+// Classes returns every class in order.
+func Classes() []Class {
+	cs := make([]Class, NumClasses)
+	for i := range cs {
+		cs[i] = Class(i)
+	}
+	return cs
+}
+
+func (c Class) String() string {
+	if int(c) < NumClasses {
+		return classNames[c]
+	}
+	return fmt.Sprintf("class(%d)", uint8(c))
+}
+
+// ParseClass returns the class of a name such as "sip-invite".
+func ParseClass(name string) (Class, error) {
+	for i, n := range classNames {
+		if n == name {
+			return Class(i), nil
+		}
+	}
+	return 0, fmt.Errorf("unknown class %q (want one of %s)", name, strings.Join(classNames[:], ", "))
+}
+
+// Reason names the limit that rejected a call: enum cac_reason, in the
+// order the admission pipeline checks them.
+type Reason uint8
+
+// The reasons, in the order of enum cac_reason.
+const (
+	ReasonStale Reason = iota
+	ReasonCPULimit
+	ReasonBuffers
+	ReasonSource
+	ReasonAccount
+	ReasonCustomer
+	ReasonAgent
+	ReasonClass
+	ReasonEnvironment
+	ReasonSessionCharges
+	ReasonTotalCharge
+	NumReasons int = iota
+)
+
+var reasonNames = [NumReasons]string{
+	ReasonStale:          "stale",
+	ReasonCPULimit:       "cpu-limit",
+	ReasonBuffers:        "buffers",
+	ReasonSource:         "source",
+	ReasonAccount:        "account",
+	ReasonCustomer:       "customer",
+	ReasonAgent:          "agent",
+	ReasonClass:          "class",
+	ReasonEnvironment:    "environment",
+	ReasonSessionCharges: "session-charges",
+	ReasonTotalCharge:    "total-charge",
+}
+
+// Reasons returns every reason in pipeline order.
+func Reasons() []Reason {
+	rs := make([]Reason, NumReasons)
+	for i := range rs {
+		rs[i] = Reason(i)
+	}
+	return rs
+}
+
+func (r Reason) String() string {
+	if int(r) < NumReasons {
+		return reasonNames[r]
+	}
+	return fmt.Sprintf("reason(%d)", uint8(r))
+}
+
+// ParseReason returns the reason of a name such as "cpu-limit".
+func ParseReason(name string) (Reason, error) {
+	for i, n := range reasonNames {
+		if n == name {
+			return Reason(i), nil
+		}
+	}
+	return 0, fmt.Errorf("unknown reason %q (want one of %s)", name, strings.Join(reasonNames[:], ", "))
+}
+
+// Kind is what the classifier made of a frame: enum cac_verdict_kind.
+type Kind uint8
+
+// The kinds, in the order of enum cac_verdict_kind.
+const (
+	// Unwatched frames are on no watched carrier: passed, never counted.
+	Unwatched Kind = iota
+	// Session is the first packet of a session of a class.
+	Session
+	// Other is on a watched carrier but opens no session (PADO, SIP
+	// responses, L2TP data, ...): passed and counted as passed_other.
+	Other
+	// InDialog is a SIP INVITE or OPTIONS inside an existing dialog.
+	InDialog
+	// Fragment is a non-first fragment of a UDP datagram.
+	Fragment
+	// Malformed is a watched carrier, truncated or inconsistent inside.
+	Malformed
+)
+
+var kindNames = [...]string{"unwatched", "session", "other", "sip-indialog", "fragment", "malformed"}
+
+func (k Kind) String() string {
+	if int(k) < len(kindNames) {
+		return kindNames[k]
+	}
+	return fmt.Sprintf("kind(%d)", uint8(k))
+}
+
+// PortKind is what a UDP destination port carries: enum cac_port_kind.
+type PortKind uint8
+
+// The port kinds, in the order of enum cac_port_kind.
+const (
+	PortNone PortKind = iota
+	PortL2TP
+	PortSIP
+)
+
+// Verdict is what the fast path did with a frame: XDP_DROP or XDP_PASS.
+type Verdict uint32
+
+// XDP actions (kernel ABI).
+const (
+	Drop Verdict = 1
+	Pass Verdict = 2
+)
+
+func (v Verdict) String() string {
+	switch v {
+	case Drop:
+		return "drop"
+	case Pass:
+		return "pass"
+	}
+	return fmt.Sprintf("xdp-action(%d)", uint32(v))
+}

@@ -1,0 +1,47 @@
+package maps
+
+import "github.com/xdpcac/xdpcac/cac"
+
+// ClassView is one class in `cacctl show stats -o json`.
+type ClassView struct {
+	Seen     uint64            `json:"seen"`
+	Admitted uint64            `json:"admitted"`
+	Rejected uint64            `json:"rejected"`
+	Reasons  map[string]uint64 `json:"reasons"`
+}
+
+// StatsView is the JSON shape of DESIGN.md §8: class and reason names as
+// in the design, every class and every reason present, zeros included, so
+// that scripts never meet a missing key.
+type StatsView struct {
+	Classes     map[string]ClassView `json:"classes"`
+	SIPInDialog uint64               `json:"sip_indialog"`
+	Fragment    uint64               `json:"fragment"`
+	Malformed   uint64               `json:"malformed"`
+	PassedOther uint64               `json:"passed_other"`
+}
+
+// View returns the JSON shape of s.
+func (s Stats) View() StatsView {
+	v := StatsView{
+		Classes:     make(map[string]ClassView, cac.NumClasses),
+		SIPInDialog: s.SIPInDialog,
+		Fragment:    s.Fragment,
+		Malformed:   s.Malformed,
+		PassedOther: s.PassedOther,
+	}
+	for _, c := range cac.Classes() {
+		cs := s.Classes[c]
+		reasons := make(map[string]uint64, cac.NumReasons)
+		for _, r := range cac.Reasons() {
+			reasons[r.String()] = cs.Rejected[r]
+		}
+		v.Classes[c.String()] = ClassView{
+			Seen:     cs.Seen(),
+			Admitted: cs.Admitted,
+			Rejected: cs.RejectedTotal(),
+			Reasons:  reasons,
+		}
+	}
+	return v
+}

@@ -1,0 +1,89 @@
+package maps
+
+import (
+	"fmt"
+
+	"github.com/cilium/ebpf"
+	"github.com/xdpcac/xdpcac/bpf"
+	"github.com/xdpcac/xdpcac/cac"
+)
+
+// ClassStats counts the first packets of one class.
+type ClassStats struct {
+	Admitted uint64
+	Rejected [cac.NumReasons]uint64 // by reason
+}
+
+// Seen is every first packet of the class, admitted or rejected.
+func (c ClassStats) Seen() uint64 { return c.Admitted + c.RejectedTotal() }
+
+// RejectedTotal is the sum over reasons.
+func (c ClassStats) RejectedTotal() uint64 {
+	var n uint64
+	for _, r := range c.Rejected {
+		n += r
+	}
+	return n
+}
+
+// Stats are the fast path's counters, summed over CPUs.
+type Stats struct {
+	Classes     [cac.NumClasses]ClassStats
+	SIPInDialog uint64
+	Fragment    uint64
+	Malformed   uint64
+	// PassedOther counts frames on a watched carrier that open no session.
+	PassedOther uint64
+}
+
+// Add adds o to s, as when summing interfaces.
+func (s *Stats) Add(o Stats) {
+	for i := range s.Classes {
+		s.Classes[i].Admitted += o.Classes[i].Admitted
+		for r := range s.Classes[i].Rejected {
+			s.Classes[i].Rejected[r] += o.Classes[i].Rejected[r]
+		}
+	}
+	s.SIPInDialog += o.SIPInDialog
+	s.Fragment += o.Fragment
+	s.Malformed += o.Malformed
+	s.PassedOther += o.PassedOther
+}
+
+// Sub returns s - o, counter by counter: what happened between two reads.
+func (s Stats) Sub(o Stats) Stats {
+	d := s
+	for i := range d.Classes {
+		d.Classes[i].Admitted -= o.Classes[i].Admitted
+		for r := range d.Classes[i].Rejected {
+			d.Classes[i].Rejected[r] -= o.Classes[i].Rejected[r]
+		}
+	}
+	d.SIPInDialog -= o.SIPInDialog
+	d.Fragment -= o.Fragment
+	d.Malformed -= o.Malformed
+	d.PassedOther -= o.PassedOther
+	return d
+}
+
+// ReadStats sums the per-CPU counters of the stats map.
+func ReadStats(m *ebpf.Map) (Stats, error) {
+	var perCPU []bpf.XdpCacStats
+	if err := m.Lookup(uint32(0), &perCPU); err != nil {
+		return Stats{}, fmt.Errorf("read stats map: %w", err)
+	}
+	var s Stats
+	for _, c := range perCPU {
+		for i := range s.Classes {
+			s.Classes[i].Admitted += c.Classes[i].Admitted
+			for r := range s.Classes[i].Rejected {
+				s.Classes[i].Rejected[r] += c.Classes[i].Rejected[r]
+			}
+		}
+		s.SIPInDialog += c.SipIndialog
+		s.Fragment += c.Fragment
+		s.Malformed += c.Malformed
+		s.PassedOther += c.PassedOther
+	}
+	return s, nil
+}

@@ -1,0 +1,48 @@
+package tests
+
+import (
+	"testing"
+
+	"github.com/xdpcac/xdpcac/cac/fsol"
+)
+
+// TestClassifyTable runs every row of DESIGN.md §3 through the real XDP
+// object and the reference model; both must give the row's result.
+func TestClassifyTable(t *testing.T) {
+	for _, drop := range []bool{false, true} {
+		f := newFastPath(t, drop)
+		cases := append(sessionFrames(), edgeFrames()...)
+		for _, c := range cases {
+			if model := fsol.Classify(c.frame, f.ports); model != c.want {
+				t.Errorf("%s: model says %v, want %v", c.name, model, c.want)
+			}
+			verdict, got, err := f.run(c.frame)
+			if err != nil {
+				t.Fatalf("%s: %v", c.name, err)
+			}
+			if got != c.want {
+				t.Errorf("%s: XDP says %v, want %v", c.name, got, c.want)
+			}
+			if want := f.wantVerdict(c.want); verdict != want {
+				t.Errorf("%s (malformed drop %v): verdict %v, want %v", c.name, drop, verdict, want)
+			}
+		}
+	}
+}
+
+// TestClassifyTruncations cuts every valid frame at every length: the
+// program must agree with the model on each cut, and never admit a cut
+// frame as a session unless the model does.
+func TestClassifyTruncations(t *testing.T) {
+	f := newFastPath(t, true)
+	n := 0
+	for _, c := range append(sessionFrames(), edgeFrames()...) {
+		for cut := 14; cut < len(c.frame); cut++ {
+			if err := f.check(c.frame[:cut]); err != nil {
+				t.Errorf("%s cut to %d bytes: %v", c.name, cut, err)
+			}
+			n++
+		}
+	}
+	t.Logf("%d truncated frames agree", n)
+}

@@ -1,0 +1,154 @@
+package pkt
+
+import (
+	"fmt"
+	"strings"
+)
+
+// PPPoE codes (RFC 2516).
+const (
+	PADI = 0x09
+	PADO = 0x07
+	PADR = 0x19
+	PADS = 0x65
+	PADT = 0xa7
+)
+
+// PPPoE is a PPPoE discovery header with a Service-Name tag as payload
+// unless Raw follows. VerType 0 means the valid 0x11; Length overrides.
+type PPPoE struct {
+	VerType uint8
+	Code    uint8
+	Session uint16
+	Length  int
+}
+
+func (PPPoE) etherType() uint16 { return 0x8863 }
+
+func (h PPPoE) wrap(p []byte, inner Layer) []byte {
+	if inner == nil {
+		p = []byte{0x01, 0x01, 0x00, 0x00} // Service-Name, any
+	}
+	vt := h.VerType
+	if vt == 0 {
+		vt = 0x11
+	}
+	n := len(p)
+	if h.Length != 0 {
+		n = h.Length
+	}
+	b := []byte{vt, h.Code}
+	b = be16(b, h.Session)
+	b = be16(b, uint16(n))
+	return append(b, p...)
+}
+
+// L2TP message types (RFC 2661 §3.2).
+const (
+	SCCRQ = 1
+	SCCRP = 2
+	ICRQ  = 10
+	ICRP  = 11
+)
+
+// L2TP is an L2TP control message whose first AVP is Message Type, with a
+// Host Name AVP after it. Version 0 means 2. Flags, Length and AVPLen
+// override the computed values, for malformed messages.
+type L2TP struct {
+	Version uint8
+	MsgType uint16
+	Flags   uint16
+	Length  int
+	AVPLen  int
+	Vendor  uint16
+	Attr    uint16
+	Hidden  bool
+}
+
+func (h L2TP) wrap(p []byte, _ Layer) []byte {
+	ver := uint16(h.Version)
+	if ver == 0 {
+		ver = 2
+	}
+	flags := h.Flags
+	if flags == 0 {
+		flags = 0xc800 | ver // T, L, S
+	}
+	avpLen := 8
+	if h.AVPLen != 0 {
+		avpLen = h.AVPLen
+	}
+	avpFlags := uint16(0x8000 | avpLen&0x3ff) // M
+	if h.Hidden {
+		avpFlags |= 0x4000
+	}
+	body := be16(nil, avpFlags)
+	body = be16(body, h.Vendor)
+	body = be16(body, h.Attr)
+	body = be16(body, h.MsgType)
+	host := "lac.example.net"
+	body = be16(body, uint16(0x8000|(6+len(host))))
+	body = append(body, 0, 0, 0, 7) // vendor 0, Host Name
+	body = append(body, host...)
+	body = append(body, p...)
+	n := 12 + len(body)
+	if h.Length != 0 {
+		n = h.Length
+	}
+	b := be16(nil, flags)
+	b = be16(b, uint16(n))
+	if ver == 3 {
+		b = append(b, 0, 0, 0, 0) // control connection ID 0
+	} else {
+		b = append(b, 0, 0, 0, 0) // tunnel 0, session 0
+	}
+	b = append(b, 0, 0, 0, 0) // Ns, Nr
+	return append(b, body...)
+}
+
+// ZLB is an L2TPv2 zero-length-body acknowledgement.
+func ZLB() Raw {
+	return Raw{0xc8, 0x02, 0x00, 12, 0, 1, 0, 0, 0, 1, 0, 1}
+}
+
+// SIP is a SIP request over UDP. Headers are written as given, one per
+// line; To is a header like any other so tests can shape it freely.
+type SIP struct {
+	Method  string
+	URI     string
+	Headers []string
+	Body    string
+	LF      bool // bare LF line ends instead of CRLF
+}
+
+// SIPRequest returns a request with the usual headers and the given To.
+func SIPRequest(method, to string) SIP {
+	return SIP{Method: method, Headers: []string{
+		"Via: SIP/2.0/UDP 192.0.2.1:5060;branch=z9hG4bK776asdhds",
+		"Max-Forwards: 70",
+		"To: " + to,
+		`From: "Alice" <sip:alice@example.com>;tag=1928301774`,
+		"Call-ID: a84b4c76e66710@192.0.2.1",
+		"CSeq: 314159 " + method,
+		"Contact: <sip:alice@192.0.2.1>",
+		"Content-Length: 0",
+	}}
+}
+
+func (s SIP) wrap(p []byte, _ Layer) []byte {
+	eol := "\r\n"
+	if s.LF {
+		eol = "\n"
+	}
+	uri := s.URI
+	if uri == "" {
+		uri = "sip:bob@example.com"
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s %s SIP/2.0%s", s.Method, uri, eol)
+	for _, h := range s.Headers {
+		b.WriteString(h + eol)
+	}
+	b.WriteString(eol + s.Body)
+	return append([]byte(b.String()), p...)
+}

@@ -1,0 +1,48 @@
+package testenv
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"os"
+	"testing"
+
+	"github.com/cilium/ebpf/rlimit"
+)
+
+// RequireBPF skips t when the process cannot load BPF programs, with the
+// reason, or fails it when XDPCAC_REQUIRE_BPF=1 (as `make test` and CI set):
+// there a skipped kernel test would be a test that did not run.
+func RequireBPF(t testing.TB) {
+	t.Helper()
+	reason := ""
+	switch {
+	case os.Geteuid() != 0:
+		reason = "needs root to load BPF programs and create network namespaces"
+	default:
+		if err := rlimit.RemoveMemlock(); err != nil {
+			reason = "cannot lift the memlock limit: " + err.Error()
+		}
+	}
+	if reason == "" {
+		return
+	}
+	if os.Getenv("XDPCAC_REQUIRE_BPF") == "1" {
+		t.Fatalf("XDPCAC_REQUIRE_BPF=1 but this test cannot run: %s", reason)
+	}
+	t.Skip(reason)
+}
+
+// Unique returns prefix followed by random hex, at most 15 bytes long so that
+// it fits an interface name.
+func Unique(prefix string) string {
+	b := make([]byte, 4)
+	if _, err := rand.Read(b); err != nil {
+		panic(errors.Join(errors.New("crypto/rand"), err))
+	}
+	name := prefix + hex.EncodeToString(b)
+	if len(name) > 15 {
+		name = name[:15]
+	}
+	return name
+}
