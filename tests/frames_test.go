@@ -33,11 +33,11 @@ var (
 		"qinq9100": {Ether{}, VLAN{TPID: 0x9100, ID: 11}, VLAN{ID: 201}},
 	}
 	ipStacks = map[string][]Layer{
-		"ipv4":         {IPv4{}},
-		"ipv4-options": {IPv4{Options: []byte{0x94, 0x04, 0, 0, 0x01, 0x01, 0x01, 0x00}}}, // router alert, NOPs
+		"ipv4":                {IPv4{}},
+		"ipv4-options":        {IPv4{Options: []byte{0x94, 0x04, 0, 0, 0x01, 0x01, 0x01, 0x00}}}, // router alert, NOPs
 		"ipv4-first-fragment": {IPv4{MF: true}},
-		"ipv6":         {IPv6{}},
-		"ipv6-4ext": {IPv6{Ext: []Ext{{Proto: 0}, {Proto: 43, Len: 1}, {Proto: 60}, {Proto: 44}}}},
+		"ipv6":                {IPv6{}},
+		"ipv6-4ext":           {IPv6{Ext: []Ext{{Proto: 0}, {Proto: 43, Len: 1}, {Proto: 60}, {Proto: 44}}}},
 		"ipv6-first-fragment": {IPv6{Ext: []Ext{{Proto: 44, MF: true}}}},
 	}
 )
