@@ -1,0 +1,127 @@
+package config
+
+import (
+	"net/netip"
+	"strconv"
+	"strings"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// Realm is a local SIP interface that pings leave from.
+type Realm struct {
+	Name             string
+	Address          netip.Addr
+	Port             uint16
+	FQDNHostname     string
+	TeamsFQDN        string
+	TeamsFQDNInURI   bool
+	MultiTenancyFQDN string
+
+	node *yaml.Node
+}
+
+// SessionAgent is a known SIP peer, watched with OPTIONS pings (Oracle SBC
+// semantics).
+type SessionAgent struct {
+	Name                       string
+	Hostname                   string // IP or FQDN
+	Port                       uint16
+	RealmID                    string // a realm, or "*" with EgressRealmIDs
+	EgressRealmIDs             []string
+	PingMethod                 string
+	PingInterval               time.Duration
+	PingSendMode               string // keep-alive or continuous
+	PingInServiceResponseCodes []int
+	OutServiceResponseCodes    []int
+	PingFailureCount           int
+	PingAllAddresses           bool
+	Limit                      Limit
+
+	node *yaml.Node // where it was defined, for errors that span keys
+}
+
+func (d *decoder) realm(path string, n *yaml.Node) Realm {
+	r := Realm{Port: 5060, node: n}
+	d.mapping(n, path, fields{
+		"name": func(p string, v *yaml.Node) { d.str(v, p, &r.Name) },
+		"address": func(p string, v *yaml.Node) {
+			if s, ok := d.scalar(v, p); ok {
+				a, err := netip.ParseAddr(s)
+				if err != nil {
+					d.errorf(v, p, "must be an IP address, got %q", s)
+				}
+				r.Address = a
+			}
+		},
+		"port":               func(p string, v *yaml.Node) { d.port(v, p, &r.Port) },
+		"fqdn-hostname":      func(p string, v *yaml.Node) { d.str(v, p, &r.FQDNHostname) },
+		"teams-fqdn":         func(p string, v *yaml.Node) { d.str(v, p, &r.TeamsFQDN) },
+		"teams-fqdn-in-uri":  func(p string, v *yaml.Node) { d.boolean(v, p, &r.TeamsFQDNInURI) },
+		"multi-tenancy-fqdn": func(p string, v *yaml.Node) { d.str(v, p, &r.MultiTenancyFQDN) },
+	})
+	if r.Name == "" {
+		d.errorf(n, join(path, "name"), "is required")
+	}
+	if !r.Address.IsValid() {
+		d.errorf(n, join(path, "address"), "is required")
+	}
+	return r
+}
+
+func (d *decoder) codes(n *yaml.Node, path string, dst *[]int) {
+	d.sequence(n, path, func(p string, v *yaml.Node) {
+		if c, ok := d.integer(v, p, 100, 699); ok {
+			*dst = append(*dst, int(c))
+		}
+	})
+}
+
+func (d *decoder) agent(path string, n *yaml.Node) SessionAgent {
+	a := SessionAgent{
+		Port: 5060, PingMethod: "OPTIONS", PingInterval: 30 * time.Second,
+		PingSendMode: "keep-alive", PingFailureCount: 1, node: n,
+	}
+	d.mapping(n, path, d.limitFields(&a.Limit, fields{
+		"name":     func(p string, v *yaml.Node) { d.str(v, p, &a.Name) },
+		"hostname": func(p string, v *yaml.Node) { d.str(v, p, &a.Hostname) },
+		"port":     func(p string, v *yaml.Node) { d.port(v, p, &a.Port) },
+		"realm-id": func(p string, v *yaml.Node) { d.str(v, p, &a.RealmID) },
+		"egress-realm-id": func(p string, v *yaml.Node) {
+			d.sequence(v, p, func(p string, v *yaml.Node) {
+				var s string
+				d.str(v, p, &s)
+				a.EgressRealmIDs = append(a.EgressRealmIDs, s)
+			})
+		},
+		"ping-method":                    func(p string, v *yaml.Node) { d.oneOf(v, p, &a.PingMethod, "OPTIONS") },
+		"ping-interval":                  func(p string, v *yaml.Node) { d.duration(v, p, &a.PingInterval) },
+		"ping-send-mode":                 func(p string, v *yaml.Node) { d.oneOf(v, p, &a.PingSendMode, "keep-alive", "continuous") },
+		"ping-in-service-response-codes": func(p string, v *yaml.Node) { d.codes(v, p, &a.PingInServiceResponseCodes) },
+		"out-service-response-codes":     func(p string, v *yaml.Node) { d.codes(v, p, &a.OutServiceResponseCodes) },
+		"ping-all-addresses":             func(p string, v *yaml.Node) { d.boolean(v, p, &a.PingAllAddresses) },
+		"options": func(p string, v *yaml.Node) {
+			d.sequence(v, p, func(p string, v *yaml.Node) {
+				s, ok := d.scalar(v, p)
+				if !ok {
+					return
+				}
+				name, val, _ := strings.Cut(s, "=")
+				n, err := strconv.Atoi(val)
+				if name != "ping-failure-count" || err != nil || n < 1 || n > 100 {
+					d.errorf(v, p, "want ping-failure-count=N with N from 1 to 100, got %q", s)
+					return
+				}
+				a.PingFailureCount = n
+			})
+		},
+	}))
+	d.checkLimit(n, path, a.Limit)
+	for key, missing := range map[string]bool{"name": a.Name == "", "hostname": a.Hostname == "", "realm-id": a.RealmID == ""} {
+		if missing {
+			d.errorf(n, join(path, key), "is required")
+		}
+	}
+	return a
+}

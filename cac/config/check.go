@@ -1,0 +1,82 @@
+package config
+
+import (
+	"fmt"
+	"slices"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// check looks across keys, once each key has been read.
+func (c *Config) check(d *decoder, root *yaml.Node) {
+	at := func(key string) *yaml.Node {
+		if root.Kind == yaml.MappingNode {
+			for i := 0; i+1 < len(root.Content); i += 2 {
+				if root.Content[i].Value == key {
+					return root.Content[i+1]
+				}
+			}
+		}
+		return root
+	}
+	for _, p := range c.Ports.SIP {
+		if slices.Contains(c.Ports.L2TP, p) {
+			d.errorf(at("ports"), "ports", "port %d is both an L2TP and a SIP port", p)
+		}
+	}
+	seen := map[string]bool{}
+	for n, i := range c.Interfaces {
+		if seen[i.Name] && i.Name != "" {
+			d.errorf(i.node, fmt.Sprintf("interfaces[%d].name", n), "interface %s is listed twice", i.Name)
+		}
+		seen[i.Name] = true
+	}
+	d.checkLimit(at("environment"), "environment", c.Environment)
+
+	names := map[string]bool{}
+	for i, cu := range c.Customers {
+		path := fmt.Sprintf("customers[%d]", i)
+		if names[cu.Name] && cu.Name != "" {
+			d.errorf(cu.node, path+".name", "customer %s is defined twice", cu.Name)
+		}
+		names[cu.Name] = true
+		for j, a := range cu.Accounts {
+			apath := fmt.Sprintf("%s.accounts[%d]", path, j)
+			if names["account "+a.Name] && a.Name != "" {
+				d.errorf(a.node, apath+".name", "account %s is defined twice", a.Name)
+			}
+			names["account "+a.Name] = true
+			if names["source "+a.Source.String()] && a.Source.IsValid() {
+				d.errorf(a.node, apath+".source", "source %s belongs to two accounts", a.Source)
+			}
+			names["source "+a.Source.String()] = true
+		}
+	}
+
+	realms := map[string]bool{}
+	for i, r := range c.Realms {
+		if realms[r.Name] {
+			d.errorf(r.node, fmt.Sprintf("realms[%d].name", i), "realm %s is defined twice", r.Name)
+		}
+		realms[r.Name] = true
+	}
+	agents := map[string]bool{}
+	for i, a := range c.SessionAgents {
+		path := fmt.Sprintf("session-agents[%d]", i)
+		if agents[a.Name] {
+			d.errorf(a.node, path, "session agent %s is defined twice", a.Name)
+		}
+		agents[a.Name] = true
+		switch {
+		case a.RealmID == "*" && len(a.EgressRealmIDs) == 0:
+			d.errorf(a.node, path+".egress-realm-id", `realm-id "*" needs a list of egress realms`)
+		case a.RealmID != "*" && a.RealmID != "" && !realms[a.RealmID]:
+			d.errorf(a.node, path+".realm-id", "no realm named %q", a.RealmID)
+		}
+		for _, e := range a.EgressRealmIDs {
+			if !realms[e] {
+				d.errorf(a.node, path+".egress-realm-id", "no realm named %q", e)
+			}
+		}
+	}
+}

@@ -1,0 +1,350 @@
+package config
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"fmt"
+	"net"
+	"net/netip"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/xdpcac/xdpcac/cac"
+	"go.yaml.in/yaml/v3"
+)
+
+// Config is a checked cac.yaml. Zero values and nil pointers mean the key
+// was absent; the defaults of DESIGN.md §7 are applied by Load.
+type Config struct {
+	File          string
+	Interfaces    []Interface
+	Ports         Ports
+	MalformedDrop bool
+	Classes       map[cac.Class]Class
+	Environment   Limit
+	Customers     []Customer
+	CallAdmission CallAdmission
+	CPU           CPU
+	Buffers       Buffers
+	StaleAfter    time.Duration
+	OnStale       string // static, open or closed
+	Realms        []Realm
+	SessionAgents []SessionAgent
+	Metrics       Metrics
+}
+
+// Interface is one interface to attach to.
+type Interface struct {
+	Name string
+	Mode string // auto, native or generic
+
+	node *yaml.Node
+}
+
+// Ports are the UDP destination ports of L2TP and SIP.
+type Ports struct {
+	L2TP []uint16
+	SIP  []uint16
+}
+
+// Limit is a token bucket with FlySIP semantics: it starts full, refills at
+// CPS up to Burst calls, and a call takes one. A nil CPS is unlimited.
+type Limit struct {
+	CPS          *float64
+	Burst        *float64
+	BurstSeconds *float64
+}
+
+// DefaultBurstSeconds is how many seconds of calls a bucket holds unless
+// burst or burst-seconds says otherwise.
+const DefaultBurstSeconds = 60
+
+// Unlimited reports whether no cps is set.
+func (l Limit) Unlimited() bool { return l.CPS == nil }
+
+// EffectiveBurst is the bucket size in calls.
+func (l Limit) EffectiveBurst() float64 {
+	switch {
+	case l.CPS == nil:
+		return 0
+	case l.Burst != nil:
+		return *l.Burst
+	case l.BurstSeconds != nil:
+		return *l.CPS * *l.BurstSeconds
+	}
+	return *l.CPS * DefaultBurstSeconds
+}
+
+// Class holds the limits of one traffic class.
+type Class struct {
+	Limit
+	PerSource *PerSource
+}
+
+// PerSource is the automatic bucket each source of a class gets.
+type PerSource struct {
+	Limit
+	Key        string // ip, mac, mac-vlan or vlan
+	IPv6Prefix int    // IPv6 sources are aggregated to this prefix length
+}
+
+// Customer shares one bucket among its accounts.
+type Customer struct {
+	Name     string
+	Limit    Limit
+	Accounts []Account
+
+	node *yaml.Node
+}
+
+// Account is a source prefix with a bucket of its own.
+type Account struct {
+	Name   string
+	Source netip.Prefix
+	Limit  Limit
+
+	node *yaml.Node
+}
+
+// CPU says where the CPU load for the load charge comes from.
+type CPU struct {
+	Source         string // system, process:NAME or cgroup:PATH
+	SampleInterval time.Duration
+}
+
+// Buffers lists the sockets whose receive queues make the buffer charge.
+type Buffers struct {
+	UDPPorts        []uint16
+	PacketProtocols []uint16
+}
+
+// Metrics is where Prometheus metrics are served.
+type Metrics struct {
+	Listen string
+}
+
+// Load reads and checks a configuration file.
+func Load(path string) (*Config, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("read config: %w", err)
+	}
+	return Parse(path, data)
+}
+
+// Parse checks a configuration held in memory; file names it in errors.
+func Parse(file string, data []byte) (*Config, error) {
+	var doc yaml.Node
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	if err := dec.Decode(&doc); err != nil && !errors.Is(err, io.EOF) {
+		return nil, fmt.Errorf("%s: %w", file, err)
+	}
+	c := &Config{
+		File:       file,
+		Ports:      Ports{L2TP: []uint16{1701}, SIP: []uint16{5060}},
+		Classes:    map[cac.Class]Class{},
+		CPU:        CPU{Source: "system", SampleInterval: time.Second},
+		StaleAfter: 5 * time.Second,
+		OnStale:    "static",
+	}
+	d := &decoder{file: file}
+	root := &doc
+	if root.Kind == yaml.DocumentNode && len(root.Content) == 1 {
+		root = root.Content[0]
+	}
+	if root.Kind != 0 { // an empty file is an empty config
+		d.mapping(root, "", c.fields(d))
+	}
+	c.check(d, root)
+	if err := d.err(); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+func (c *Config) fields(d *decoder) fields {
+	malformed := "pass"
+	return fields{
+		"interfaces": func(p string, v *yaml.Node) { d.sequence(v, p, func(p string, v *yaml.Node) { c.Interfaces = append(c.Interfaces, d.iface(p, v)) }) },
+		"ports": func(p string, v *yaml.Node) {
+			d.mapping(v, p, fields{
+				"l2tp": func(p string, v *yaml.Node) { d.ports(v, p, &c.Ports.L2TP) },
+				"sip":  func(p string, v *yaml.Node) { d.ports(v, p, &c.Ports.SIP) },
+			})
+		},
+		"malformed": func(p string, v *yaml.Node) {
+			d.oneOf(v, p, &malformed, "pass", "drop")
+			c.MalformedDrop = malformed == "drop"
+		},
+		"classes":        func(p string, v *yaml.Node) { d.classes(v, p, c.Classes) },
+		"environment":    func(p string, v *yaml.Node) { d.mapping(v, p, d.limitFields(&c.Environment, nil)) },
+		"customers":      func(p string, v *yaml.Node) { d.sequence(v, p, func(p string, v *yaml.Node) { c.Customers = append(c.Customers, d.customer(p, v)) }) },
+		"call-admission": func(p string, v *yaml.Node) { c.CallAdmission = d.callAdmission(p, v) },
+		"cpu": func(p string, v *yaml.Node) {
+			d.mapping(v, p, fields{
+				"source":          func(p string, v *yaml.Node) { d.cpuSource(v, p, &c.CPU.Source) },
+				"sample-interval": func(p string, v *yaml.Node) { d.duration(v, p, &c.CPU.SampleInterval) },
+			})
+		},
+		"buffers": func(p string, v *yaml.Node) {
+			d.mapping(v, p, fields{
+				"udp-ports": func(p string, v *yaml.Node) { d.ports(v, p, &c.Buffers.UDPPorts) },
+				"packet-protocols": func(p string, v *yaml.Node) {
+					d.sequence(v, p, func(p string, v *yaml.Node) {
+						if n, ok := d.integer(v, p, 1, 0xffff); ok {
+							c.Buffers.PacketProtocols = append(c.Buffers.PacketProtocols, uint16(n))
+						}
+					})
+				},
+			})
+		},
+		"stale-after":    func(p string, v *yaml.Node) { d.duration(v, p, &c.StaleAfter) },
+		"on-stale":       func(p string, v *yaml.Node) { d.oneOf(v, p, &c.OnStale, "static", "open", "closed") },
+		"realms":         func(p string, v *yaml.Node) { d.sequence(v, p, func(p string, v *yaml.Node) { c.Realms = append(c.Realms, d.realm(p, v)) }) },
+		"session-agents": func(p string, v *yaml.Node) { d.sequence(v, p, func(p string, v *yaml.Node) { c.SessionAgents = append(c.SessionAgents, d.agent(p, v)) }) },
+		"metrics": func(p string, v *yaml.Node) {
+			d.mapping(v, p, fields{"listen": func(p string, v *yaml.Node) {
+				d.str(v, p, &c.Metrics.Listen)
+				if _, _, err := net.SplitHostPort(c.Metrics.Listen); c.Metrics.Listen != "" && err != nil {
+					d.errorf(v, p, "must be host:port such as 127.0.0.1:9477, got %q", c.Metrics.Listen)
+				}
+			}})
+		},
+	}
+}
+
+func (d *decoder) iface(path string, n *yaml.Node) Interface {
+	i := Interface{Mode: "auto", node: n}
+	d.mapping(n, path, fields{
+		"name": func(p string, v *yaml.Node) {
+			d.str(v, p, &i.Name)
+			if len(i.Name) > 15 || strings.ContainsAny(i.Name, "/ \t") {
+				d.errorf(v, p, "%q is not an interface name", i.Name)
+			}
+		},
+		"mode": func(p string, v *yaml.Node) { d.oneOf(v, p, &i.Mode, "auto", "native", "generic") },
+	})
+	if i.Name == "" {
+		d.errorf(n, join(path, "name"), "is required")
+	}
+	return i
+}
+
+func (d *decoder) cpuSource(n *yaml.Node, path string, dst *string) {
+	s, ok := d.scalar(n, path)
+	if !ok {
+		return
+	}
+	kind, arg, _ := strings.Cut(s, ":")
+	switch {
+	case s == "system":
+	case (kind == "process" || kind == "cgroup") && arg != "":
+	default:
+		d.errorf(n, path, "must be system, process:NAME or cgroup:PATH, got %q", s)
+		return
+	}
+	*dst = s
+}
+
+// limitFields are the keys of a token bucket, plus extra keys.
+func (d *decoder) limitFields(l *Limit, extra fields) fields {
+	f := fields{
+		"cps":           func(p string, v *yaml.Node) { d.number(v, p, 0.001, &l.CPS) },
+		"burst":         func(p string, v *yaml.Node) { d.number(v, p, 1, &l.Burst) },
+		"burst-seconds": func(p string, v *yaml.Node) { d.number(v, p, 0.001, &l.BurstSeconds) },
+	}
+	for k, fn := range extra {
+		f[k] = fn
+	}
+	return f
+}
+
+// checkLimit refuses a bucket too small to ever hold one call.
+func (d *decoder) checkLimit(n *yaml.Node, path string, l Limit) {
+	if l.CPS == nil && (l.Burst != nil || l.BurstSeconds != nil) {
+		d.errorf(n, path, "burst without cps: a bucket needs a rate (cps)")
+		return
+	}
+	if l.Burst != nil && l.BurstSeconds != nil {
+		d.errorf(n, path, "set burst or burst-seconds, not both")
+		return
+	}
+	if b := l.EffectiveBurst(); l.CPS != nil && b < 1 {
+		d.errorf(n, path, "the bucket holds %.3g calls (cps × burst-seconds), less than one: no call could pass; raise burst or burst-seconds", b)
+	}
+}
+
+func (d *decoder) classes(n *yaml.Node, path string, dst map[cac.Class]Class) {
+	f := fields{}
+	for _, cl := range cac.Classes() {
+		f[cl.String()] = func(p string, v *yaml.Node) {
+			var c Class
+			d.mapping(v, p, d.limitFields(&c.Limit, fields{
+				"per-source": func(p string, v *yaml.Node) { c.PerSource = d.perSource(p, v, cl) },
+			}))
+			d.checkLimit(v, p, c.Limit)
+			dst[cl] = c
+		}
+	}
+	d.mapping(n, path, f)
+}
+
+func isPPPoE(c cac.Class) bool { return c == cac.PPPoEPADI || c == cac.PPPoEPADR }
+
+func (d *decoder) perSource(path string, n *yaml.Node, cl cac.Class) *PerSource {
+	ps := &PerSource{Key: "ip", IPv6Prefix: 64}
+	if isPPPoE(cl) {
+		ps.Key = "mac"
+	}
+	d.mapping(n, path, d.limitFields(&ps.Limit, fields{
+		"key": func(p string, v *yaml.Node) {
+			if isPPPoE(cl) {
+				d.oneOf(v, p, &ps.Key, "mac", "mac-vlan", "vlan")
+			} else {
+				d.oneOf(v, p, &ps.Key, "ip")
+			}
+		},
+		"ipv6-prefix": func(p string, v *yaml.Node) {
+			if isPPPoE(cl) {
+				d.errorf(v, p, "PPPoE sources are MAC addresses or VLANs, not IPv6 prefixes")
+				return
+			}
+			if b, ok := d.integer(v, p, 1, 128); ok {
+				ps.IPv6Prefix = int(b)
+			}
+		},
+	}))
+	d.checkLimit(n, path, ps.Limit)
+	return ps
+}
+
+func (d *decoder) customer(path string, n *yaml.Node) Customer {
+	c := Customer{node: n}
+	d.mapping(n, path, d.limitFields(&c.Limit, fields{
+		"name": func(p string, v *yaml.Node) { d.str(v, p, &c.Name) },
+		"accounts": func(p string, v *yaml.Node) {
+			d.sequence(v, p, func(p string, v *yaml.Node) {
+				a := Account{node: v}
+				d.mapping(v, p, d.limitFields(&a.Limit, fields{
+					"name":   func(p string, v *yaml.Node) { d.str(v, p, &a.Name) },
+					"source": func(p string, v *yaml.Node) { d.prefix(v, p, &a.Source) },
+				}))
+				d.checkLimit(v, p, a.Limit)
+				if a.Name == "" {
+					d.errorf(v, join(p, "name"), "is required")
+				}
+				if !a.Source.IsValid() {
+					d.errorf(v, join(p, "source"), "is required")
+				}
+				c.Accounts = append(c.Accounts, a)
+			})
+		},
+	}))
+	d.checkLimit(n, path, c.Limit)
+	if c.Name == "" {
+		d.errorf(n, join(path, "name"), "is required")
+	}
+	return c
+}

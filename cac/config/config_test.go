@@ -1,0 +1,117 @@
+package config
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/xdpcac/xdpcac/cac"
+)
+
+func TestFullExample(t *testing.T) {
+	c, err := Load("testdata/full.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(c.Interfaces) != 1 || c.Interfaces[0] != (Interface{Name: "eth1", Mode: "auto", node: c.Interfaces[0].node}) {
+		t.Errorf("interfaces = %+v", c.Interfaces)
+	}
+	padi := c.Classes[cac.PPPoEPADI]
+	if *padi.CPS != 100 || padi.EffectiveBurst() != 200 || padi.PerSource.Key != "mac" || padi.PerSource.EffectiveBurst() != 3 {
+		t.Errorf("pppoe-padi = %+v / %+v", padi, padi.PerSource)
+	}
+	inv := c.Classes[cac.SIPInvite]
+	if inv.EffectiveBurst() != 1800 || inv.PerSource.Key != "ip" || inv.PerSource.IPv6Prefix != 64 || inv.PerSource.EffectiveBurst() != 300 {
+		t.Errorf("sip-invite = %+v / %+v", inv, inv.PerSource)
+	}
+	if _, ok := c.Classes[cac.L2TPSCCRQ]; ok {
+		t.Error("an absent class must stay absent (unlimited)")
+	}
+	ca := c.CallAdmission
+	if !ca.NewModel || *ca.Limit != 200 || *ca.CPULimit != 60 || ca.Charges["pppoe"] != (Charge{10, time.Second}) ||
+		ca.Load.Charge != 100 || ca.Load.Lifetime != time.Second {
+		t.Errorf("call admission = %+v", ca)
+	}
+	if len(c.Buffers.PacketProtocols) != 1 || c.Buffers.PacketProtocols[0] != 0x8863 {
+		t.Errorf("buffers = %+v", c.Buffers)
+	}
+	a := c.SessionAgents[0]
+	if a.PingFailureCount != 3 || a.PingInterval != 30*time.Second || !a.PingAllAddresses || *a.Limit.CPS != 50 {
+		t.Errorf("agent = %+v", a)
+	}
+	if c.Customers[0].Accounts[0].Source.String() != "192.0.2.10/32" {
+		t.Errorf("account = %+v", c.Customers[0].Accounts[0])
+	}
+}
+
+func TestDefaults(t *testing.T) {
+	c, err := Parse("min.yaml", []byte("interfaces: [{name: veth0}]\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Ports.L2TP[0] != 1701 || c.Ports.SIP[0] != 5060 || c.MalformedDrop || c.StaleAfter != 5*time.Second ||
+		c.OnStale != "static" || c.Interfaces[0].Mode != "auto" || c.CallAdmission.Limit != nil {
+		t.Errorf("defaults = %+v", c)
+	}
+	c, err = Parse("empty.yaml", nil)
+	if err != nil || c == nil {
+		t.Fatalf("an empty file is a valid, empty config: %v", err)
+	}
+}
+
+func TestDurations(t *testing.T) {
+	for in, want := range map[string]time.Duration{"5s": 5 * time.Second, "200ms": 200 * time.Millisecond, "2": 2 * time.Second, "0.5": 500 * time.Millisecond} {
+		c, err := Parse("d.yaml", []byte("stale-after: "+in+"\n"))
+		if err != nil || c.StaleAfter != want {
+			t.Errorf("stale-after %s = %v, %v; want %v", in, c, err, want)
+		}
+	}
+}
+
+// TestBadInput: every mistake names the file, line and key, and no config
+// comes back.
+func TestBadInput(t *testing.T) {
+	cases := []struct {
+		name, yaml, want string
+	}{
+		{"unknown top key", "interfaces: []\nfoo: 1\n", "bad.yaml:2:1: foo: unknown key"},
+		{"unknown nested key", "classes:\n  sip-invite: {cps: 3, bursty: 4}\n", "bad.yaml:2:24: classes.sip-invite.bursty: unknown key"},
+		{"negative cps", "classes:\n  l2tp-icrq:\n    cps: -5\n", "bad.yaml:3:10: classes.l2tp-icrq.cps: must be at least 0.001, got -5"},
+		{"non-numeric cps", "environment: {cps: lots}\n", `bad.yaml:1:20: environment.cps: must be a number, got "lots"`},
+		{"port out of range", "ports: {sip: [5060, 70000]}\n", "bad.yaml:1:21: ports.sip[1]: must be from 1 to 65535, got 70000"},
+		{"port zero", "ports: {l2tp: [0]}\n", "bad.yaml:1:16: ports.l2tp[0]: must be from 1 to 65535, got 0"},
+		{"unknown class", "classes:\n  sip-register: {cps: 1}\n", "bad.yaml:2:3: classes.sip-register: unknown key (valid keys here: l2tp-icrq, l2tp-sccrq, pppoe-padi, pppoe-padr, sip-invite, sip-options)"},
+		{"port in both", "ports: {l2tp: [5060], sip: [5060]}\n", "ports: port 5060 is both an L2TP and a SIP port"},
+		{"bad mode", "interfaces: [{name: eth1, mode: turbo}]\n", "interfaces[0].mode: must be one of auto, native, generic"},
+		{"bad malformed", "malformed: maybe\n", "malformed: must be one of pass, drop"},
+		{"bucket below one call", "environment: {cps: 0.001}\n", "less than one"},
+		{"pppoa", "call-admission: |\n  call admission limit 10\n  call admission pppoa 10 1\n", "bad.yaml:3:17: call-admission: call admission pppoa: PPPoA runs over ATM"},
+		{"bad ios line", "call-admission: |\n  call admission limit ten\n", "bad.yaml:2:17: call-admission: call admission limit: the limit must be from 1 to 1000000000"},
+		{"per-source mac on sip", "classes:\n  sip-invite: {per-source: {key: mac, cps: 1}}\n", "classes.sip-invite.per-source.key: must be one of ip"},
+		{"prefix host bits", "customers: [{name: a, accounts: [{name: b, source: 192.0.2.1/24}]}]\n", "did you mean 192.0.2.0/24"},
+		{"missing realm", "session-agents: [{name: p, hostname: 192.0.2.2, realm-id: core}]\n", `session-agents[0].realm-id: no realm named "core"`},
+		{"repeated key", "malformed: pass\nmalformed: drop\n", "bad.yaml:2:1: malformed: repeated key"},
+		{"list not mapping", "ports: [1701]\n", "ports: must be a mapping"},
+		{"bad duration", "stale-after: soon\n", `stale-after: must be a duration`},
+	}
+	for _, c := range cases {
+		cfg, err := Parse("bad.yaml", []byte(c.yaml))
+		if err == nil {
+			t.Errorf("%s: accepted", c.name)
+			continue
+		}
+		if cfg != nil {
+			t.Errorf("%s: a config came back with the error", c.name)
+		}
+		if !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s:\n got %v\nwant %s", c.name, err, c.want)
+		}
+	}
+}
+
+func TestAllErrorsReported(t *testing.T) {
+	_, err := Parse("bad.yaml", []byte("foo: 1\nports: {sip: [99999]}\nmalformed: x\n"))
+	if err == nil || strings.Count(err.Error(), "bad.yaml:") != 3 {
+		t.Errorf("want three errors, got %v", err)
+	}
+}
