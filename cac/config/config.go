@@ -3,8 +3,8 @@ package config
 import (
 	"bytes"
 	"errors"
-	"io"
 	"fmt"
+	"io"
 	"net"
 	"net/netip"
 	"os"
@@ -167,7 +167,9 @@ func Parse(file string, data []byte) (*Config, error) {
 func (c *Config) fields(d *decoder) fields {
 	malformed := "pass"
 	return fields{
-		"interfaces": func(p string, v *yaml.Node) { d.sequence(v, p, func(p string, v *yaml.Node) { c.Interfaces = append(c.Interfaces, d.iface(p, v)) }) },
+		"interfaces": func(p string, v *yaml.Node) {
+			d.sequence(v, p, func(p string, v *yaml.Node) { c.Interfaces = append(c.Interfaces, d.iface(p, v)) })
+		},
 		"ports": func(p string, v *yaml.Node) {
 			d.mapping(v, p, fields{
 				"l2tp": func(p string, v *yaml.Node) { d.ports(v, p, &c.Ports.L2TP) },
@@ -178,9 +180,11 @@ func (c *Config) fields(d *decoder) fields {
 			d.oneOf(v, p, &malformed, "pass", "drop")
 			c.MalformedDrop = malformed == "drop"
 		},
-		"classes":        func(p string, v *yaml.Node) { d.classes(v, p, c.Classes) },
-		"environment":    func(p string, v *yaml.Node) { d.mapping(v, p, d.limitFields(&c.Environment, nil)) },
-		"customers":      func(p string, v *yaml.Node) { d.sequence(v, p, func(p string, v *yaml.Node) { c.Customers = append(c.Customers, d.customer(p, v)) }) },
+		"classes":     func(p string, v *yaml.Node) { d.classes(v, p, c.Classes) },
+		"environment": func(p string, v *yaml.Node) { d.mapping(v, p, d.limitFields(&c.Environment, nil)) },
+		"customers": func(p string, v *yaml.Node) {
+			d.sequence(v, p, func(p string, v *yaml.Node) { c.Customers = append(c.Customers, d.customer(p, v)) })
+		},
 		"call-admission": func(p string, v *yaml.Node) { c.CallAdmission = d.callAdmission(p, v) },
 		"cpu": func(p string, v *yaml.Node) {
 			d.mapping(v, p, fields{
@@ -200,10 +204,14 @@ func (c *Config) fields(d *decoder) fields {
 				},
 			})
 		},
-		"stale-after":    func(p string, v *yaml.Node) { d.duration(v, p, &c.StaleAfter) },
-		"on-stale":       func(p string, v *yaml.Node) { d.oneOf(v, p, &c.OnStale, "static", "open", "closed") },
-		"realms":         func(p string, v *yaml.Node) { d.sequence(v, p, func(p string, v *yaml.Node) { c.Realms = append(c.Realms, d.realm(p, v)) }) },
-		"session-agents": func(p string, v *yaml.Node) { d.sequence(v, p, func(p string, v *yaml.Node) { c.SessionAgents = append(c.SessionAgents, d.agent(p, v)) }) },
+		"stale-after": func(p string, v *yaml.Node) { d.duration(v, p, &c.StaleAfter) },
+		"on-stale":    func(p string, v *yaml.Node) { d.oneOf(v, p, &c.OnStale, "static", "open", "closed") },
+		"realms": func(p string, v *yaml.Node) {
+			d.sequence(v, p, func(p string, v *yaml.Node) { c.Realms = append(c.Realms, d.realm(p, v)) })
+		},
+		"session-agents": func(p string, v *yaml.Node) {
+			d.sequence(v, p, func(p string, v *yaml.Node) { c.SessionAgents = append(c.SessionAgents, d.agent(p, v)) })
+		},
 		"metrics": func(p string, v *yaml.Node) {
 			d.mapping(v, p, fields{"listen": func(p string, v *yaml.Node) {
 				d.str(v, p, &c.Metrics.Listen)
