@@ -1,0 +1,88 @@
+package main
+
+import (
+	"fmt"
+
+	"github.com/spf13/cobra"
+	"github.com/xdpcac/xdpcac/cac/config"
+	"github.com/xdpcac/xdpcac/loader"
+	"github.com/xdpcac/xdpcac/maps"
+)
+
+func newAttachCmd(g *globals) *cobra.Command {
+	var cfgFile, mode string
+	cmd := &cobra.Command{
+		Use:   "attach IFACE --config FILE [--mode auto|native|generic]",
+		Short: "Attach the filter to an interface with the static limits of FILE, and leave it there",
+		Args:  exactArgs("IFACE"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			iface := args[0]
+			cfg, err := config.Load(cfgFile)
+			if err != nil {
+				return err
+			}
+			if mode == "" {
+				mode = "auto"
+				for _, i := range cfg.Interfaces {
+					if i.Name == iface {
+						mode = i.Mode
+					}
+				}
+			}
+			a := loader.Attachment{Iface: iface, Netns: g.netns}
+			got, err := loader.Attach(a, loader.Options{
+				StateDir:  g.stateDir,
+				Mode:      mode,
+				Settings:  maps.Settings{MalformedDrop: cfg.MalformedDrop},
+				L2TPPorts: cfg.Ports.L2TP,
+				SIPPorts:  cfg.Ports.SIP,
+			})
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "attached xdpcac to %s in %s mode\n", a, got)
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&cfgFile, "config", "", "configuration file (required)")
+	cmd.Flags().StringVar(&mode, "mode", "", "XDP mode: auto, native or generic (default: the interface's mode in FILE, else auto)")
+	cmd.MarkFlagRequired("config")
+	return cmd
+}
+
+func newDetachCmd(g *globals) *cobra.Command {
+	return &cobra.Command{
+		Use:   "detach IFACE",
+		Short: "Take the filter off an interface and remove its state",
+		Args:  exactArgs("IFACE"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			a := loader.Attachment{Iface: args[0], Netns: g.netns}
+			if err := loader.Detach(a, g.stateDir); err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "detached xdpcac from %s\n", a)
+			return nil
+		},
+	}
+}
+
+func newValidateCmd() *cobra.Command {
+	var cfgFile string
+	cmd := &cobra.Command{
+		Use:   "validate --config FILE",
+		Short: "Check a configuration file; every error names its line and key",
+		Args:  exactArgs(),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			cfg, err := config.Load(cfgFile)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "%s: valid (%d interfaces, %d class limits, %d customers, %d session agents)\n",
+				cfgFile, len(cfg.Interfaces), len(cfg.Classes), len(cfg.Customers), len(cfg.SessionAgents))
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&cfgFile, "config", "", "configuration file (required)")
+	cmd.MarkFlagRequired("config")
+	return cmd
+}

@@ -1,0 +1,67 @@
+package main
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"github.com/xdpcac/xdpcac/loader"
+)
+
+// globals are the flags every command takes.
+type globals struct {
+	netns    string
+	stateDir string
+}
+
+func newRootCmd() *cobra.Command {
+	g := &globals{}
+	root := &cobra.Command{
+		Use:   "cacctl",
+		Short: "Call admission control at the NIC",
+		Long: `cacctl loads xdpcac's XDP filter, which recognises the first packet of every
+new PPPoE, L2TP and SIP session (PADI/PADR, SCCRQ/ICRQ, INVITE/OPTIONS) and
+admits or drops it, and shows what it counted.`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.PersistentFlags().StringVar(&g.netns, "netns", "", "act on an interface in this named network namespace (pins stay in this one)")
+	root.PersistentFlags().StringVar(&g.stateDir, "state-dir", loader.DefaultStateDir, "bpffs directory holding the pinned state of each attachment")
+	root.AddCommand(
+		newAttachCmd(g),
+		newDetachCmd(g),
+		newValidateCmd(),
+		newShowCmd(g),
+	)
+	return root
+}
+
+// outputFlag is -o text|json, checked before anything runs.
+type outputFlag string
+
+func (o *outputFlag) String() string { return string(*o) }
+func (o *outputFlag) Type() string   { return "text|json" }
+func (o *outputFlag) Set(s string) error {
+	if !slices.Contains([]string{"text", "json"}, s) {
+		return fmt.Errorf("want text or json, got %q", s)
+	}
+	*o = outputFlag(s)
+	return nil
+}
+
+func addOutputFlag(cmd *cobra.Command) *outputFlag {
+	o := outputFlag("text")
+	cmd.Flags().VarP(&o, "output", "o", "output format: text or json")
+	return &o
+}
+
+// exactArgs is cobra.ExactArgs with an error that says what is expected.
+func exactArgs(names ...string) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		if len(args) != len(names) {
+			return fmt.Errorf("%s takes %d argument(s): %s (got %d)", cmd.CommandPath(), len(names), strings.Join(names, " "), len(args))
+		}
+		return nil
+	}
+}

@@ -1,0 +1,227 @@
+package loader
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/link"
+	"github.com/cilium/ebpf/rlimit"
+	"github.com/xdpcac/xdpcac/bpf"
+	"github.com/xdpcac/xdpcac/maps"
+)
+
+// lockTimeout is how long a command waits for another to finish.
+const lockTimeout = 10 * time.Second
+
+// Options say how to attach and what the fast path starts with.
+type Options struct {
+	StateDir  string
+	Mode      string // auto, native or generic
+	Settings  maps.Settings
+	L2TPPorts []uint16
+	SIPPorts  []uint16
+}
+
+func xdpFlags(mode string) (link.XDPAttachFlags, error) {
+	switch mode {
+	case "", "auto":
+		return 0, nil // the driver's mode where it has one, generic otherwise
+	case "native":
+		return link.XDPDriverMode, nil
+	case "generic":
+		return link.XDPGenericMode, nil
+	}
+	return 0, fmt.Errorf("unknown mode %q (want auto, native or generic)", mode)
+}
+
+// attachModeName names an IFLA_XDP_ATTACHED value (kernel ABI): the mode
+// the kernel chose.
+func attachModeName(m uint32) string {
+	switch m {
+	case 1:
+		return "native"
+	case 2:
+		return "generic"
+	case 3:
+		return "offload"
+	}
+	return "unknown"
+}
+
+// Load loads the XDP program and its maps, unattached.
+func Load() (*bpf.XdpObjects, error) {
+	if err := rlimit.RemoveMemlock(); err != nil {
+		return nil, fmt.Errorf("lift memlock limit: %w", err)
+	}
+	var objs bpf.XdpObjects
+	if err := bpf.LoadXdpObjects(&objs, nil); err != nil {
+		var ve *ebpf.VerifierError
+		if errors.As(err, &ve) {
+			return nil, fmt.Errorf("the kernel refused the XDP program: %+v", ve)
+		}
+		return nil, fmt.Errorf("load XDP program: %w", err)
+	}
+	return &objs, nil
+}
+
+// Attach loads the program, configures it, attaches it to the interface
+// with a bpf_link and pins it all under o.StateDir. It returns the mode the
+// kernel attached in. On any error nothing is left behind.
+func Attach(a Attachment, o Options) (mode string, err error) {
+	flags, err := xdpFlags(o.Mode)
+	if err != nil {
+		return "", err
+	}
+	if err := ensureStateDir(o.StateDir); err != nil {
+		return "", err
+	}
+	lk, err := lockStateDir(o.StateDir, lockTimeout)
+	if err != nil {
+		return "", err
+	}
+	defer lk.unlock()
+
+	dir := filepath.Join(o.StateDir, a.dirName())
+	if _, err := os.Stat(dir); err == nil {
+		return "", fmt.Errorf("xdpcac is already attached to %s (state in %s): use cacctl detach first", a, dir)
+	}
+	nl, err := linkByName(a.Netns, a.Iface)
+	if err != nil {
+		return "", err
+	}
+	if x := nl.Attrs().Xdp; x != nil && x.Attached {
+		return "", fmt.Errorf("%s already has an XDP program (%s): detach it first; nothing was changed", a, describeProg(x.ProgId))
+	}
+
+	objs, err := Load()
+	if err != nil {
+		return "", err
+	}
+	defer objs.Close() // the pins hold what must outlive this process
+	if err := maps.WriteSettings(objs.Settings, o.Settings); err != nil {
+		return "", err
+	}
+	if err := maps.WritePorts(objs.UdpPorts, o.L2TPPorts, o.SIPPorts); err != nil {
+		return "", err
+	}
+
+	var l link.Link
+	err = inNetns(a.Netns, func() error {
+		var err error
+		l, err = link.AttachXDP(link.XDPOptions{Program: objs.XdpCac, Interface: nl.Attrs().Index, Flags: flags})
+		return err
+	})
+	if err != nil {
+		return "", fmt.Errorf("attach XDP to %s in %s mode: %w", a, modeOrAuto(o.Mode), err)
+	}
+	defer l.Close() // detaches, unless pinned below
+
+	if err := pinAll(o.StateDir, dir, l, objs); err != nil {
+		return "", err
+	}
+	mode = "unknown"
+	if after, err := linkByName(a.Netns, a.Iface); err == nil && after.Attrs().Xdp != nil {
+		mode = attachModeName(after.Attrs().Xdp.AttachMode)
+	}
+	return mode, nil
+}
+
+func modeOrAuto(m string) string {
+	if m == "" {
+		return "auto"
+	}
+	return m
+}
+
+func describeProg(id uint32) string {
+	p, err := ebpf.NewProgramFromID(ebpf.ProgramID(id))
+	if err != nil {
+		return fmt.Sprintf("id %d", id)
+	}
+	defer p.Close()
+	if info, err := p.Info(); err == nil && info.Name != "" {
+		return fmt.Sprintf("id %d, %s", id, info.Name)
+	}
+	return fmt.Sprintf("id %d", id)
+}
+
+// pinAll pins the link, program and maps in a temporary directory and
+// renames it to dir, so the attachment appears whole or not at all.
+func pinAll(stateDir, dir string, l link.Link, objs *bpf.XdpObjects) error {
+	suffix := make([]byte, 4)
+	if _, err := rand.Read(suffix); err != nil {
+		return fmt.Errorf("random name: %w", err)
+	}
+	tmp := filepath.Join(stateDir, tmpPrefix+hex.EncodeToString(suffix))
+	if err := os.Mkdir(tmp, 0o700); err != nil {
+		return fmt.Errorf("create %s: %w", tmp, err)
+	}
+	pins := []struct {
+		name string
+		pin  func(string) error
+	}{
+		{pinStats, objs.Stats.Pin},
+		{pinSettings, objs.Settings.Pin},
+		{pinPorts, objs.UdpPorts.Pin},
+		{pinProgram, objs.XdpCac.Pin},
+		{pinLink, l.Pin},
+	}
+	for _, p := range pins {
+		if err := p.pin(filepath.Join(tmp, p.name)); err != nil {
+			os.RemoveAll(tmp)
+			return fmt.Errorf("pin %s: %w", p.name, err)
+		}
+	}
+	if err := os.Rename(tmp, dir); err != nil {
+		os.RemoveAll(tmp)
+		return fmt.Errorf("move pins into place: %w", err)
+	}
+	return nil
+}
+
+// Detach takes the filter off the interface and removes its state.
+func Detach(a Attachment, stateDir string) error {
+	dir := filepath.Join(stateDir, a.dirName())
+	if _, err := os.Stat(dir); err != nil {
+		return fmt.Errorf("xdpcac is not attached to %s (no state in %s)", a, dir)
+	}
+	lk, err := lockStateDir(stateDir, lockTimeout)
+	if err != nil {
+		return err
+	}
+	defer lk.unlock()
+
+	l, err := link.LoadPinnedLink(filepath.Join(dir, pinLink), nil)
+	if err != nil {
+		return fmt.Errorf("open the pinned link of %s: %w", a, err)
+	}
+	// With its pin gone and this, the last descriptor, closed, the kernel
+	// destroys the link and the program leaves the interface.
+	if err := l.Unpin(); err != nil {
+		l.Close()
+		return fmt.Errorf("unpin link of %s: %w", a, err)
+	}
+	l.Close()
+	if err := os.RemoveAll(dir); err != nil {
+		return fmt.Errorf("remove state of %s: %w", a, err)
+	}
+	return nil
+}
+
+// XDPProgramID reports the id of the XDP program on an interface, 0 for none.
+func XDPProgramID(a Attachment) (uint32, error) {
+	l, err := linkByName(a.Netns, a.Iface)
+	if err != nil {
+		return 0, err
+	}
+	if x := l.Attrs().Xdp; x != nil && x.Attached {
+		return x.ProgId, nil
+	}
+	return 0, nil
+}

@@ -1,0 +1,129 @@
+package loader
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/cilium/ebpf"
+	"github.com/xdpcac/xdpcac/bpf"
+	"github.com/xdpcac/xdpcac/maps"
+)
+
+// Names of the pins in an attachment's directory.
+const (
+	pinLink     = "link"
+	pinProgram  = "prog"
+	pinStats    = bpf.XdpMapStats
+	pinSettings = bpf.XdpMapSettings
+	pinPorts    = bpf.XdpMapUdpPorts
+)
+
+// Attachment names one interface that has the filter, as its state
+// directory does: the interface, and its network namespace if not ours.
+type Attachment struct {
+	Iface string
+	Netns string
+}
+
+func (a Attachment) String() string {
+	if a.Netns == "" {
+		return a.Iface
+	}
+	return a.Iface + " in network namespace " + a.Netns
+}
+
+// dirName is IFACE, or NETNS:IFACE for an interface in a named namespace.
+// Interface names never hold a colon, so the last one separates the two.
+// (bpffs refuses names with dots, which is why temporary directories start
+// with a colon instead.)
+func (a Attachment) dirName() string {
+	if a.Netns == "" {
+		return a.Iface
+	}
+	return a.Netns + ":" + a.Iface
+}
+
+func parseDirName(name string) Attachment {
+	i := strings.LastIndexByte(name, ':')
+	if i < 0 {
+		return Attachment{Iface: name}
+	}
+	return Attachment{Netns: name[:i], Iface: name[i+1:]}
+}
+
+// tmpPrefix starts the names of directories still being built.
+const tmpPrefix = ":tmp-"
+
+// List returns the attachments with state in stateDir.
+func List(stateDir string) ([]Attachment, error) {
+	entries, err := os.ReadDir(stateDir)
+	if os.IsNotExist(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read state directory: %w", err)
+	}
+	var out []Attachment
+	for _, e := range entries {
+		if e.IsDir() && !strings.HasPrefix(e.Name(), tmpPrefix) {
+			out = append(out, parseDirName(e.Name()))
+		}
+	}
+	return out, nil
+}
+
+// Pinned are the maps of one attachment, opened from their pins.
+type Pinned struct {
+	Attachment
+	Stats    *ebpf.Map
+	Settings *ebpf.Map
+	Ports    *ebpf.Map
+}
+
+// Close releases the maps; the pins stay.
+func (p *Pinned) Close() {
+	for _, m := range []*ebpf.Map{p.Stats, p.Settings, p.Ports} {
+		if m != nil {
+			m.Close()
+		}
+	}
+}
+
+// Open opens the pinned maps of an attachment.
+func Open(stateDir string, a Attachment) (*Pinned, error) {
+	dir := filepath.Join(stateDir, a.dirName())
+	p := &Pinned{Attachment: a}
+	for name, dst := range map[string]**ebpf.Map{pinStats: &p.Stats, pinSettings: &p.Settings, pinPorts: &p.Ports} {
+		m, err := ebpf.LoadPinnedMap(filepath.Join(dir, name), nil)
+		if err != nil {
+			p.Close()
+			return nil, fmt.Errorf("open %s map of %s: %w", name, a, err)
+		}
+		*dst = m
+	}
+	return p, nil
+}
+
+// SumStats adds up the counters of every attachment in stateDir.
+func SumStats(stateDir string) (maps.Stats, []Attachment, error) {
+	var total maps.Stats
+	atts, err := List(stateDir)
+	if err != nil {
+		return total, nil, err
+	}
+	for _, a := range atts {
+		p, err := Open(stateDir, a)
+		if err != nil {
+			return total, nil, err
+		}
+		s, err := maps.ReadStats(p.Stats)
+		p.Close()
+		if err != nil {
+			return total, nil, fmt.Errorf("%s: %w", a, err)
+		}
+		total.Add(s)
+	}
+	return total, atts, nil
+}

@@ -1,0 +1,227 @@
+package tests
+
+import (
+	"encoding/json"
+	"os"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/asm"
+	"github.com/vishvananda/netlink"
+	"github.com/xdpcac/xdpcac/cac"
+	"github.com/xdpcac/xdpcac/maps"
+	. "github.com/xdpcac/xdpcac/tests/pkt"
+	"github.com/xdpcac/xdpcac/tests/testenv"
+)
+
+const e2eConfig = `
+ports: {l2tp: [1701], sip: [5060, 5080]}
+malformed: pass
+`
+
+// testbed is a box namespace whose interface gets the filter, and a peer
+// namespace that sends to it over a veth pair.
+type testbed struct {
+	box, peer         string // namespaces
+	boxIface, peerIfc string
+	state             string
+}
+
+func newTestbed(t *testing.T) *testbed {
+	testenv.RequireBPF(t)
+	tb := &testbed{box: testenv.Netns(t), peer: testenv.Netns(t), state: stateDir(t)}
+	tb.boxIface, tb.peerIfc = testenv.Veth(t, tb.box, tb.peer)
+	return tb
+}
+
+func (tb *testbed) cacctl(t *testing.T, args ...string) (string, string, error) {
+	t.Helper()
+	return cacctl(t, append([]string{"--netns", tb.box, "--state-dir", tb.state}, args...)...)
+}
+
+func (tb *testbed) stats(t *testing.T) maps.StatsView {
+	t.Helper()
+	out, stderr, err := tb.cacctl(t, "show", "stats", "-o", "json")
+	if err != nil {
+		t.Fatalf("show stats: %v: %s", err, stderr)
+	}
+	var v maps.StatsView
+	if err := json.Unmarshal([]byte(out), &v); err != nil {
+		t.Fatalf("show stats -o json is not the contract shape: %v\n%s", err, out)
+	}
+	return v
+}
+
+// TestEndToEnd attaches the filter with cacctl to a veth in a namespace,
+// sends frames of every class from the peer, and checks that `cacctl show
+// stats -o json` counts each exactly; then detaches.
+func TestEndToEnd(t *testing.T) {
+	for _, mode := range []string{"native", "generic"} {
+		t.Run(mode, func(t *testing.T) {
+			tb := newTestbed(t)
+			cfg := writeConfig(t, e2eConfig)
+			out, stderr, err := tb.cacctl(t, "attach", tb.boxIface, "--config", cfg, "--mode", mode)
+			if err != nil {
+				t.Fatalf("attach: %v: %s", err, stderr)
+			}
+			if !strings.Contains(out, mode+" mode") {
+				t.Errorf("attach said %q, want %s mode", out, mode)
+			}
+			t.Cleanup(func() { tb.cacctl(t, "detach", tb.boxIface) })
+
+			send := map[string]struct {
+				n     int
+				frame []byte
+			}{
+				"padi":      {3, Frame(Ether{Broadcast: true}, PPPoE{Code: PADI})},
+				"padr-qinq": {2, Frame(Ether{}, VLAN{TPID: 0x88a8, ID: 5}, VLAN{ID: 6}, PPPoE{Code: PADR})},
+				"sccrq":     {4, v4udp(1701, L2TP{MsgType: SCCRQ})},
+				"icrq-v6":   {5, v6udp(1701, L2TP{Version: 3, MsgType: ICRQ})},
+				"invite":    {6, v4udp(5080, SIPRequest("INVITE", toNoTag))},
+				"options":   {7, v6udp(5060, SIPRequest("OPTIONS", toNoTag))},
+				"reinvite":  {2, v4udp(5060, SIPRequest("INVITE", toTag))},
+				"fragment":  {2, Frame(Ether{}, IPv4{FragOff: 100, Proto: 17}, Raw("tail"))},
+				"malformed": {3, Frame(Ether{}, PPPoE{VerType: 0x22, Code: PADI})},
+				"pado":      {1, Frame(Ether{}, PPPoE{Code: PADO})},
+				"response":  {1, v4udp(5060, Raw("SIP/2.0 200 OK\r\n\r\n"))},
+				"tcp":       {10, Frame(Ether{}, IPv4{}, TCP{Src: 40000, Dst: 5060})},
+				"dns":       {4, v4udp(53, Raw("query"))},
+			}
+			var frames [][]byte
+			for _, s := range send {
+				for i := 0; i < s.n; i++ {
+					frames = append(frames, s.frame)
+				}
+			}
+			testenv.Send(t, tb.peer, tb.peerIfc, frames)
+
+			want := maps.Stats{SIPInDialog: 2, Fragment: 2, Malformed: 3, PassedOther: 2}
+			for c, n := range map[cac.Class]uint64{cac.PPPoEPADI: 3, cac.PPPoEPADR: 2, cac.L2TPSCCRQ: 4,
+				cac.L2TPICRQ: 5, cac.SIPInvite: 6, cac.SIPOptions: 7} {
+				want.Classes[c].Admitted = n
+			}
+			wantView := want.View()
+			var got maps.StatsView
+			for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+				if got = tb.stats(t); reflect.DeepEqual(got, wantView) {
+					break
+				}
+			}
+			if !reflect.DeepEqual(got, wantView) {
+				t.Errorf("show stats -o json:\n got %+v\nwant %+v", got, wantView)
+			}
+
+			out, stderr, err = tb.cacctl(t, "detach", tb.boxIface)
+			if err != nil {
+				t.Fatalf("detach: %v: %s", err, stderr)
+			}
+			if id := xdpProgID(t, tb.box, tb.boxIface); id != 0 {
+				t.Errorf("after detach, %s still has XDP program %d", tb.boxIface, id)
+			}
+			if entries, _ := os.ReadDir(tb.state); len(entries) != 0 {
+				t.Errorf("after detach, the state directory holds %v", entries)
+			}
+		})
+	}
+}
+
+func xdpProgID(t *testing.T, ns, iface string) uint32 {
+	t.Helper()
+	var id uint32
+	err := testenv.Do(ns, func() error {
+		l, err := netlink.LinkByName(iface)
+		if err != nil {
+			return err
+		}
+		if x := l.Attrs().Xdp; x != nil && x.Attached {
+			id = x.ProgId
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return id
+}
+
+// TestAttachRefusals: a missing interface, an interface that already has
+// another XDP program, a second attach, and a bad config are all refused
+// with a clear error, and nothing changes.
+func TestAttachRefusals(t *testing.T) {
+	tb := newTestbed(t)
+	cfg := writeConfig(t, e2eConfig)
+	noState := func(what string) {
+		t.Helper()
+		if entries, _ := os.ReadDir(tb.state); len(entries) != 0 {
+			t.Errorf("%s left state behind: %v", what, entries)
+		}
+	}
+
+	_, stderr, err := tb.cacctl(t, "attach", "nosuch0", "--config", cfg)
+	if err == nil || !strings.Contains(stderr, "interface nosuch0 does not exist in network namespace "+tb.box) {
+		t.Errorf("missing interface: err %v, stderr %q", err, stderr)
+	}
+	noState("a missing interface")
+
+	bad := writeConfig(t, "ports: {sip: [5060]}\nclasses:\n  sip-invite: {cps: -1}\n")
+	_, stderr, err = tb.cacctl(t, "attach", tb.boxIface, "--config", bad)
+	if err == nil || !strings.Contains(stderr, bad+":3:21: classes.sip-invite.cps: must be at least 0.001") {
+		t.Errorf("bad config: err %v, stderr %q", err, stderr)
+	}
+	noState("a bad config")
+	if id := xdpProgID(t, tb.box, tb.boxIface); id != 0 {
+		t.Errorf("a bad config attached program %d", id)
+	}
+
+	// Another program, attached through netlink as older tools do.
+	other, err := ebpf.NewProgram(&ebpf.ProgramSpec{
+		Name: "other_xdp", Type: ebpf.XDP, License: "MIT",
+		Instructions: asm.Instructions{asm.Mov.Imm(asm.R0, 2), asm.Return()},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	err = testenv.Do(tb.box, func() error {
+		l, err := netlink.LinkByName(tb.boxIface)
+		if err != nil {
+			return err
+		}
+		return netlink.LinkSetXdpFdWithFlags(l, other.FD(), 0)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := xdpProgID(t, tb.box, tb.boxIface)
+	_, stderr, err = tb.cacctl(t, "attach", tb.boxIface, "--config", cfg)
+	if err == nil || !strings.Contains(stderr, "already has an XDP program") || !strings.Contains(stderr, "other_xdp") {
+		t.Errorf("occupied interface: err %v, stderr %q", err, stderr)
+	}
+	noState("an occupied interface")
+	if after := xdpProgID(t, tb.box, tb.boxIface); after != before {
+		t.Errorf("the other program changed from %d to %d", before, after)
+	}
+	testenv.Do(tb.box, func() error {
+		l, err := netlink.LinkByName(tb.boxIface)
+		if err != nil {
+			return err
+		}
+		return netlink.LinkSetXdpFd(l, -1)
+	})
+
+	if _, stderr, err := tb.cacctl(t, "attach", tb.boxIface, "--config", cfg); err != nil {
+		t.Fatalf("attach: %v: %s", err, stderr)
+	}
+	t.Cleanup(func() { tb.cacctl(t, "detach", tb.boxIface) })
+	_, stderr, err = tb.cacctl(t, "attach", tb.boxIface, "--config", cfg)
+	if err == nil || !strings.Contains(stderr, "already attached") {
+		t.Errorf("second attach: err %v, stderr %q", err, stderr)
+	}
+	_, stderr, err = tb.cacctl(t, "detach", "nosuch0")
+	if err == nil || !strings.Contains(stderr, "not attached to nosuch0") {
+		t.Errorf("detach of an unknown interface: err %v, stderr %q", err, stderr)
+	}
+}

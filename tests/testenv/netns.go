@@ -1,0 +1,103 @@
+package testenv
+
+import (
+	"fmt"
+	"os/exec"
+	"runtime"
+	"strings"
+	"testing"
+
+	"github.com/vishvananda/netns"
+	"golang.org/x/sys/unix"
+)
+
+// ip runs the ip command and fails t with its output on error.
+func ip(t testing.TB, args ...string) {
+	t.Helper()
+	out, err := exec.Command("ip", args...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("ip %s: %v: %s", strings.Join(args, " "), err, out)
+	}
+}
+
+// Netns creates a named network namespace that is removed when t ends.
+func Netns(t testing.TB) string {
+	t.Helper()
+	name := Unique("xcac")
+	ip(t, "netns", "add", name)
+	t.Cleanup(func() { exec.Command("ip", "netns", "del", name).Run() })
+	return name
+}
+
+// Veth creates a veth pair with one end in each namespace, both up, and
+// returns their names. Deleting the namespaces removes the pair.
+func Veth(t testing.TB, nsA, nsB string) (a, b string) {
+	t.Helper()
+	a, b = Unique("xca"), Unique("xcb")
+	ip(t, "link", "add", a, "netns", nsA, "type", "veth", "peer", "name", b, "netns", nsB)
+	ip(t, "-n", nsA, "link", "set", a, "up")
+	ip(t, "-n", nsB, "link", "set", b, "up")
+	return a, b
+}
+
+// Do runs fn on a thread inside the named network namespace.
+func Do(ns string, fn func() error) error {
+	target, err := netns.GetFromName(ns)
+	if err != nil {
+		return fmt.Errorf("netns %s: %w", ns, err)
+	}
+	defer target.Close()
+	errc := make(chan error, 1)
+	go func() {
+		runtime.LockOSThread() // never unlocked: the thread ends with the goroutine
+		if err := netns.Set(target); err != nil {
+			errc <- err
+			return
+		}
+		errc <- fn()
+	}()
+	return <-errc
+}
+
+// Send writes raw Ethernet frames to an interface in a namespace through
+// an AF_PACKET socket, as a peer on the wire would.
+func Send(t testing.TB, ns, iface string, frames [][]byte) {
+	t.Helper()
+	err := Do(ns, func() error {
+		fd, err := unix.Socket(unix.AF_PACKET, unix.SOCK_RAW, 0)
+		if err != nil {
+			return fmt.Errorf("packet socket: %w", err)
+		}
+		defer unix.Close(fd)
+		ifi, err := interfaceIndex(iface)
+		if err != nil {
+			return err
+		}
+		addr := &unix.SockaddrLinklayer{Ifindex: ifi, Halen: 6}
+		for i, f := range frames {
+			if err := unix.Sendto(fd, f, 0, addr); err != nil {
+				return fmt.Errorf("send frame %d: %w", i, err)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func interfaceIndex(name string) (int, error) {
+	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM, 0)
+	if err != nil {
+		return 0, err
+	}
+	defer unix.Close(fd)
+	ifr, err := unix.NewIfreq(name)
+	if err != nil {
+		return 0, err
+	}
+	if err := unix.IoctlIfreq(fd, unix.SIOCGIFINDEX, ifr); err != nil {
+		return 0, fmt.Errorf("index of %s: %w", name, err)
+	}
+	return int(ifr.Uint32()), nil
+}
