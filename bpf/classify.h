@@ -110,7 +110,7 @@ static __always_inline int classify_l2tp(struct frame *f, struct udp_msg *msg)
 }
 
 /* classify returns RESULT(kind, class) for one frame. */
-static __always_inline int classify(struct xdp_md *ctx, struct frame *f, struct cac_ports *ports)
+static __always_inline int classify(struct xdp_md *ctx, struct frame *f)
 {
 	__u32 l3off = 0;
 	__u16 proto = parse_l2(f, &l3off);
@@ -121,9 +121,9 @@ static __always_inline int classify(struct xdp_md *ctx, struct frame *f, struct 
 	struct udp_msg msg = {};
 	int kind;
 	if (proto == ETH_P_IP)
-		kind = parse_ipv4(f, l3off, ports, &msg);
+		kind = parse_ipv4(f, l3off, &msg);
 	else if (proto == ETH_P_IPV6)
-		kind = parse_ipv6(f, l3off, ports, &msg);
+		kind = parse_ipv6(f, l3off, &msg);
 	else
 		return RESULT(CAC_KIND_UNWATCHED, 0);
 	if (kind != UDP_MSG_READY)

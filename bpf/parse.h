@@ -7,8 +7,26 @@
 #pragma once
 
 #include "uapi.h"
+#include "bpf_helpers.h"
 #include "bpf_endian.h"
 #include "cac.h"
+
+/* UDP destination ports and what they carry, written by the control plane.
+ * Looked up only for UDP, so other traffic reads no map at all. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct cac_ports);
+} udp_ports SEC(".maps");
+
+/* udp_port_kind returns what a UDP destination port carries. */
+static __always_inline __u8 udp_port_kind(__be16 dest)
+{
+	__u32 zero = 0;
+	struct cac_ports *ports = bpf_map_lookup_elem(&udp_ports, &zero);
+	return ports ? ports->kind[bpf_ntohs(dest)] : CAC_PORT_NONE;
+}
 
 #define ETH_P_IP 0x0800
 #define ETH_P_IPV6 0x86DD
@@ -167,8 +185,7 @@ static __always_inline int udp_watched(struct udphdr *udp, __u32 l4off, __u32 ip
 }
 
 /* parse_ipv4 finds a UDP datagram to a watched port behind an IPv4 header. */
-static __always_inline int parse_ipv4(struct frame *f, __u32 l3off, struct cac_ports *ports,
-				      struct udp_msg *msg)
+static __always_inline int parse_ipv4(struct frame *f, __u32 l3off, struct udp_msg *msg)
 {
 	void *data = f->data, *data_end = f->data_end;
 	struct iphdr *ip = data + l3off;
@@ -190,7 +207,7 @@ static __always_inline int parse_ipv4(struct frame *f, __u32 l3off, struct cac_p
 		return CAC_KIND_UNWATCHED;
 
 	/* Lengths are checked only on a watched port: others are not ours. */
-	__u8 kind = ports->kind[bpf_ntohs(udp->dest)];
+	__u8 kind = udp_port_kind(udp->dest);
 	if (kind == CAC_PORT_NONE)
 		return CAC_KIND_UNWATCHED;
 	__u32 tot_len = bpf_ntohs(ip->tot_len);
@@ -203,8 +220,7 @@ static __always_inline int parse_ipv4(struct frame *f, __u32 l3off, struct cac_p
  * parse_ipv6 walks up to four extension headers (hop-by-hop, routing,
  * destination options, fragment) to a UDP datagram on a watched port.
  */
-static __always_inline int parse_ipv6(struct frame *f, __u32 l3off, struct cac_ports *ports,
-				      struct udp_msg *msg)
+static __always_inline int parse_ipv6(struct frame *f, __u32 l3off, struct udp_msg *msg)
 {
 	void *data = f->data, *data_end = f->data_end;
 	struct ipv6hdr *ip6 = data + l3off;
@@ -247,7 +263,7 @@ static __always_inline int parse_ipv6(struct frame *f, __u32 l3off, struct cac_p
 	struct udphdr *udp = data + off;
 	if ((void *)(udp + 1) > data_end)
 		return CAC_KIND_UNWATCHED;
-	__u8 kind = ports->kind[bpf_ntohs(udp->dest)];
+	__u8 kind = udp_port_kind(udp->dest);
 	if (kind == CAC_PORT_NONE)
 		return CAC_KIND_UNWATCHED;
 

@@ -23,6 +23,7 @@
 
 #define SIP_TO_ABSENT (-1) /* headers ended without a To header */
 #define SIP_GAVE_UP (-2)   /* a budget ran out first */
+#define SIP_BLANK (-3)     /* the blank line that ends the headers */
 
 #define WORD_ONES 0x0101010101010101ULL
 #define WORD_HIGHS 0x8080808080808080ULL
@@ -102,35 +103,40 @@ static __always_inline __u32 first_byte(__u64 m)
 /*
  * sip_header_at looks at the header line starting at h. It returns the
  * offset just past the colon of a To header ("To" or compact "t", any case,
- * spaces allowed before the colon), SIP_TO_ABSENT at the blank line that
- * ends the headers, and 0 for any other header.
+ * spaces allowed before the colon), SIP_BLANK at the blank line that ends
+ * the headers, and 0 for any other header.
  */
-__noinline long sip_header_at(struct xdp_md *ctx, __u64 moff, __u64 mlen, __u64 h)
+static __always_inline long sip_header_at(struct sip_msg *m, __u64 h)
 {
-	struct sip_msg m = sip_msg_of(ctx, moff, mlen);
-	int c = sip_byte(&m, h);
+	int c = sip_byte(m, h);
 	if (c == '\r' || c == '\n')
-		return SIP_TO_ABSENT;
+		return SIP_BLANK;
 	if ((c | 0x20) != 't')
 		return 0;
 	__u64 j = h + 1;
-	c = sip_byte(&m, j);
+	c = sip_byte(m, j);
 	if ((c | 0x20) == 'o')
 		j++;
-	c = sip_skip_sp(&m, &j);
+	c = sip_skip_sp(m, &j);
 	return c == ':' ? (long)(j + 1) : 0;
 }
 
+/* Marks the offset of a To header's value in sip_next_line's result. */
+#define SIP_TO_FOUND (1L << 32)
+
 /* sip_line_after returns the result of sip_next_line for a newline at nl. */
-static __always_inline long sip_line_after(__u64 nl, __u64 mlen)
+static __always_inline long sip_line_after(struct sip_msg *m, __u64 nl)
 {
 	if (nl >= SIP_SCAN_MAX)
 		return SIP_GAVE_UP;
-	if (nl + 1 >= mlen)
+	if (nl + 1 >= m->len)
 		return SIP_TO_ABSENT;
 	if (nl + 1 >= SIP_SCAN_MAX)
 		return SIP_GAVE_UP;
-	return nl + 1;
+	long v = sip_header_at(m, nl + 1);
+	if (v < 0)
+		return v;
+	return v ? SIP_TO_FOUND | v : (long)(nl + 1);
 }
 
 /* sip_next_line_tail is sip_next_line for the last bytes, fewer than 8 before
@@ -145,22 +151,24 @@ __noinline long sip_next_line_tail(struct xdp_md *ctx, __u64 moff, __u64 mlen, _
 		if (off >= SIP_SCAN_MAX)
 			return SIP_GAVE_UP;
 		if (sip_byte(&m, off) == '\n')
-			return sip_line_after(off, mlen);
+			return sip_line_after(&m, off);
 		off++;
 	}
 	return SIP_GAVE_UP;
 }
 
 /*
- * sip_next_line returns the offset of the line after the first newline at
- * or past off, SIP_TO_ABSENT when the message ends first, or SIP_GAVE_UP
- * when that newline, or the line after it, is at or past SIP_SCAN_MAX.
- * Whole words first; off only grows by 8 there, one verifier state a step.
+ * sip_next_line finds the line after the first newline at or past off and
+ * returns what sip_header_at makes of it: SIP_TO_FOUND | the To value's
+ * offset, SIP_BLANK, or the line's offset for any other header. It returns
+ * SIP_TO_ABSENT when the message ends first, and SIP_GAVE_UP when that
+ * newline, or the line after it, is at or past SIP_SCAN_MAX. Whole words
+ * first; off only grows by 8 there, one verifier state a step.
  */
 __noinline long sip_next_line(struct xdp_md *ctx, __u64 moff, __u64 mlen, __u64 off)
 {
-	void *data = (void *)(long)ctx->data;
-	void *data_end = (void *)(long)ctx->data_end;
+	struct sip_msg m = sip_msg_of(ctx, moff, mlen);
+	void *data = m.data, *data_end = m.data_end;
 
 	/* Callers pass off below SIP_SCAN_MAX. */
 	if (moff > SIP_MSG_OFF_MAX || off > SIP_SCAN_MAX)
@@ -181,7 +189,7 @@ __noinline long sip_next_line(struct xdp_md *ctx, __u64 moff, __u64 mlen, __u64 
 		__u64 x = *w ^ WORD_NEWLINES;
 		__u64 zero = (x - WORD_ONES) & ~x & WORD_HIGHS;
 		if (zero)
-			return sip_line_after(off + first_byte(zero), mlen);
+			return sip_line_after(&m, off + first_byte(zero));
 		off += 8;
 	}
 	return sip_next_line_tail(ctx, moff, mlen, off);
@@ -196,15 +204,18 @@ __noinline long sip_find_to(struct xdp_md *ctx, __u64 moff, __u64 mlen)
 	__u64 off = 0;
 
 	for (int line = 0; line <= SIP_MAX_LINES; line++) {
-		long h = sip_next_line(ctx, moff, mlen, off);
-		if (h < 0)
-			return h;
+		long r = sip_next_line(ctx, moff, mlen, off);
+		if (r == SIP_TO_ABSENT || r == SIP_GAVE_UP)
+			return r;
 		if (line == SIP_MAX_LINES)
 			return SIP_GAVE_UP;
-		long v = sip_header_at(ctx, moff, mlen, h);
-		if (v != 0)
-			return v;
-		off = h;
+		if (r == SIP_BLANK)
+			return SIP_TO_ABSENT;
+		if (r < 0)
+			return SIP_GAVE_UP; /* no other codes */
+		if (r & SIP_TO_FOUND)
+			return r & 0xffff;
+		off = r;
 	}
 	return SIP_GAVE_UP;
 }
@@ -230,10 +241,67 @@ __noinline int sip_tag_at(struct xdp_md *ctx, __u64 moff, __u64 mlen, __u64 q)
 
 enum { TO_PLAIN, TO_QUOTED, TO_ESCAPED, TO_ANGLE };
 
+#define WORD_OF(c) ((c) * WORD_ONES)
+
+/* has_byte returns the high bit of each byte of w equal to c; the lowest
+ * bit set is exact, higher ones may be false after a match. */
+static __always_inline __u64 has_byte(__u64 w, __u64 c)
+{
+	__u64 x = w ^ WORD_OF(c);
+	return (x - WORD_ONES) & ~x & WORD_HIGHS;
+}
+
+/*
+ * sip_next_special returns the offset of the first byte at or past off and
+ * before end (end <= mlen) that can change what the To value means to
+ * sip_to_tagged: a quote, angle bracket, semicolon, backslash or newline.
+ * It returns end when there is none. A word at a time; the last partial
+ * word is the one that ends the message, shifted as in sip_next_line.
+ */
+__noinline long sip_next_special(struct xdp_md *ctx, __u64 moff, __u64 mlen, __u64 off,
+				 __u64 end)
+{
+	void *data = (void *)(long)ctx->data;
+	void *data_end = (void *)(long)ctx->data_end;
+
+	if (moff > SIP_MSG_OFF_MAX || moff < 8 || end > mlen || end > SIP_READ_LIMIT)
+		return end;
+	barrier_var(off);
+
+	for (int i = 0; i < SIP_TO_MAX / 8 + 2; i++) {
+		if (off >= end)
+			return end;
+		__u64 back = 0;
+		if (off + 8 > mlen) {
+			back = off + 8 - mlen; /* 1 to 7 bytes before off */
+			if (back > 7)
+				return end; /* cannot happen: off < end <= mlen */
+		}
+		__u64 start = moff + off - back;
+		barrier_var(start);
+		if (start > SIP_MSG_OFF_MAX + SIP_READ_LIMIT)
+			return end;
+		__u64 *wp = data + start;
+		if ((void *)(wp + 1) > data_end)
+			return end;
+		__u64 w = *wp >> (back * 8);
+		__u64 z = has_byte(w, '"') | has_byte(w, '<') | has_byte(w, '>') |
+			  has_byte(w, ';') | has_byte(w, '\\') | has_byte(w, '\n');
+		if (end - off < 8)
+			z &= (1ULL << ((end - off) * 8)) - 1; /* bytes from end on do not count */
+		if (z)
+			return off + first_byte(z);
+		off += 8;
+	}
+	return end;
+}
+
 /*
  * sip_to_tagged reports whether the To header value starting at v has a tag
  * parameter. Quoted display names and <URI>s are skipped, since a ";tag="
  * inside them is not the dialog's tag; folded lines continue the header.
+ * Only the bytes sip_next_special finds can change the state, so it jumps
+ * from one to the next; an escaped byte is taken as it comes.
  */
 __noinline int sip_to_tagged(struct xdp_md *ctx, __u64 moff, __u64 mlen, __u64 v)
 {
@@ -242,13 +310,24 @@ __noinline int sip_to_tagged(struct xdp_md *ctx, __u64 moff, __u64 mlen, __u64 v
 
 	if (moff > SIP_MSG_OFF_MAX || v > SIP_SCAN_MAX + SIP_WS_MAX + 8)
 		return 0;
-	for (int i = 0; i < SIP_TO_MAX; i++) {
-		__u64 off = v + i;
-		int c = sip_byte(&m, off);
+	__u64 end = v + SIP_TO_MAX < mlen ? v + SIP_TO_MAX : mlen;
+	__u64 off = v;
+
+	for (int i = 0; i < SIP_TO_MAX + 1; i++) {
+		if (off >= end)
+			return 0;
+		__u64 p = off;
+		if (state != TO_ESCAPED) {
+			p = sip_next_special(ctx, moff, mlen, off, end);
+			if (p >= end)
+				return 0;
+		}
+		int c = sip_byte(&m, p);
 		if (c < 0)
 			return 0;
+		off = p + 1;
 		if (c == '\n') {
-			if (!is_sp(sip_byte(&m, off + 1)))
+			if (!is_sp(sip_byte(&m, off)))
 				return 0;
 			continue;
 		}
@@ -258,7 +337,7 @@ __noinline int sip_to_tagged(struct xdp_md *ctx, __u64 moff, __u64 mlen, __u64 v
 				state = TO_QUOTED;
 			else if (c == '<')
 				state = TO_ANGLE;
-			else if (c == ';' && sip_tag_at(ctx, moff, mlen, off + 1))
+			else if (c == ';' && sip_tag_at(ctx, moff, mlen, off))
 				return 1;
 			break;
 		case TO_QUOTED:

@@ -14,14 +14,6 @@
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
-/* UDP destination ports and what they carry, written by the control plane. */
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, struct cac_ports);
-} udp_ports SEC(".maps");
-
 SEC("xdp")
 int xdp_cac(struct xdp_md *ctx)
 {
@@ -30,12 +22,7 @@ int xdp_cac(struct xdp_md *ctx)
 		.data_end = (void *)(long)ctx->data_end,
 		.len = ctx->data_end - ctx->data,
 	};
-	__u32 zero = 0;
-	struct cac_ports *ports = bpf_map_lookup_elem(&udp_ports, &zero);
-	if (!ports)
-		return XDP_PASS;
-
-	int result = classify(ctx, &f, ports);
+	int result = classify(ctx, &f);
 	if (RESULT_KIND(result) == CAC_KIND_UNWATCHED)
 		return XDP_PASS;
 	return verdict(result);
