@@ -1,0 +1,52 @@
+package maps
+
+import (
+	"encoding/json"
+	"testing"
+
+	"github.com/xdpcac/xdpcac/cac"
+)
+
+func TestViewShape(t *testing.T) {
+	var s Stats
+	s.Classes[cac.SIPInvite].Admitted = 5
+	s.Classes[cac.SIPInvite].Rejected[cac.ReasonEnvironment] = 2
+	s.PassedOther, s.Malformed = 3, 1
+	b, err := json.Marshal(s.View())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var v map[string]any
+	if err := json.Unmarshal(b, &v); err != nil {
+		t.Fatal(err)
+	}
+	classes := v["classes"].(map[string]any)
+	if len(classes) != cac.NumClasses {
+		t.Fatalf("classes: %v", classes)
+	}
+	inv := classes["sip-invite"].(map[string]any)
+	if inv["seen"] != 7.0 || inv["admitted"] != 5.0 || inv["rejected"] != 2.0 {
+		t.Errorf("sip-invite: %v", inv)
+	}
+	reasons := inv["reasons"].(map[string]any)
+	if len(reasons) != cac.NumReasons || reasons["environment"] != 2.0 || reasons["session-charges"] != 0.0 {
+		t.Errorf("reasons: %v", reasons)
+	}
+	if v["passed_other"] != 3.0 || v["malformed"] != 1.0 {
+		t.Errorf("top level: %v", v)
+	}
+}
+
+func TestAddSub(t *testing.T) {
+	var a, b Stats
+	a.Classes[cac.PPPoEPADI].Admitted, a.Fragment = 4, 1
+	b.Classes[cac.PPPoEPADI].Rejected[cac.ReasonSource], b.SIPInDialog = 2, 9
+	sum := a
+	sum.Add(b)
+	if sum.Classes[cac.PPPoEPADI].Seen() != 6 || sum.SIPInDialog != 9 || sum.Fragment != 1 {
+		t.Errorf("sum %+v", sum)
+	}
+	if sum.Sub(b) != a {
+		t.Errorf("sum - b = %+v, want %+v", sum.Sub(b), a)
+	}
+}
