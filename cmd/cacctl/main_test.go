@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"os"
 	"strings"
 	"testing"
 
@@ -59,5 +60,34 @@ func TestValidate(t *testing.T) {
 	out, err := run("validate", "--config", "../../cac/config/testdata/full.yaml")
 	if err != nil || !strings.Contains(out, "valid (1 interfaces, 4 class limits, 1 customers, 1 session agents)") {
 		t.Errorf("validate: %v\n%s", err, out)
+	}
+}
+
+// TestValidateRefuses: each kind of mistake is named with file, line and key.
+func TestValidateRefuses(t *testing.T) {
+	path := t.TempDir() + "/cac.yaml"
+	body := "ports: {sip: [5060, 65536]}\n" + // port out of range
+		"classes:\n" +
+		"  sip-invite: {cps: -3}\n" + // negative
+		"  l2tp-icrq: {cps: many}\n" + // not a number
+		"  sip-subscribe: {cps: 1}\n" + // unknown class
+		"colour: blue\n" // unknown key
+	if err := os.WriteFile(path, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, err := run("validate", "--config", path)
+	if err == nil {
+		t.Fatal("accepted")
+	}
+	for _, want := range []string{
+		path + ":1:21: ports.sip[1]: must be from 1 to 65535, got 65536",
+		path + ":3:21: classes.sip-invite.cps: must be at least 0.001, got -3",
+		path + `:4:20: classes.l2tp-icrq.cps: must be a number, got "many"`,
+		path + ":5:3: classes.sip-subscribe: unknown key",
+		path + ":6:1: colour: unknown key",
+	} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("missing %q in:\n%v", want, err)
+		}
 	}
 }
