@@ -78,6 +78,11 @@ func Attach(a Attachment, o Options) (mode string, err error) {
 	if err != nil {
 		return "", err
 	}
+	// A missing namespace or interface is refused before anything, even
+	// the state directory, is created.
+	if _, err := linkByName(a.Netns, a.Iface); err != nil {
+		return "", err
+	}
 	if err := ensureStateDir(o.StateDir); err != nil {
 		return "", err
 	}
@@ -91,6 +96,7 @@ func Attach(a Attachment, o Options) (mode string, err error) {
 	if _, err := os.Stat(dir); err == nil {
 		return "", fmt.Errorf("xdpcac is already attached to %s (state in %s): use cacctl detach first", a, dir)
 	}
+	// Looked up again under the lock: the interface may have changed.
 	nl, err := linkByName(a.Netns, a.Iface)
 	if err != nil {
 		return "", err

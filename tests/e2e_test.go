@@ -225,3 +225,62 @@ func TestAttachRefusals(t *testing.T) {
 		t.Errorf("detach of an unknown interface: err %v, stderr %q", err, stderr)
 	}
 }
+
+// TestDetachAfterInterfaceGone: when the interface vanishes under the
+// filter, detach still cleans up, and show stats reads what is left.
+func TestDetachAfterInterfaceGone(t *testing.T) {
+	tb := newTestbed(t)
+	cfg := writeConfig(t, e2eConfig)
+	if _, stderr, err := tb.cacctl(t, "attach", tb.boxIface, "--config", cfg); err != nil {
+		t.Fatalf("attach: %v: %s", err, stderr)
+	}
+	testenv.Send(t, tb.peer, tb.peerIfc, [][]byte{Frame(Ether{Broadcast: true}, PPPoE{Code: PADI})})
+	waitFor(t, func() bool { return tb.stats(t).Classes["pppoe-padi"].Seen == 1 })
+
+	if err := testenv.Do(tb.box, func() error {
+		l, err := netlink.LinkByName(tb.boxIface)
+		if err != nil {
+			return err
+		}
+		return netlink.LinkDel(l)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if got := tb.stats(t).Classes["pppoe-padi"].Seen; got != 1 {
+		t.Errorf("after the interface left, stats say %d PADIs, want 1", got)
+	}
+	out, _, err := tb.cacctl(t, "show", "stats")
+	if err != nil || !strings.Contains(out, tb.boxIface+" in network namespace "+tb.box) {
+		t.Errorf("show stats text: %v\n%s", err, out)
+	}
+	if _, stderr, err := tb.cacctl(t, "detach", tb.boxIface); err != nil {
+		t.Fatalf("detach after the interface left: %v: %s", err, stderr)
+	}
+	if entries, _ := os.ReadDir(tb.state); len(entries) != 0 {
+		t.Errorf("state left behind: %v", entries)
+	}
+}
+
+// TestUnknownNetns: a namespace that does not exist is named in the error.
+func TestUnknownNetns(t *testing.T) {
+	testenv.RequireBPF(t)
+	cfg := writeConfig(t, e2eConfig)
+	state := stateDir(t)
+	_, stderr, err := cacctl(t, "--netns", "xdpcac-no-such-ns", "--state-dir", state, "attach", "eth0", "--config", cfg)
+	if err == nil || !strings.Contains(stderr, `network namespace "xdpcac-no-such-ns"`) {
+		t.Errorf("err %v, stderr %q", err, stderr)
+	}
+	if _, err := os.Stat(state); !os.IsNotExist(err) {
+		t.Errorf("a refused attach created the state directory: %v", err)
+	}
+}
+
+func waitFor(t *testing.T, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if cond() {
+			return
+		}
+	}
+	t.Fatal("condition not met within 5s")
+}
