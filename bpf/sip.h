@@ -69,6 +69,23 @@ static __always_inline int sip_byte(struct sip_msg *m, __u64 off)
 	return *p;
 }
 
+/*
+ * sip_load_word loads the 8 bytes at offset start of the frame. The barrier
+ * keeps clang from folding the offset into the pointer in an order the
+ * verifier cannot bound.
+ */
+static __always_inline int sip_load_word(struct sip_msg *m, __u64 start, __u64 *w)
+{
+	barrier_var(start);
+	if (start > SIP_MSG_OFF_MAX + SIP_READ_LIMIT)
+		return 0;
+	__u64 *p = m->data + start;
+	if ((void *)(p + 1) > m->data_end)
+		return 0;
+	*w = *p;
+	return 1;
+}
+
 static __always_inline int is_sp(int c)
 {
 	return c == ' ' || c == '\t';
@@ -168,7 +185,6 @@ __noinline long sip_next_line_tail(struct xdp_md *ctx, __u64 moff, __u64 mlen, _
 __noinline long sip_next_line(struct xdp_md *ctx, __u64 moff, __u64 mlen, __u64 off)
 {
 	struct sip_msg m = sip_msg_of(ctx, moff, mlen);
-	void *data = m.data, *data_end = m.data_end;
 
 	/* Callers pass off below SIP_SCAN_MAX. */
 	if (moff > SIP_MSG_OFF_MAX || off > SIP_SCAN_MAX)
@@ -177,16 +193,10 @@ __noinline long sip_next_line(struct xdp_md *ctx, __u64 moff, __u64 mlen, __u64 
 	for (int i = 0; i < SIP_SCAN_MAX / 8 + 1; i++) {
 		if (off >= SIP_SCAN_MAX || off + 8 > mlen)
 			break;
-		/* The barrier keeps clang from folding the offset into the
-		 * pointer in an order the verifier cannot bound. */
-		__u64 start = moff + off;
-		barrier_var(start);
-		if (start > SIP_MSG_OFF_MAX + SIP_SCAN_MAX)
+		__u64 w;
+		if (!sip_load_word(&m, moff + off, &w))
 			return SIP_GAVE_UP;
-		__u64 *w = data + start;
-		if ((void *)(w + 1) > data_end)
-			return SIP_GAVE_UP;
-		__u64 x = *w ^ WORD_NEWLINES;
+		__u64 x = w ^ WORD_NEWLINES;
 		__u64 zero = (x - WORD_ONES) & ~x & WORD_HIGHS;
 		if (zero)
 			return sip_line_after(&m, off + first_byte(zero));
@@ -261,8 +271,7 @@ static __always_inline __u64 has_byte(__u64 w, __u64 c)
 __noinline long sip_next_special(struct xdp_md *ctx, __u64 moff, __u64 mlen, __u64 off,
 				 __u64 end)
 {
-	void *data = (void *)(long)ctx->data;
-	void *data_end = (void *)(long)ctx->data_end;
+	struct sip_msg m = sip_msg_of(ctx, moff, mlen);
 
 	if (moff > SIP_MSG_OFF_MAX || moff < 8 || end > mlen || end > SIP_READ_LIMIT)
 		return end;
@@ -277,14 +286,10 @@ __noinline long sip_next_special(struct xdp_md *ctx, __u64 moff, __u64 mlen, __u
 			if (back > 7)
 				return end; /* cannot happen: off < end <= mlen */
 		}
-		__u64 start = moff + off - back;
-		barrier_var(start);
-		if (start > SIP_MSG_OFF_MAX + SIP_READ_LIMIT)
+		__u64 w;
+		if (!sip_load_word(&m, moff + off - back, &w))
 			return end;
-		__u64 *wp = data + start;
-		if ((void *)(wp + 1) > data_end)
-			return end;
-		__u64 w = *wp >> (back * 8);
+		w >>= back * 8;
 		__u64 z = has_byte(w, '"') | has_byte(w, '<') | has_byte(w, '>') |
 			  has_byte(w, ';') | has_byte(w, '\\') | has_byte(w, '\n');
 		if (end - off < 8)

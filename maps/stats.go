@@ -74,16 +74,16 @@ func ReadStats(m *ebpf.Map) (Stats, error) {
 	}
 	var s Stats
 	for _, c := range perCPU {
-		for i := range s.Classes {
-			s.Classes[i].Admitted += c.Classes[i].Admitted
-			for r := range s.Classes[i].Rejected {
-				s.Classes[i].Rejected[r] += c.Classes[i].Rejected[r]
-			}
-		}
-		s.SIPInDialog += c.SipIndialog
-		s.Fragment += c.Fragment
-		s.Malformed += c.Malformed
-		s.PassedOther += c.PassedOther
+		s.Add(fromKernel(c))
 	}
 	return s, nil
+}
+
+// fromKernel converts one CPU's counters from the layout of struct cac_stats.
+func fromKernel(c bpf.XdpCacStats) Stats {
+	s := Stats{SIPInDialog: c.SipIndialog, Fragment: c.Fragment, Malformed: c.Malformed, PassedOther: c.PassedOther}
+	for i := range s.Classes {
+		s.Classes[i] = ClassStats{Admitted: c.Classes[i].Admitted, Rejected: c.Classes[i].Rejected}
+	}
+	return s
 }

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/cilium/ebpf"
-	"github.com/cilium/ebpf/asm"
 	. "github.com/xdpcac/xdpcac/tests/pkt"
 )
 
@@ -27,14 +26,7 @@ type benchCase struct {
 // Run it with `make bench`.
 func BenchmarkFastPath(b *testing.B) {
 	f := newFastPath(b, false)
-	empty, err := ebpf.NewProgram(&ebpf.ProgramSpec{
-		Name: "empty_pass", Type: ebpf.XDP, License: "MIT",
-		Instructions: asm.Instructions{asm.Mov.Imm(asm.R0, 2), asm.Return()},
-	})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer empty.Close()
+	empty := passProgram(b, "empty_pass")
 
 	tcp := Frame(Ether{}, IPv4{}, TCP{Src: 40000, Dst: 443}, Raw(make([]byte, 64)))
 	cases := []benchCase{

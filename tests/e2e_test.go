@@ -8,8 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cilium/ebpf"
-	"github.com/cilium/ebpf/asm"
 	"github.com/vishvananda/netlink"
 	"github.com/xdpcac/xdpcac/cac"
 	"github.com/xdpcac/xdpcac/maps"
@@ -177,14 +175,7 @@ func TestAttachRefusals(t *testing.T) {
 	}
 
 	// Another program, attached through netlink as older tools do.
-	other, err := ebpf.NewProgram(&ebpf.ProgramSpec{
-		Name: "other_xdp", Type: ebpf.XDP, License: "MIT",
-		Instructions: asm.Instructions{asm.Mov.Imm(asm.R0, 2), asm.Return()},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer other.Close()
+	other := passProgram(t, "other_xdp")
 	err = testenv.Do(tb.box, func() error {
 		l, err := netlink.LinkByName(tb.boxIface)
 		if err != nil {

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/asm"
 	"github.com/xdpcac/xdpcac/bpf"
 	"github.com/xdpcac/xdpcac/cac"
 	"github.com/xdpcac/xdpcac/cac/fsol"
@@ -117,4 +118,19 @@ func (f *fastPath) check(frame []byte) error {
 		return fmt.Errorf("XDP verdict %v for %v, want %v", verdict, want, wv)
 	}
 	return nil
+}
+
+// passProgram is an XDP program that only returns XDP_PASS: the baseline of
+// the benchmark, and a stand-in for another tool's program.
+func passProgram(t testing.TB, name string) *ebpf.Program {
+	t.Helper()
+	p, err := ebpf.NewProgram(&ebpf.ProgramSpec{
+		Name: name, Type: ebpf.XDP, License: "MIT",
+		Instructions: asm.Instructions{asm.Mov.Imm(asm.R0, int32(cac.Pass)), asm.Return()},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.Close() })
+	return p
 }
