@@ -1,0 +1,110 @@
+/* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
+/*
+ * Reading a SIP message inside the frame: its bounds, bytes and words.
+ *
+ * The search for a new dialog is bounded so that it verifies on every
+ * supported kernel and costs little: the To header must start within
+ * SIP_SCAN_MAX bytes and SIP_MAX_LINES lines, and its tag within SIP_TO_MAX
+ * bytes of the colon. A message that runs out of these budgets is treated
+ * as a new dialog, so a long message is charged, never waved through.
+ */
+#pragma once
+
+#include "bpf_helpers.h"
+#include "parse.h"
+
+#define SIP_SCAN_MAX 2048
+#define SIP_MAX_LINES 64
+#define SIP_TO_MAX 256
+#define SIP_WS_MAX 4
+/* No valid read goes past this offset; it only bounds offsets for the verifier. */
+#define SIP_READ_LIMIT (SIP_SCAN_MAX + SIP_TO_MAX + 64)
+
+#define SIP_TO_ABSENT (-1) /* headers ended without a To header */
+#define SIP_GAVE_UP (-2)   /* a budget ran out first */
+#define SIP_BLANK (-3)     /* the blank line that ends the headers */
+
+#define WORD_ONES 0x0101010101010101ULL
+#define WORD_HIGHS 0x8080808080808080ULL
+#define WORD_NEWLINES 0x0a0a0a0a0a0a0a0aULL
+
+/* No message starts later in a frame than this (IPv6 with four maximal
+ * extension headers ends near 8300); it bounds offsets for the verifier. */
+#define SIP_MSG_OFF_MAX 0x3fff
+
+/* A SIP message inside the frame. */
+struct sip_msg {
+	void *data;
+	void *data_end;
+	__u64 off; /* offset of the message in the frame */
+	__u64 len;
+};
+
+static __always_inline struct sip_msg sip_msg_of(struct xdp_md *ctx, __u64 off, __u64 len)
+{
+	struct sip_msg m = {
+		.data = (void *)(long)ctx->data,
+		.data_end = (void *)(long)ctx->data_end,
+		.off = off,
+		.len = len,
+	};
+	return m;
+}
+
+/* sip_byte returns the byte at off in the message, or -1 past its end. */
+static __always_inline int sip_byte(struct sip_msg *m, __u64 off)
+{
+	if (off >= m->len)
+		return -1;
+	/* The barrier makes clang bound the very register it adds to the
+	 * pointer, which is what the verifier checks. */
+	__u64 pos = m->off + off;
+	barrier_var(pos);
+	if (pos > SIP_MSG_OFF_MAX + SIP_READ_LIMIT)
+		return -1;
+	__u8 *p = m->data + pos;
+	if ((void *)(p + 1) > m->data_end)
+		return -1;
+	return *p;
+}
+
+/*
+ * sip_load_word loads the 8 bytes at offset start of the frame. The barrier
+ * keeps clang from folding the offset into the pointer in an order the
+ * verifier cannot bound.
+ */
+static __always_inline int sip_load_word(struct sip_msg *m, __u64 start, __u64 *w)
+{
+	barrier_var(start);
+	if (start > SIP_MSG_OFF_MAX + SIP_READ_LIMIT)
+		return 0;
+	__u64 *p = m->data + start;
+	if ((void *)(p + 1) > m->data_end)
+		return 0;
+	*w = *p;
+	return 1;
+}
+
+static __always_inline int is_sp(int c)
+{
+	return c == ' ' || c == '\t';
+}
+
+/* sip_skip_sp skips at most SIP_WS_MAX spaces or tabs from *off. */
+static __always_inline int sip_skip_sp(struct sip_msg *m, __u64 *off)
+{
+	int c = sip_byte(m, *off);
+#pragma unroll
+	for (int i = 0; i < SIP_WS_MAX && is_sp(c); i++) {
+		(*off)++;
+		c = sip_byte(m, *off);
+	}
+	return c;
+}
+
+/* first_byte returns the index of the lowest byte whose top bit is set in m. */
+static __always_inline __u32 first_byte(__u64 m)
+{
+	__u64 bit = m & -m;
+	return ((bit >> 7) * 0x0001020304050607ULL) >> 56;
+}

@@ -1,0 +1,142 @@
+/* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
+/*
+ * The To header's value: does it carry a tag? Quoted display names and
+ * <URI>s are skipped, since a ";tag=" inside them is not the dialog's tag.
+ */
+#pragma once
+
+#include "sip_msg.h"
+
+/*
+ * sip_tag_at reports whether a header parameter starting at q is a
+ * non-empty tag: spaces, "tag" in any case, spaces, '=', spaces, a value.
+ */
+__noinline int sip_tag_at(struct xdp_md *ctx, __u64 moff, __u64 mlen, __u64 q)
+{
+	struct sip_msg m = sip_msg_of(ctx, moff, mlen);
+	int c = sip_skip_sp(&m, &q);
+	if ((c | 0x20) != 't' || (sip_byte(&m, q + 1) | 0x20) != 'a' ||
+	    (sip_byte(&m, q + 2) | 0x20) != 'g')
+		return 0;
+	q += 3;
+	if (sip_skip_sp(&m, &q) != '=')
+		return 0;
+	q++;
+	c = sip_skip_sp(&m, &q);
+	return c >= 0 && !is_sp(c) && c != '\r' && c != '\n' && c != ';' && c != ',';
+}
+
+enum { TO_PLAIN, TO_QUOTED, TO_ESCAPED, TO_ANGLE };
+
+#define WORD_OF(c) ((c) * WORD_ONES)
+
+/* has_byte returns the high bit of each byte of w equal to c; the lowest
+ * bit set is exact, higher ones may be false after a match. */
+static __always_inline __u64 has_byte(__u64 w, __u64 c)
+{
+	__u64 x = w ^ WORD_OF(c);
+	return (x - WORD_ONES) & ~x & WORD_HIGHS;
+}
+
+/*
+ * sip_next_special returns the offset of the first byte at or past off and
+ * before end (end <= mlen) that can change what the To value means to
+ * sip_to_tagged: a quote, angle bracket, semicolon, backslash or newline.
+ * It returns end when there is none. A word at a time; the last partial
+ * word is the one that ends the message, shifted as in sip_next_line.
+ */
+__noinline long sip_next_special(struct xdp_md *ctx, __u64 moff, __u64 mlen, __u64 off,
+				 __u64 end)
+{
+	struct sip_msg m = sip_msg_of(ctx, moff, mlen);
+
+	if (moff > SIP_MSG_OFF_MAX || moff < 8 || end > mlen || end > SIP_READ_LIMIT)
+		return end;
+	barrier_var(off);
+
+	for (int i = 0; i < SIP_TO_MAX / 8 + 2; i++) {
+		if (off >= end)
+			return end;
+		__u64 back = 0;
+		if (off + 8 > mlen) {
+			back = off + 8 - mlen; /* 1 to 7 bytes before off */
+			if (back > 7)
+				return end; /* cannot happen: off < end <= mlen */
+		}
+		__u64 w;
+		if (!sip_load_word(&m, moff + off - back, &w))
+			return end;
+		w >>= back * 8;
+		__u64 z = has_byte(w, '"') | has_byte(w, '<') | has_byte(w, '>') |
+			  has_byte(w, ';') | has_byte(w, '\\') | has_byte(w, '\n');
+		if (end - off < 8)
+			z &= (1ULL << ((end - off) * 8)) - 1; /* bytes from end on do not count */
+		if (z)
+			return off + first_byte(z);
+		off += 8;
+	}
+	return end;
+}
+
+/*
+ * sip_to_tagged reports whether the To header value starting at v has a tag
+ * parameter. Quoted display names and <URI>s are skipped, since a ";tag="
+ * inside them is not the dialog's tag; folded lines continue the header.
+ * Only the bytes sip_next_special finds can change the state, so it jumps
+ * from one to the next; an escaped byte is taken as it comes.
+ */
+__noinline int sip_to_tagged(struct xdp_md *ctx, __u64 moff, __u64 mlen, __u64 v)
+{
+	struct sip_msg m = sip_msg_of(ctx, moff, mlen);
+	int state = TO_PLAIN;
+
+	if (moff > SIP_MSG_OFF_MAX || v > SIP_SCAN_MAX + SIP_WS_MAX + 8)
+		return 0;
+	__u64 end = v + SIP_TO_MAX < mlen ? v + SIP_TO_MAX : mlen;
+	__u64 off = v;
+
+	for (int i = 0; i < SIP_TO_MAX + 1; i++) {
+		if (off >= end)
+			return 0;
+		__u64 p = off;
+		if (state != TO_ESCAPED) {
+			p = sip_next_special(ctx, moff, mlen, off, end);
+			if (p >= end)
+				return 0;
+		}
+		int c = sip_byte(&m, p);
+		if (c < 0)
+			return 0;
+		off = p + 1;
+		if (c == '\n') {
+			if (!is_sp(sip_byte(&m, off)))
+				return 0;
+			continue;
+		}
+		switch (state) {
+		case TO_PLAIN:
+			if (c == '"')
+				state = TO_QUOTED;
+			else if (c == '<')
+				state = TO_ANGLE;
+			else if (c == ';' && sip_tag_at(ctx, moff, mlen, off))
+				return 1;
+			break;
+		case TO_QUOTED:
+			if (c == '\\')
+				state = TO_ESCAPED;
+			else if (c == '"')
+				state = TO_PLAIN;
+			break;
+		case TO_ESCAPED:
+			state = TO_QUOTED;
+			break;
+		default: /* TO_ANGLE */
+			if (c == '>')
+				state = TO_PLAIN;
+			break;
+		}
+	}
+	return 0;
+}
+
