@@ -34,6 +34,9 @@ func (a Attachment) String() string {
 	return a.Iface + " in network namespace " + a.Netns
 }
 
+// Key names the attachment in JSON output: IFACE, or NETNS:IFACE.
+func (a Attachment) Key() string { return a.dirName() }
+
 // dirName is IFACE, or NETNS:IFACE for an interface in a named namespace.
 // Interface names never hold a colon, so the last one separates the two.
 // (bpffs refuses names with dots, which is why temporary directories start
@@ -106,24 +109,30 @@ func Open(stateDir string, a Attachment) (*Pinned, error) {
 	return p, nil
 }
 
-// SumStats adds up the counters of every attachment in stateDir.
-func SumStats(stateDir string) (maps.Stats, []Attachment, error) {
-	var total maps.Stats
+// AttachmentStats are the counters of one attachment.
+type AttachmentStats struct {
+	Attachment
+	Stats maps.Stats
+}
+
+// ReadAllStats reads the counters of every attachment in stateDir.
+func ReadAllStats(stateDir string) ([]AttachmentStats, error) {
 	atts, err := List(stateDir)
 	if err != nil {
-		return total, nil, err
+		return nil, err
 	}
+	out := make([]AttachmentStats, 0, len(atts))
 	for _, a := range atts {
 		p, err := Open(stateDir, a)
 		if err != nil {
-			return total, nil, err
+			return nil, err
 		}
 		s, err := maps.ReadStats(p.Stats)
 		p.Close()
 		if err != nil {
-			return total, nil, fmt.Errorf("%s: %w", a, err)
+			return nil, fmt.Errorf("%s: %w", a, err)
 		}
-		total.Add(s)
+		out = append(out, AttachmentStats{Attachment: a, Stats: s})
 	}
-	return total, atts, nil
+	return out, nil
 }

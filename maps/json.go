@@ -19,6 +19,9 @@ type StatsView struct {
 	Fragment    uint64               `json:"fragment"`
 	Malformed   uint64               `json:"malformed"`
 	PassedOther uint64               `json:"passed_other"`
+	// Interfaces breaks the sums down by attached interface, keyed by
+	// IFACE or NETNS:IFACE; it is absent inside a breakdown.
+	Interfaces map[string]StatsView `json:"interfaces,omitempty"`
 }
 
 // View returns the JSON shape of s.

@@ -101,7 +101,9 @@ func TestEndToEnd(t *testing.T) {
 				cac.L2TPICRQ: 5, cac.SIPInvite: 6, cac.SIPOptions: 7} {
 				want.Classes[c].Admitted = n
 			}
+			// The sums, and the same again as the only interface's share.
 			wantView := want.View()
+			wantView.Interfaces = map[string]maps.StatsView{tb.box + ":" + tb.boxIface: want.View()}
 			var got maps.StatsView
 			for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
 				if got = tb.stats(t); reflect.DeepEqual(got, wantView) {
@@ -241,7 +243,7 @@ func TestDetachAfterInterfaceGone(t *testing.T) {
 		t.Errorf("after the interface left, stats say %d PADIs, want 1", got)
 	}
 	out, _, err := tb.cacctl(t, "show", "stats")
-	if err != nil || !strings.Contains(out, tb.boxIface+" in network namespace "+tb.box) {
+	if err != nil || !strings.Contains(out, tb.boxIface+" in network namespace "+tb.box+": 1 first packets, 0 malformed") {
 		t.Errorf("show stats text: %v\n%s", err, out)
 	}
 	if _, stderr, err := tb.cacctl(t, "detach", tb.boxIface); err != nil {
@@ -274,4 +276,26 @@ func waitFor(t *testing.T, cond func() bool) {
 		}
 	}
 	t.Fatal("condition not met within 5s")
+}
+
+// TestStatsSumInterfaces: show stats sums every attached interface and
+// breaks the sum down by interface.
+func TestStatsSumInterfaces(t *testing.T) {
+	tb := newTestbed(t)
+	box2, peer2 := testenv.Veth(t, tb.box, tb.peer)
+	cfg := writeConfig(t, e2eConfig)
+	for _, iface := range []string{tb.boxIface, box2} {
+		if _, stderr, err := tb.cacctl(t, "attach", iface, "--config", cfg); err != nil {
+			t.Fatalf("attach %s: %v: %s", iface, err, stderr)
+		}
+		t.Cleanup(func() { tb.cacctl(t, "detach", iface) })
+	}
+	invite := v4udp(5060, SIPRequest("INVITE", toNoTag))
+	testenv.Send(t, tb.peer, tb.peerIfc, [][]byte{invite, invite})
+	testenv.Send(t, tb.peer, peer2, [][]byte{invite, invite, invite})
+	waitFor(t, func() bool { return tb.stats(t).Classes["sip-invite"].Seen == 5 })
+	per := tb.stats(t).Interfaces
+	if n1, n2 := per[tb.box+":"+tb.boxIface].Classes["sip-invite"].Seen, per[tb.box+":"+box2].Classes["sip-invite"].Seen; n1 != 2 || n2 != 3 {
+		t.Errorf("per interface: %d and %d INVITEs, want 2 and 3", n1, n2)
+	}
 }

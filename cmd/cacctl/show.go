@@ -29,31 +29,41 @@ func newShowStatsCmd(g *globals) *cobra.Command {
 		Short: "Counters of every class, summed over CPUs and attached interfaces",
 		Args:  exactArgs(),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			s, atts, err := loader.SumStats(g.stateDir)
+			per, err := loader.ReadAllStats(g.stateDir)
 			if err != nil {
 				return err
 			}
+			var total maps.Stats
+			for _, a := range per {
+				total.Add(a.Stats)
+			}
 			if *out == "json" {
+				v := total.View()
+				v.Interfaces = make(map[string]maps.StatsView, len(per))
+				for _, a := range per {
+					v.Interfaces[a.Key()] = a.Stats.View()
+				}
 				enc := json.NewEncoder(cmd.OutOrStdout())
 				enc.SetIndent("", "  ")
-				return enc.Encode(s.View())
+				return enc.Encode(v)
 			}
-			return writeStatsText(cmd.OutOrStdout(), s, atts)
+			return writeStatsText(cmd.OutOrStdout(), total, per)
 		},
 	}
 	out = addOutputFlag(cmd)
 	return cmd
 }
 
-func writeStatsText(w io.Writer, s maps.Stats, atts []loader.Attachment) error {
-	if len(atts) == 0 {
+func writeStatsText(w io.Writer, s maps.Stats, per []loader.AttachmentStats) error {
+	if len(per) == 0 {
 		fmt.Fprintln(w, "xdpcac is attached to no interface")
-	} else {
-		fmt.Fprintf(w, "xdpcac on %d interface(s):", len(atts))
-		for _, a := range atts {
-			fmt.Fprintf(w, " %s", a)
+	}
+	for _, a := range per {
+		var seen uint64
+		for _, c := range a.Stats.Classes {
+			seen += c.Seen()
 		}
-		fmt.Fprintln(w)
+		fmt.Fprintf(w, "%s: %d first packets, %d malformed\n", a.Attachment, seen, a.Stats.Malformed)
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "class\tseen\tadmitted\trejected\t")
