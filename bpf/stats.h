@@ -36,6 +36,8 @@ static __always_inline int verdict(int result)
 	case CAC_KIND_CLASS:
 		if (class >= CAC_NUM_CLASSES)
 			return XDP_PASS;
+		/* No admission limit exists yet, so every first packet is
+		 * admitted; the rejected[] slots wait for the buckets. */
 		st->classes[class].admitted++;
 		return XDP_PASS;
 	case CAC_KIND_INDIALOG:
