@@ -69,6 +69,9 @@ struct l2tp_ctrl {
 
 static __always_inline int classify_l2tp(struct frame *f, struct udp_msg *msg)
 {
+	/* A first fragment must at least show the Message Type AVP. */
+	if (msg->fragmented && msg->len < sizeof(struct l2tp_ctrl))
+		return RESULT(CAC_KIND_MALFORMED, 0);
 	if (msg->len < sizeof(__be16))
 		return RESULT(CAC_KIND_MALFORMED, 0);
 	__be16 *flagsp = f->data + msg->off;
@@ -88,8 +91,9 @@ static __always_inline int classify_l2tp(struct frame *f, struct udp_msg *msg)
 	struct l2tp_ctrl *c = f->data + msg->off;
 	if ((void *)c + L2TP_CTRL_HDR > f->data_end)
 		return RESULT(CAC_KIND_MALFORMED, 0);
+	/* In a first fragment the message goes on past what is here. */
 	__u32 length = bpf_ntohs(c->length);
-	if (length < L2TP_CTRL_HDR || length > msg->len)
+	if (length < L2TP_CTRL_HDR || (length > msg->len && !msg->fragmented))
 		return RESULT(CAC_KIND_MALFORMED, 0);
 	if (length == L2TP_CTRL_HDR)
 		return RESULT(CAC_KIND_OTHER, 0); /* ZLB acknowledgement */

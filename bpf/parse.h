@@ -154,9 +154,10 @@ static __always_inline __u16 parse_l2(struct frame *f, __u32 *l3off)
 
 /* Where a UDP datagram on a watched port sits, once its lengths agree. */
 struct udp_msg {
-	__u32 off;  /* first payload byte */
-	__u32 len;  /* payload bytes present in this (first) fragment */
-	__u8 kind;  /* enum cac_port_kind */
+	__u32 off;	/* first payload byte */
+	__u32 len;	/* payload bytes present in this (first) fragment */
+	__u8 kind;	/* enum cac_port_kind */
+	__u8 fragmented; /* a first fragment: the payload goes on elsewhere */
 };
 
 /*
@@ -181,6 +182,7 @@ static __always_inline int udp_watched(struct udphdr *udp, __u32 l4off, __u32 ip
 	msg->off = l4off + sizeof(*udp);
 	msg->len = udp_len - sizeof(*udp);
 	msg->kind = kind;
+	msg->fragmented = !!fragmented;
 	return UDP_MSG_READY;
 }
 
@@ -247,9 +249,13 @@ static __always_inline int parse_ipv6(struct frame *f, __u32 l3off, struct udp_m
 			if ((void *)(fh + 1) > data_end)
 				return CAC_KIND_UNWATCHED;
 			__u16 frag = bpf_ntohs(fh->frag_off);
+			/* The fragmentable part may start with destination
+			 * options or routing before the UDP header. */
 			if (frag & IP6_OFFSET)
-				return fh->nexthdr == IPPROTO_UDP ? CAC_KIND_FRAGMENT
-								 : CAC_KIND_UNWATCHED;
+				return fh->nexthdr == IPPROTO_UDP || fh->nexthdr == IPPROTO_DSTOPTS ||
+						       fh->nexthdr == IPPROTO_ROUTING
+					       ? CAC_KIND_FRAGMENT
+					       : CAC_KIND_UNWATCHED;
 			fragmented = frag & IP6_MF;
 			nexthdr = fh->nexthdr;
 			off += sizeof(*fh);

@@ -19,14 +19,14 @@
 /*
  * sip_header_at looks at the header line starting at h. It returns the
  * offset just past the colon of a To header ("To" or compact "t", any case,
- * spaces allowed before the colon), SIP_BLANK at the blank line that ends
+ * spaces allowed before the colon), SIP_NO_TO at the blank line that ends
  * the headers, and 0 for any other header.
  */
 static __always_inline long sip_header_at(struct sip_msg *m, __u64 h)
 {
 	int c = sip_byte(m, h);
 	if (c == '\r' || c == '\n')
-		return SIP_BLANK;
+		return SIP_NO_TO;
 	if ((c | 0x20) != 't')
 		return 0;
 	__u64 j = h + 1;
@@ -43,12 +43,8 @@ static __always_inline long sip_header_at(struct sip_msg *m, __u64 h)
 /* sip_line_after returns the result of sip_next_line for a newline at nl. */
 static __always_inline long sip_line_after(struct sip_msg *m, __u64 nl)
 {
-	if (nl >= SIP_SCAN_MAX)
-		return SIP_GAVE_UP;
-	if (nl + 1 >= m->len)
-		return SIP_TO_ABSENT;
-	if (nl + 1 >= SIP_SCAN_MAX)
-		return SIP_GAVE_UP;
+	if (nl + 1 >= SIP_SCAN_MAX || nl + 1 >= m->len)
+		return SIP_NO_TO;
 	long v = sip_header_at(m, nl + 1);
 	if (v < 0)
 		return v;
@@ -62,24 +58,22 @@ __noinline long sip_next_line_tail(struct xdp_md *ctx, __u64 moff, __u64 mlen, _
 	struct sip_msg m = sip_msg_of(ctx, moff, mlen);
 
 	for (int i = 0; i < 9; i++) {
-		if (off >= mlen)
-			return mlen > SIP_SCAN_MAX ? SIP_GAVE_UP : SIP_TO_ABSENT;
-		if (off >= SIP_SCAN_MAX)
-			return SIP_GAVE_UP;
+		if (off >= mlen || off >= SIP_SCAN_MAX)
+			return SIP_NO_TO;
 		if (sip_byte(&m, off) == '\n')
 			return sip_line_after(&m, off);
 		off++;
 	}
-	return SIP_GAVE_UP;
+	return SIP_NO_TO;
 }
 
 /*
  * sip_next_line finds the line after the first newline at or past off and
  * returns what sip_header_at makes of it: SIP_TO_FOUND | the To value's
- * offset, SIP_BLANK, or the line's offset for any other header. It returns
- * SIP_TO_ABSENT when the message ends first, and SIP_GAVE_UP when that
- * newline, or the line after it, is at or past SIP_SCAN_MAX. Whole words
- * first; off only grows by 8 there, one verifier state a step.
+ * offset, SIP_NO_TO at the blank line, or the line's offset for any other
+ * header. It returns SIP_NO_TO too when the message ends first, or when
+ * the line starts at or past SIP_SCAN_MAX. Whole words first; off only
+ * grows by 8 there, one verifier state a step.
  */
 __noinline long sip_next_line(struct xdp_md *ctx, __u64 moff, __u64 mlen, __u64 off)
 {
@@ -87,14 +81,14 @@ __noinline long sip_next_line(struct xdp_md *ctx, __u64 moff, __u64 mlen, __u64 
 
 	/* Callers pass off below SIP_SCAN_MAX. */
 	if (moff > SIP_MSG_OFF_MAX || off > SIP_SCAN_MAX)
-		return SIP_GAVE_UP;
+		return SIP_NO_TO;
 
 	for (int i = 0; i < SIP_SCAN_MAX / 8 + 1; i++) {
 		if (off >= SIP_SCAN_MAX || off + 8 > mlen)
 			break;
 		__u64 w;
 		if (!sip_load_word(&m, moff + off, &w))
-			return SIP_GAVE_UP;
+			return SIP_NO_TO;
 		__u64 x = w ^ WORD_NEWLINES;
 		__u64 zero = (x - WORD_ONES) & ~x & WORD_HIGHS;
 		if (zero)
@@ -105,8 +99,8 @@ __noinline long sip_next_line(struct xdp_md *ctx, __u64 moff, __u64 mlen, __u64 
 }
 
 /*
- * sip_find_to returns the offset of the To header's value, SIP_TO_ABSENT or
- * SIP_GAVE_UP. The request line is skipped: headers start after a newline.
+ * sip_find_to returns the offset of the To header's value, or SIP_NO_TO.
+ * The request line is skipped: headers start after a newline.
  */
 __noinline long sip_find_to(struct xdp_md *ctx, __u64 moff, __u64 mlen)
 {
@@ -114,19 +108,13 @@ __noinline long sip_find_to(struct xdp_md *ctx, __u64 moff, __u64 mlen)
 
 	for (int line = 0; line <= SIP_MAX_LINES; line++) {
 		long r = sip_next_line(ctx, moff, mlen, off);
-		if (r == SIP_TO_ABSENT || r == SIP_GAVE_UP)
-			return r;
-		if (line == SIP_MAX_LINES)
-			return SIP_GAVE_UP;
-		if (r == SIP_BLANK)
-			return SIP_TO_ABSENT;
-		if (r < 0)
-			return SIP_GAVE_UP; /* no other codes */
+		if (r < 0 || line == SIP_MAX_LINES)
+			return SIP_NO_TO;
 		if (r & SIP_TO_FOUND)
 			return r & 0xffff;
 		off = r;
 	}
-	return SIP_GAVE_UP;
+	return SIP_NO_TO;
 }
 
 static __always_inline int sip_starts_with(struct sip_msg *m, const char *s, __u32 n)
@@ -148,6 +136,11 @@ static __always_inline int classify_sip(struct xdp_md *ctx, struct frame *f, str
 {
 	struct sip_msg m = {.data = f->data, .data_end = f->data_end, .off = u->off, .len = u->len};
 	int class;
+
+	/* A first fragment too short to show the method hides the request in
+	 * fragments that cannot be classified: that is no SIP peer's doing. */
+	if (u->fragmented && u->len < sizeof("OPTIONS ") - 1)
+		return RESULT(CAC_KIND_MALFORMED, 0);
 	/* Methods are case-sensitive (RFC 3261 §7.1). */
 	if (sip_starts_with(&m, "INVITE ", 7))
 		class = CAC_CLASS_SIP_INVITE;
@@ -156,9 +149,9 @@ static __always_inline int classify_sip(struct xdp_md *ctx, struct frame *f, str
 	else
 		return RESULT(CAC_KIND_OTHER, 0); /* responses, other methods, keep-alives */
 
+	/* Without a To header in sight (missing, odd, or in a later fragment)
+	 * the request is taken for a new dialog, so it is charged. */
 	long v = sip_find_to(ctx, m.off, m.len);
-	if (v == SIP_TO_ABSENT)
-		return RESULT(CAC_KIND_MALFORMED, 0); /* To is mandatory */
 	if (v > 0 && sip_to_tagged(ctx, m.off, m.len, v))
 		return RESULT(CAC_KIND_INDIALOG, 0);
 	return RESULT(CAC_KIND_CLASS, class);

@@ -4,9 +4,10 @@
  *
  * The search for a new dialog is bounded so that it verifies on every
  * supported kernel and costs little: the To header must start within
- * SIP_SCAN_MAX bytes and SIP_MAX_LINES lines, and its tag within SIP_TO_MAX
- * bytes of the colon. A message that runs out of these budgets is treated
- * as a new dialog, so a long message is charged, never waved through.
+ * SIP_SCAN_MAX bytes and SIP_MAX_LINES header lines, and its tag within
+ * SIP_TO_MAX bytes of the colon. A request whose To header or tag is not
+ * found within these bounds, or not at all, is taken for a new dialog: it
+ * is charged, never waved through.
  */
 #pragma once
 
@@ -20,9 +21,8 @@
 /* No valid read goes past this offset; it only bounds offsets for the verifier. */
 #define SIP_READ_LIMIT (SIP_SCAN_MAX + SIP_TO_MAX + 64)
 
-#define SIP_TO_ABSENT (-1) /* headers ended without a To header */
-#define SIP_GAVE_UP (-2)   /* a budget ran out first */
-#define SIP_BLANK (-3)     /* the blank line that ends the headers */
+/* No To header was found within the bounds: the request opens a dialog. */
+#define SIP_NO_TO (-1)
 
 #define WORD_ONES 0x0101010101010101ULL
 #define WORD_HIGHS 0x8080808080808080ULL

@@ -1,9 +1,11 @@
 package tests
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/xdpcac/xdpcac/cac/fsol"
+	. "github.com/xdpcac/xdpcac/tests/pkt"
 )
 
 // TestClassifyTable runs every row of DESIGN.md §3 through the real XDP
@@ -45,4 +47,16 @@ func TestClassifyTruncations(t *testing.T) {
 		}
 	}
 	t.Logf("%d truncated frames agree", n)
+}
+
+// TestClassifyLargeFrames: frames longer than what BPF_PROG_TEST_RUN shows
+// the program agree with the model on the part it shows.
+func TestClassifyLargeFrames(t *testing.T) {
+	f := newFastPath(t, false)
+	for _, n := range []int{3400, 3600, 5000, 9000} {
+		frame := v4udp(5060, SIP{Method: "INVITE", Headers: []string{"X-Pad: " + strings.Repeat("a", n), "To: <sip:b@x>;tag=1"}})
+		if err := f.check(frame); err != nil {
+			t.Errorf("%d-byte frame: %v", len(frame), err)
+		}
+	}
 }

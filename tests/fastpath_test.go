@@ -103,10 +103,16 @@ func (f *fastPath) wantVerdict(r fsol.Result) cac.Verdict {
 	return cac.Pass
 }
 
+// testRunLinear is how much of a frame BPF_PROG_TEST_RUN shows an XDP
+// program on x86-64 with 4 KiB pages: a page less XDP headroom (256) and
+// skb_shared_info (320). The rest goes into fragments the program does not
+// read, as with a multi-buffer frame on a NIC.
+const testRunLinear = 4096 - 256 - 320
+
 // check runs frame through both the program and the model and reports any
-// difference.
+// difference. The model sees what the program sees.
 func (f *fastPath) check(frame []byte) error {
-	want := fsol.Classify(frame, f.ports)
+	want := fsol.Classify(frame[:min(len(frame), testRunLinear)], f.ports)
 	verdict, got, err := f.run(frame)
 	if err != nil {
 		return err

@@ -101,9 +101,10 @@ func classifyPPPoE(frame []byte, off int) Result {
 
 // udpMsg is a UDP payload on a watched port, or why there is none.
 type udpMsg struct {
-	verdict cac.Kind // Unwatched, Fragment or Malformed; Session when msg is set
-	port    cac.PortKind
-	msg     []byte
+	verdict    cac.Kind // Unwatched, Fragment or Malformed; Session when msg is set
+	port       cac.PortKind
+	msg        []byte
+	fragmented bool // a first fragment: the message goes on elsewhere
 }
 
 func verdictOnly(k cac.Kind) udpMsg { return udpMsg{verdict: k} }
@@ -122,7 +123,7 @@ func udp(frame []byte, l4, ipEnd int, fragmented bool, port cac.PortKind) udpMsg
 		}
 		udpLen = ipPayload // the first fragment holds what it holds
 	}
-	return udpMsg{verdict: cac.Session, port: port, msg: frame[l4+8 : l4+udpLen]}
+	return udpMsg{verdict: cac.Session, port: port, msg: frame[l4+8 : l4+udpLen], fragmented: fragmented}
 }
 
 func ipv4(frame []byte, l3 int, ports *Ports) udpMsg {
@@ -181,7 +182,9 @@ walk:
 			}
 			frag := be16(frame[off+2:])
 			if frag&0xfff8 != 0 {
-				if frame[off] == protoUDP {
+				// The fragmentable part may start with destination
+				// options or routing before the UDP header.
+				if n := frame[off]; n == protoUDP || n == 60 || n == 43 {
 					return verdictOnly(cac.Fragment)
 				}
 				return verdictOnly(cac.Unwatched)
@@ -214,9 +217,9 @@ func classifyUDP(u udpMsg) Result {
 		return kind(u.verdict)
 	}
 	if u.port == cac.PortL2TP {
-		return classifyL2TP(u.msg)
+		return classifyL2TP(u.msg, u.fragmented)
 	}
-	return classifySIP(u.msg)
+	return classifySIP(u.msg, u.fragmented)
 }
 
 // L2TP control header bits (RFC 2661 §3.1, RFC 3931 §3.2.1).
@@ -231,7 +234,11 @@ const (
 	msgICRQ     = 10
 )
 
-func classifyL2TP(m []byte) Result {
+func classifyL2TP(m []byte, fragmented bool) Result {
+	// A first fragment must at least show the Message Type AVP.
+	if fragmented && len(m) < l2tpCtrlHdr+8 {
+		return kind(cac.Malformed)
+	}
 	if len(m) < 2 {
 		return kind(cac.Malformed)
 	}
@@ -247,8 +254,9 @@ func classifyL2TP(m []byte) Result {
 	if len(m) < l2tpCtrlHdr {
 		return kind(cac.Malformed)
 	}
+	// In a first fragment the message goes on past what is here.
 	length := int(be16(m[2:]))
-	if length < l2tpCtrlHdr || length > len(m) {
+	if length < l2tpCtrlHdr || (length > len(m) && !fragmented) {
 		return kind(cac.Malformed)
 	}
 	if length == l2tpCtrlHdr {

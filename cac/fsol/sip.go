@@ -15,15 +15,12 @@ const (
 	SIPWSMax    = 4    // spaces or tabs allowed around ':', ';' and '='
 )
 
-type toSearch int
-
-const (
-	toFound toSearch = iota
-	toAbsent
-	toGaveUp
-)
-
-func classifySIP(m []byte) Result {
+func classifySIP(m []byte, fragmented bool) Result {
+	// A first fragment too short to show the method hides the request in
+	// fragments that cannot be classified: that is no SIP peer's doing.
+	if fragmented && len(m) < len("OPTIONS ") {
+		return kind(cac.Malformed)
+	}
 	var c cac.Class
 	switch {
 	case bytes.HasPrefix(m, []byte("INVITE ")): // methods are case-sensitive
@@ -33,44 +30,35 @@ func classifySIP(m []byte) Result {
 	default:
 		return kind(cac.Other) // responses, other methods, keep-alives
 	}
-	v, how := findTo(m)
-	switch {
-	case how == toAbsent:
-		return kind(cac.Malformed) // To is mandatory
-	case how == toFound && toTagged(m, v):
+	// Without a To header in sight (missing, odd, past the bounds, or in a
+	// later fragment) the request is taken for a new dialog: it is charged.
+	if v, ok := findTo(m); ok && toTagged(m, v) {
 		return kind(cac.InDialog)
 	}
 	return session(c)
 }
 
-// findTo returns the offset of the To header's value. Header lines start
-// after a newline; the request line is never one.
-func findTo(m []byte) (int, toSearch) {
+// findTo returns the offset of the To header's value, if it starts before
+// SIPScanMax among the first SIPMaxLines header lines. Header lines start
+// after a newline, so the request line is never one; the blank line ends
+// the search.
+func findTo(m []byte) (int, bool) {
 	pos := 0
 	for line := 0; ; line++ {
-		// The next newline is looked for only below SIPScanMax.
 		limit := min(len(m), SIPScanMax)
-		i := -1
-		if pos < limit {
-			i = bytes.IndexByte(m[pos:limit], '\n')
+		if pos >= limit {
+			return 0, false
 		}
+		i := bytes.IndexByte(m[pos:limit], '\n')
 		if i < 0 {
-			if len(m) > SIPScanMax {
-				return 0, toGaveUp
-			}
-			return 0, toAbsent
+			return 0, false
 		}
 		h := pos + i + 1
-		switch {
-		case h >= len(m):
-			return 0, toAbsent
-		case h >= SIPScanMax || line >= SIPMaxLines:
-			return 0, toGaveUp
-		case m[h] == '\r' || m[h] == '\n':
-			return 0, toAbsent // the blank line: headers are over
+		if h >= len(m) || h >= SIPScanMax || line >= SIPMaxLines || m[h] == '\r' || m[h] == '\n' {
+			return 0, false
 		}
 		if v, ok := toName(m, h); ok {
-			return v, toFound
+			return v, true
 		}
 		pos = h
 	}
