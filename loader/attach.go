@@ -78,9 +78,11 @@ func Attach(a Attachment, o Options) (mode string, err error) {
 	if err != nil {
 		return "", err
 	}
-	// A missing namespace or interface is refused before anything, even
-	// the state directory, is created.
-	if _, err := linkByName(a.Netns, a.Iface); err != nil {
+	// A second attach, a missing namespace or interface, or one with
+	// another XDP program, is refused before anything, even the state
+	// directory, is created; and checked again under the lock.
+	dir := filepath.Join(o.StateDir, a.dirName())
+	if err := checkFree(a, dir); err != nil {
 		return "", err
 	}
 	if err := ensureStateDir(o.StateDir); err != nil {
@@ -91,18 +93,12 @@ func Attach(a Attachment, o Options) (mode string, err error) {
 		return "", err
 	}
 	defer lk.unlock()
-
-	dir := filepath.Join(o.StateDir, a.dirName())
-	if _, err := os.Stat(dir); err == nil {
-		return "", fmt.Errorf("xdpcac is already attached to %s (state in %s): use cacctl detach first", a, dir)
+	if err := checkFree(a, dir); err != nil {
+		return "", err
 	}
-	// Looked up again under the lock: the interface may have changed.
 	nl, err := linkByName(a.Netns, a.Iface)
 	if err != nil {
 		return "", err
-	}
-	if x := nl.Attrs().Xdp; x != nil && x.Attached {
-		return "", fmt.Errorf("%s already has an XDP program (%s): detach it first; nothing was changed", a, describeProg(x.ProgId))
 	}
 
 	objs, err := Load()
@@ -136,6 +132,22 @@ func Attach(a Attachment, o Options) (mode string, err error) {
 		mode = attachModeName(after.Attrs().Xdp.AttachMode)
 	}
 	return mode, nil
+}
+
+// checkFree refuses an interface that xdpcac is attached to (its state is
+// in dir), that is missing, or that has another XDP program.
+func checkFree(a Attachment, dir string) error {
+	if _, err := os.Stat(dir); err == nil {
+		return fmt.Errorf("xdpcac is already attached to %s (state in %s): use cacctl detach first", a, dir)
+	}
+	nl, err := linkByName(a.Netns, a.Iface)
+	if err != nil {
+		return err
+	}
+	if x := nl.Attrs().Xdp; x != nil && x.Attached {
+		return fmt.Errorf("%s already has an XDP program (%s): detach it first; nothing was changed", a, describeProg(x.ProgId))
+	}
+	return nil
 }
 
 func modeOrAuto(m string) string {
@@ -194,14 +206,18 @@ func pinAll(stateDir, dir string, l link.Link, objs *bpf.XdpObjects) error {
 // Detach takes the filter off the interface and removes its state.
 func Detach(a Attachment, stateDir string) error {
 	dir := filepath.Join(stateDir, a.dirName())
-	if _, err := os.Stat(dir); err != nil {
-		return fmt.Errorf("xdpcac is not attached to %s (no state in %s)", a, dir)
+	notAttached := fmt.Errorf("xdpcac is not attached to %s (no state in %s)", a, dir)
+	if _, err := os.Stat(stateDir); err != nil {
+		return notAttached
 	}
 	lk, err := lockStateDir(stateDir, lockTimeout)
 	if err != nil {
 		return err
 	}
 	defer lk.unlock()
+	if _, err := os.Stat(dir); err != nil {
+		return notAttached
+	}
 
 	l, err := link.LoadPinnedLink(filepath.Join(dir, pinLink), nil)
 	if err != nil {

@@ -1,7 +1,10 @@
 package loader
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -35,28 +38,53 @@ func (a Attachment) String() string {
 }
 
 // Key names the attachment in JSON output: IFACE, or NETNS:IFACE.
-func (a Attachment) Key() string { return a.dirName() }
-
-// dirName is IFACE, or NETNS:IFACE for an interface in a named namespace.
-// Interface names never hold a colon, so the last one separates the two.
-// (bpffs refuses names with dots, which is why temporary directories start
-// with a colon instead.)
-func (a Attachment) dirName() string {
+func (a Attachment) Key() string {
 	if a.Netns == "" {
 		return a.Iface
 	}
 	return a.Netns + ":" + a.Iface
 }
 
-func parseDirName(name string) Attachment {
-	i := strings.LastIndexByte(name, ':')
-	if i < 0 {
-		return Attachment{Iface: name}
+// dirName is Key with '.', ':' and '%' escaped as %XX: bpffs refuses names
+// with dots, and VLAN sub-interfaces such as eth0.100 have them.
+func (a Attachment) dirName() string {
+	if a.Netns == "" {
+		return escapeName(a.Iface)
 	}
-	return Attachment{Netns: name[:i], Iface: name[i+1:]}
+	return escapeName(a.Netns) + ":" + escapeName(a.Iface)
 }
 
-// tmpPrefix starts the names of directories still being built.
+func parseDirName(name string) Attachment {
+	ns, iface, ok := strings.Cut(name, ":")
+	if !ok {
+		return Attachment{Iface: unescapeName(name)}
+	}
+	return Attachment{Netns: unescapeName(ns), Iface: unescapeName(iface)}
+}
+
+func escapeName(s string) string {
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; c {
+		case '.', ':', '%':
+			fmt.Fprintf(&b, "%%%02X", c)
+		default:
+			b.WriteByte(c)
+		}
+	}
+	return b.String()
+}
+
+func unescapeName(s string) string {
+	out, err := url.PathUnescape(s)
+	if err != nil {
+		return s // not written by escapeName; shown as it is
+	}
+	return out
+}
+
+// tmpPrefix starts the names of directories still being built; no
+// attachment's name starts with a colon.
 const tmpPrefix = ":tmp-"
 
 // List returns the attachments with state in stateDir.
@@ -124,6 +152,9 @@ func ReadAllStats(stateDir string) ([]AttachmentStats, error) {
 	out := make([]AttachmentStats, 0, len(atts))
 	for _, a := range atts {
 		p, err := Open(stateDir, a)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue // detached while we read
+		}
 		if err != nil {
 			return nil, err
 		}

@@ -299,3 +299,24 @@ func TestStatsSumInterfaces(t *testing.T) {
 		t.Errorf("per interface: %d and %d INVITEs, want 2 and 3", n1, n2)
 	}
 }
+
+// TestDottedInterfaceName: a BRAS names its VLAN sub-interfaces eth0.100;
+// the dot must not stop the filter from attaching (bpffs refuses dots in
+// pin names).
+func TestDottedInterfaceName(t *testing.T) {
+	tb := newTestbed(t)
+	dotted, peer := testenv.VethNamed(t, tb.box, tb.peer, testenv.Unique("xc")+".100", testenv.Unique("xcp"))
+	cfg := writeConfig(t, e2eConfig)
+	if _, stderr, err := tb.cacctl(t, "attach", dotted, "--config", cfg); err != nil {
+		t.Fatalf("attach %s: %v: %s", dotted, err, stderr)
+	}
+	t.Cleanup(func() { tb.cacctl(t, "detach", dotted) })
+	testenv.Send(t, tb.peer, peer, [][]byte{Frame(Ether{Broadcast: true}, VLAN{ID: 100}, PPPoE{Code: PADI})})
+	waitFor(t, func() bool { return tb.stats(t).Interfaces[tb.box+":"+dotted].Classes["pppoe-padi"].Seen == 1 })
+	if _, stderr, err := tb.cacctl(t, "detach", dotted); err != nil {
+		t.Fatalf("detach %s: %v: %s", dotted, err, stderr)
+	}
+	if entries, _ := os.ReadDir(tb.state); len(entries) != 0 {
+		t.Errorf("state left behind: %v", entries)
+	}
+}

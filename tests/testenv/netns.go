@@ -33,7 +33,12 @@ func Netns(t testing.TB) string {
 // returns their names. Deleting the namespaces removes the pair.
 func Veth(t testing.TB, nsA, nsB string) (a, b string) {
 	t.Helper()
-	a, b = Unique("xca"), Unique("xcb")
+	return VethNamed(t, nsA, nsB, Unique("xca"), Unique("xcb"))
+}
+
+// VethNamed is Veth with names of the caller's choosing.
+func VethNamed(t testing.TB, nsA, nsB, a, b string) (string, string) {
+	t.Helper()
 	ip(t, "link", "add", a, "netns", nsA, "type", "veth", "peer", "name", b, "netns", nsB)
 	ip(t, "-n", nsA, "link", "set", a, "up")
 	ip(t, "-n", nsB, "link", "set", b, "up")
