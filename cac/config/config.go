@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/netip"
 	"os"
+	"regexp"
 	"strings"
 	"time"
 
@@ -139,7 +140,14 @@ func Parse(file string, data []byte) (*Config, error) {
 	var doc yaml.Node
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	if err := dec.Decode(&doc); err != nil && !errors.Is(err, io.EOF) {
-		return nil, fmt.Errorf("%s: %w", file, err)
+		return nil, syntaxError(file, err)
+	}
+	var next yaml.Node
+	if err := dec.Decode(&next); !errors.Is(err, io.EOF) {
+		if err != nil {
+			return nil, syntaxError(file, err)
+		}
+		return nil, &Error{File: file, Line: next.Line, Column: next.Column, Key: "---", Msg: "a second YAML document; a config is one document"}
 	}
 	c := &Config{
 		File:       file,
@@ -162,6 +170,17 @@ func Parse(file string, data []byte) (*Config, error) {
 		return nil, err
 	}
 	return c, nil
+}
+
+// yamlLine finds the line in the YAML library's messages ("yaml: line 3: ...").
+var yamlLine = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
+
+// syntaxError puts a YAML syntax error in the file:line: form of the rest.
+func syntaxError(file string, err error) error {
+	if m := yamlLine.FindStringSubmatch(err.Error()); m != nil {
+		return fmt.Errorf("%s:%s: YAML syntax: %s", file, m[1], m[2])
+	}
+	return fmt.Errorf("%s: YAML syntax: %w", file, err)
 }
 
 func (c *Config) fields(d *decoder) fields {

@@ -59,6 +59,23 @@ func TestDefaults(t *testing.T) {
 	}
 }
 
+func TestPortsAreDecimal(t *testing.T) {
+	c, err := Parse("p.yaml", []byte("ports: {sip: [05060], l2tp: [0x6a5]}\nbuffers: {packet-protocols: [0x8863]}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Ports.SIP[0] != 5060 || c.Ports.L2TP[0] != 1701 || c.Buffers.PacketProtocols[0] != 0x8863 {
+		t.Errorf("ports %+v, buffers %+v: 05060 is decimal, 0x6a5 hex", c.Ports, c.Buffers)
+	}
+}
+
+func TestSyntaxErrorNamesLine(t *testing.T) {
+	_, err := Parse("s.yaml", []byte("ports:\n  sip: [5060\nmalformed: pass\n"))
+	if err == nil || !strings.HasPrefix(err.Error(), "s.yaml:") || !strings.Contains(err.Error(), "YAML syntax") {
+		t.Errorf("got %v", err)
+	}
+}
+
 func TestDurations(t *testing.T) {
 	for in, want := range map[string]time.Duration{"5s": 5 * time.Second, "200ms": 200 * time.Millisecond, "2": 2 * time.Second, "0.5": 500 * time.Millisecond} {
 		c, err := Parse("d.yaml", []byte("stale-after: "+in+"\n"))
@@ -93,6 +110,11 @@ func TestBadInput(t *testing.T) {
 		{"repeated key", "malformed: pass\nmalformed: drop\n", "bad.yaml:2:1: malformed: repeated key"},
 		{"list not mapping", "ports: [1701]\n", "ports: must be a mapping"},
 		{"bad duration", "stale-after: soon\n", `stale-after: must be a duration`},
+		{"huge duration", "stale-after: 1e10\n", `stale-after: must be at most 4294967296 seconds`},
+		{"null name", "interfaces: [{name: ~}]\n", `interfaces[0].name: must have a value`},
+		{"second document", "malformed: pass\n---\nmalformed: bogus\n", "bad.yaml:2:1: ---: a second YAML document"},
+		{"syntax", "ports: {sip: [5060\nmalformed: pass\n", "bad.yaml:"},
+		{"folded ios", "call-admission: >\n  call admission limit 10\n  call admission vpdn 10 1\n", "call-admission: write the IOS lines as a literal block"},
 	}
 	for _, c := range cases {
 		cfg, err := Parse("bad.yaml", []byte(c.yaml))

@@ -113,6 +113,10 @@ func (d *decoder) scalar(n *yaml.Node, path string) (string, bool) {
 		d.errorf(n, path, "must be a single value, got %s", describe(n))
 		return "", false
 	}
+	if n.Tag == "!!null" {
+		d.errorf(n, path, "must have a value, got %s", describe(n))
+		return "", false
+	}
 	return n.Value, true
 }
 
@@ -157,13 +161,18 @@ func (d *decoder) number(n *yaml.Node, path string, min float64, dst **float64) 
 	*dst = &v
 }
 
-// integer decodes a whole number in [min, max]; 0x prefixes are accepted.
+// integer decodes a whole number in [min, max], in decimal (leading zeros
+// are not octal: 05060 is 5060) or in hexadecimal after 0x.
 func (d *decoder) integer(n *yaml.Node, path string, min, max int64) (int64, bool) {
 	s, ok := d.scalar(n, path)
 	if !ok {
 		return 0, false
 	}
-	v, err := strconv.ParseInt(s, 0, 64)
+	digits, base := s, 10
+	if h, ok := strings.CutPrefix(strings.ToLower(s), "0x"); ok {
+		digits, base = h, 16
+	}
+	v, err := strconv.ParseInt(digits, base, 64)
 	if err != nil {
 		d.errorf(n, path, "must be a whole number, got %q", s)
 		return 0, false
@@ -198,6 +207,9 @@ func (d *decoder) ports(n *yaml.Node, path string, dst *[]uint16) {
 	*dst = out
 }
 
+// maxDurationSeconds keeps a bare number of seconds inside time.Duration.
+const maxDurationSeconds = 1 << 32
+
 // duration decodes a Go duration ("1s", "200ms") or a bare number of
 // seconds, which must be positive.
 func (d *decoder) duration(n *yaml.Node, path string, dst *time.Duration) {
@@ -210,6 +222,10 @@ func (d *decoder) duration(n *yaml.Node, path string, dst *time.Duration) {
 		secs, ferr := strconv.ParseFloat(s, 64)
 		if ferr != nil || math.IsInf(secs, 0) || math.IsNaN(secs) {
 			d.errorf(n, path, "must be a duration such as 1s or 200ms, or a number of seconds, got %q", s)
+			return
+		}
+		if secs > maxDurationSeconds {
+			d.errorf(n, path, "must be at most %d seconds, got %q", maxDurationSeconds, s)
 			return
 		}
 		v = time.Duration(secs * float64(time.Second))

@@ -35,6 +35,12 @@ func (d *decoder) callAdmission(path string, n *yaml.Node) CallAdmission {
 	if !ok {
 		return ca
 	}
+	// Only a literal block keeps one IOS line per line; folding would
+	// run the lines together and point errors at the wrong line.
+	if n.Style != yaml.LiteralStyle && strings.Count(strings.ToLower(text), "call admission") > 1 {
+		d.errorf(n, path, "write the IOS lines as a literal block, one per line (call-admission: |)")
+		return ca
+	}
 	first := n.Line
 	if n.Style == yaml.LiteralStyle || n.Style == yaml.FoldedStyle {
 		first++ // the block starts on the line after | or >
