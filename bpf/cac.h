@@ -65,6 +65,28 @@ struct cac_stats {
 	__u64 passed_other;
 };
 
+/* Index of each bucket in the limits and buckets maps: one per class,
+ * then the environment's. Source, account and customer buckets come later. */
+enum cac_level {
+	CAC_LEVEL_ENVIRONMENT = 6,
+	CAC_NUM_LEVELS = 7,
+};
+_Static_assert(CAC_LEVEL_ENVIRONMENT == CAC_NUM_CLASSES, "levels: one per class, then environment");
+
+/* A token bucket as GCRA sees it: one call per interval_ns, and a call
+ * conforms while the theoretical arrival time is at most tolerance_ns
+ * ahead of now, i.e. (burst - 1) intervals. interval_ns 0 is unlimited. */
+struct cac_limit {
+	__u64 interval_ns;
+	__u64 tolerance_ns;
+};
+
+/* A bucket's state: its theoretical arrival time, updated with CAS. Zero
+ * starts it full. */
+struct cac_bucket {
+	__u64 tat_ns;
+};
+
 /* Run-time settings, written whole by the control plane. */
 struct cac_settings {
 	__u8 malformed_drop;

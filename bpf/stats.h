@@ -8,6 +8,7 @@
 
 #include "bpf_helpers.h"
 #include "parse.h"
+#include "admit.h"
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -23,7 +24,8 @@ struct {
 	__type(value, struct cac_settings);
 } settings SEC(".maps");
 
-/* verdict counts a classified frame and returns what XDP does with it. */
+/* verdict admits or rejects a first packet, counts every watched frame,
+ * and returns what XDP does with it. */
 static __always_inline int verdict(int result)
 {
 	__u32 zero = 0;
@@ -33,13 +35,18 @@ static __always_inline int verdict(int result)
 
 	int class = RESULT_CLASS(result);
 	switch (RESULT_KIND(result)) {
-	case CAC_KIND_CLASS:
+	case CAC_KIND_CLASS: {
 		if (class >= CAC_NUM_CLASSES)
 			return XDP_PASS;
-		/* No admission limit exists yet, so every first packet is
-		 * admitted; the rejected[] slots wait for the buckets. */
-		st->classes[class].admitted++;
-		return XDP_PASS;
+		int reason = admit(class);
+		if (reason == ADMITTED) {
+			st->classes[class].admitted++;
+			return XDP_PASS;
+		}
+		if (reason >= 0 && reason < CAC_NUM_REASONS)
+			st->classes[class].rejected[reason]++;
+		return XDP_DROP;
+	}
 	case CAC_KIND_INDIALOG:
 		st->sip_indialog++;
 		return XDP_PASS;

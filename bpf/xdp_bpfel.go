@@ -13,6 +13,17 @@ import (
 	"github.com/cilium/ebpf"
 )
 
+type XdpCacBucket struct {
+	_     structs.HostLayout
+	TatNs uint64
+}
+
+type XdpCacLimit struct {
+	_           structs.HostLayout
+	IntervalNs  uint64
+	ToleranceNs uint64
+}
+
 type XdpCacPorts struct {
 	_    structs.HostLayout
 	Kind [65536]uint8
@@ -41,10 +52,14 @@ type XdpCacStats struct {
 //
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
-	XdpMapSettings = "settings"
-	XdpMapStats    = "stats"
-	XdpMapUdpPorts = "udp_ports"
-	XdpProgXdpCac  = "xdp_cac"
+	XdpMapBuckets      = "buckets"
+	XdpMapLimits       = "limits"
+	XdpMapSettings     = "settings"
+	XdpMapStats        = "stats"
+	XdpMapTestClock    = "test_clock"
+	XdpMapUdpPorts     = "udp_ports"
+	XdpProgXdpCac      = "xdp_cac"
+	XdpVarUseTestClock = "use_test_clock"
 )
 
 // LoadXdp returns the embedded CollectionSpec for Xdp.
@@ -96,15 +111,19 @@ type XdpProgramSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type XdpMapSpecs struct {
-	Settings *ebpf.MapSpec `ebpf:"settings"`
-	Stats    *ebpf.MapSpec `ebpf:"stats"`
-	UdpPorts *ebpf.MapSpec `ebpf:"udp_ports"`
+	Buckets   *ebpf.MapSpec `ebpf:"buckets"`
+	Limits    *ebpf.MapSpec `ebpf:"limits"`
+	Settings  *ebpf.MapSpec `ebpf:"settings"`
+	Stats     *ebpf.MapSpec `ebpf:"stats"`
+	TestClock *ebpf.MapSpec `ebpf:"test_clock"`
+	UdpPorts  *ebpf.MapSpec `ebpf:"udp_ports"`
 }
 
 // XdpVariableSpecs contains global variables before they are loaded into the kernel.
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type XdpVariableSpecs struct {
+	UseTestClock *ebpf.VariableSpec `ebpf:"use_test_clock"`
 }
 
 // XdpObjects contains all objects after they have been loaded into the kernel.
@@ -127,15 +146,21 @@ func (o *XdpObjects) Close() error {
 //
 // It can be passed to LoadXdpObjects or ebpf.CollectionSpec.LoadAndAssign.
 type XdpMaps struct {
-	Settings *ebpf.Map `ebpf:"settings"`
-	Stats    *ebpf.Map `ebpf:"stats"`
-	UdpPorts *ebpf.Map `ebpf:"udp_ports"`
+	Buckets   *ebpf.Map `ebpf:"buckets"`
+	Limits    *ebpf.Map `ebpf:"limits"`
+	Settings  *ebpf.Map `ebpf:"settings"`
+	Stats     *ebpf.Map `ebpf:"stats"`
+	TestClock *ebpf.Map `ebpf:"test_clock"`
+	UdpPorts  *ebpf.Map `ebpf:"udp_ports"`
 }
 
 func (m *XdpMaps) Close() error {
 	return _XdpClose(
+		m.Buckets,
+		m.Limits,
 		m.Settings,
 		m.Stats,
+		m.TestClock,
 		m.UdpPorts,
 	)
 }
@@ -144,6 +169,7 @@ func (m *XdpMaps) Close() error {
 //
 // It can be passed to LoadXdpObjects or ebpf.CollectionSpec.LoadAndAssign.
 type XdpVariables struct {
+	UseTestClock *ebpf.Variable `ebpf:"use_test_clock"`
 }
 
 // XdpPrograms contains all programs after they have been loaded into the kernel.

@@ -40,6 +40,7 @@ func TestNamesMatchC(t *testing.T) {
 		"CAC_KIND_OTHER": int(Other), "CAC_KIND_INDIALOG": int(InDialog),
 		"CAC_KIND_FRAGMENT": int(Fragment), "CAC_KIND_MALFORMED": int(Malformed),
 		"CAC_PORT_NONE": int(PortNone), "CAC_PORT_L2TP": int(PortL2TP), "CAC_PORT_SIP": int(PortSIP),
+		"CAC_LEVEL_ENVIRONMENT": NumClasses, "CAC_NUM_LEVELS": NumClasses + 1,
 	} {
 		if got, ok := c[name]; !ok || got != want {
 			t.Errorf("%s is %d in Go, %d (found %v) in C", name, want, got, ok)

@@ -13,6 +13,7 @@ import (
 	"github.com/cilium/ebpf/link"
 	"github.com/cilium/ebpf/rlimit"
 	"github.com/xdpcac/xdpcac/bpf"
+	"github.com/xdpcac/xdpcac/cac/bucket"
 	"github.com/xdpcac/xdpcac/maps"
 )
 
@@ -26,6 +27,7 @@ type Options struct {
 	Settings  maps.Settings
 	L2TPPorts []uint16
 	SIPPorts  []uint16
+	Limits    []bucket.Limit // by level: one per class, then the environment
 }
 
 func xdpFlags(mode string) (link.XDPAttachFlags, error) {
@@ -112,6 +114,9 @@ func Attach(a Attachment, o Options) (mode string, err error) {
 	if err := maps.WritePorts(objs.UdpPorts, o.L2TPPorts, o.SIPPorts); err != nil {
 		return "", err
 	}
+	if err := maps.WriteLimits(objs.Limits, o.Limits); err != nil {
+		return "", err
+	}
 
 	var l link.Link
 	err = inNetns(a.Netns, func() error {
@@ -187,6 +192,8 @@ func pinAll(stateDir, dir string, l link.Link, objs *bpf.XdpObjects) error {
 		{pinStats, objs.Stats.Pin},
 		{pinSettings, objs.Settings.Pin},
 		{pinPorts, objs.UdpPorts.Pin},
+		{pinLimits, objs.Limits.Pin},
+		{pinBuckets, objs.Buckets.Pin},
 		{pinProgram, objs.XdpCac.Pin},
 		{pinLink, l.Pin},
 	}

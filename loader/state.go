@@ -21,6 +21,8 @@ const (
 	pinStats    = bpf.XdpMapStats
 	pinSettings = bpf.XdpMapSettings
 	pinPorts    = bpf.XdpMapUdpPorts
+	pinLimits   = bpf.XdpMapLimits
+	pinBuckets  = bpf.XdpMapBuckets
 )
 
 // Attachment names one interface that has the filter, as its state

@@ -55,7 +55,7 @@ func TestDifferential(t *testing.T) {
 		if len(frame) < 14 {
 			continue // the kernel refuses frames shorter than Ethernet
 		}
-		kinds[fsol.Classify(frame, f.ports)]++
+		kinds[fsol.Classify(frame, f.model.Ports)]++
 		if err := f.check(frame); err != nil {
 			failures++
 			t.Errorf("frame %d (%x): %v", i, frame, err)

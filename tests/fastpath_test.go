@@ -9,6 +9,7 @@ import (
 	"github.com/cilium/ebpf/asm"
 	"github.com/xdpcac/xdpcac/bpf"
 	"github.com/xdpcac/xdpcac/cac"
+	"github.com/xdpcac/xdpcac/cac/admission"
 	"github.com/xdpcac/xdpcac/cac/fsol"
 	"github.com/xdpcac/xdpcac/maps"
 	"github.com/xdpcac/xdpcac/tests/testenv"
@@ -21,19 +22,27 @@ var (
 	testSIPPorts  = []uint16{5060, 5080}
 )
 
-// fastPath is the real XDP object, loaded but not attached, run with
-// BPF_PROG_TEST_RUN.
+// fastPath is the real XDP object, loaded with the test clock but not
+// attached, run with BPF_PROG_TEST_RUN beside the reference model it must
+// agree with.
 type fastPath struct {
-	objs          bpf.XdpObjects
-	ports         *fsol.Ports
-	malformedDrop bool
+	objs  bpf.XdpObjects
+	model *admission.Model
+	now   uint64
 }
 
 func newFastPath(t testing.TB, malformedDrop bool) *fastPath {
 	t.Helper()
 	testenv.RequireBPF(t)
-	f := &fastPath{ports: fsol.NewPorts(testL2TPPorts, testSIPPorts), malformedDrop: malformedDrop}
-	if err := bpf.LoadXdpObjects(&f.objs, nil); err != nil {
+	f := &fastPath{model: &admission.Model{Ports: fsol.NewPorts(testL2TPPorts, testSIPPorts), MalformedDrop: malformedDrop}}
+	spec, err := bpf.LoadXdp()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := spec.Variables[bpf.XdpVarUseTestClock].Set(uint8(1)); err != nil {
+		t.Fatal(err)
+	}
+	if err := spec.LoadAndAssign(&f.objs, nil); err != nil {
 		var ve *ebpf.VerifierError
 		if errors.As(err, &ve) {
 			t.Fatalf("load XDP object: %+v", ve)
@@ -50,57 +59,70 @@ func newFastPath(t testing.TB, malformedDrop bool) *fastPath {
 	return f
 }
 
-// run passes one frame through the program and returns its verdict and what
-// the counters say it was.
-func (f *fastPath) run(frame []byte) (cac.Verdict, fsol.Result, error) {
+// setLimits gives the program and the model the same limits.
+func (f *fastPath) setLimits(t testing.TB, l admission.Limits) {
+	t.Helper()
+	if err := maps.WriteLimits(f.objs.Limits, l[:]); err != nil {
+		t.Fatal(err)
+	}
+	f.model.Limits = l
+}
+
+// at sets the clock of the program, and of the model, to now (ns).
+func (f *fastPath) at(now uint64) error {
+	f.now = now
+	if err := f.objs.TestClock.Update(uint32(0), now, ebpf.UpdateAny); err != nil {
+		return fmt.Errorf("set test clock: %w", err)
+	}
+	return nil
+}
+
+// run passes one frame through the program and returns what it did, as
+// its verdict and counters tell.
+func (f *fastPath) run(frame []byte) (admission.Decision, error) {
 	before, err := maps.ReadStats(f.objs.Stats)
 	if err != nil {
-		return 0, fsol.Result{}, err
+		return admission.Decision{}, err
 	}
 	ret, err := f.objs.XdpCac.Run(&ebpf.RunOptions{Data: frame})
 	if err != nil {
-		return 0, fsol.Result{}, fmt.Errorf("run: %w", err)
+		return admission.Decision{}, fmt.Errorf("run: %w", err)
 	}
 	after, err := maps.ReadStats(f.objs.Stats)
 	if err != nil {
-		return 0, fsol.Result{}, err
+		return admission.Decision{}, err
 	}
-	res, err := resultOf(after.Sub(before))
-	return cac.Verdict(ret), res, err
+	d, err := decisionOf(after.Sub(before))
+	d.Verdict = cac.Verdict(ret)
+	return d, err
 }
 
-// resultOf says which single counter moved, as a classifier result.
-func resultOf(d maps.Stats) (fsol.Result, error) {
-	var moved []fsol.Result
-	add := func(n uint64, r fsol.Result) {
+// decisionOf says which single counter moved.
+func decisionOf(d maps.Stats) (admission.Decision, error) {
+	var moved []admission.Decision
+	add := func(n uint64, dec admission.Decision) {
 		for ; n > 0; n-- {
-			moved = append(moved, r)
+			moved = append(moved, dec)
 		}
 	}
 	for _, c := range cac.Classes() {
-		add(d.Classes[c].Admitted, fsol.Result{Kind: cac.Session, Class: c})
-		add(d.Classes[c].RejectedTotal(), fsol.Result{Kind: cac.Session, Class: c})
+		sess := fsol.Result{Kind: cac.Session, Class: c}
+		add(d.Classes[c].Admitted, admission.Decision{Result: sess})
+		for _, r := range cac.Reasons() {
+			add(d.Classes[c].Rejected[r], admission.Decision{Result: sess, Rejected: true, Reason: r})
+		}
 	}
-	add(d.SIPInDialog, fsol.Result{Kind: cac.InDialog})
-	add(d.Fragment, fsol.Result{Kind: cac.Fragment})
-	add(d.Malformed, fsol.Result{Kind: cac.Malformed})
-	add(d.PassedOther, fsol.Result{Kind: cac.Other})
+	add(d.SIPInDialog, admission.Decision{Result: fsol.Result{Kind: cac.InDialog}})
+	add(d.Fragment, admission.Decision{Result: fsol.Result{Kind: cac.Fragment}})
+	add(d.Malformed, admission.Decision{Result: fsol.Result{Kind: cac.Malformed}})
+	add(d.PassedOther, admission.Decision{Result: fsol.Result{Kind: cac.Other}})
 	switch len(moved) {
 	case 0:
-		return fsol.Result{Kind: cac.Unwatched}, nil
+		return admission.Decision{Result: fsol.Result{Kind: cac.Unwatched}}, nil
 	case 1:
 		return moved[0], nil
 	}
-	return fsol.Result{}, fmt.Errorf("one frame moved %d counters: %v", len(moved), moved)
-}
-
-// wantVerdict is what the fast path must do with a result, before any
-// admission limit is configured.
-func (f *fastPath) wantVerdict(r fsol.Result) cac.Verdict {
-	if r.Kind == cac.Malformed && f.malformedDrop {
-		return cac.Drop
-	}
-	return cac.Pass
+	return admission.Decision{}, fmt.Errorf("one frame moved %d counters: %v", len(moved), moved)
 }
 
 // testRunLinear is how much of a frame BPF_PROG_TEST_RUN shows an XDP
@@ -109,21 +131,24 @@ func (f *fastPath) wantVerdict(r fsol.Result) cac.Verdict {
 // read, as with a multi-buffer frame on a NIC.
 const testRunLinear = 4096 - 256 - 320
 
-// check runs frame through both the program and the model and reports any
-// difference. The model sees what the program sees.
+// check runs frame through both the program and the model, at the current
+// clock, and reports any difference. The model sees what the program sees.
 func (f *fastPath) check(frame []byte) error {
-	want := fsol.Classify(frame[:min(len(frame), testRunLinear)], f.ports)
-	verdict, got, err := f.run(frame)
+	_, err := f.decide(frame)
+	return err
+}
+
+// decide is check that also returns what both did.
+func (f *fastPath) decide(frame []byte) (admission.Decision, error) {
+	want := f.model.Decide(frame[:min(len(frame), testRunLinear)], f.now)
+	got, err := f.run(frame)
 	if err != nil {
-		return err
+		return got, err
 	}
 	if got != want {
-		return fmt.Errorf("XDP says %v, model says %v", got, want)
+		return got, fmt.Errorf("XDP did %v, model says %v", got, want)
 	}
-	if wv := f.wantVerdict(want); verdict != wv {
-		return fmt.Errorf("XDP verdict %v for %v, want %v", verdict, want, wv)
-	}
-	return nil
+	return got, nil
 }
 
 // passProgram is an XDP program that only returns XDP_PASS: the baseline of

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/spf13/cobra"
+	"github.com/xdpcac/xdpcac/cac/admission"
 	"github.com/xdpcac/xdpcac/cac/config"
 	"github.com/xdpcac/xdpcac/loader"
 	"github.com/xdpcac/xdpcac/maps"
@@ -29,6 +30,10 @@ func newAttachCmd(g *globals) *cobra.Command {
 					}
 				}
 			}
+			limits, err := admission.LimitsOf(cfg)
+			if err != nil {
+				return fmt.Errorf("%s: %w", cfgFile, err)
+			}
 			a := loader.Attachment{Iface: iface, Netns: g.netns}
 			got, err := loader.Attach(a, loader.Options{
 				StateDir:  g.stateDir,
@@ -36,6 +41,7 @@ func newAttachCmd(g *globals) *cobra.Command {
 				Settings:  maps.Settings{MalformedDrop: cfg.MalformedDrop},
 				L2TPPorts: cfg.Ports.L2TP,
 				SIPPorts:  cfg.Ports.SIP,
+				Limits:    limits[:],
 			})
 			if err != nil {
 				return err

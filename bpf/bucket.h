@@ -1,0 +1,67 @@
+/* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
+/*
+ * Token buckets with FlySIP semantics, kept as GCRA: one 64-bit theoretical
+ * arrival time (TAT) per bucket, advanced with compare-and-swap. A call at
+ * now conforms when TAT <= now + tolerance, and then moves TAT to
+ * max(TAT, now) + interval. There is no elapsed-time subtraction, so
+ * nothing can underflow; the control plane caps interval and tolerance so
+ * that nothing overflows. cac/bucket is the same arithmetic in Go.
+ */
+#pragma once
+
+#include "uapi.h"
+#include "bpf_helpers.h"
+#include "cac.h"
+
+/* How often a take retries when other CPUs move the same bucket. */
+#define BUCKET_CAS_TRIES 8
+
+/* Limits written by the control plane; buckets written by the fast path. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, CAC_NUM_LEVELS);
+	__type(key, __u32);
+	__type(value, struct cac_limit);
+} limits SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, CAC_NUM_LEVELS);
+	__type(key, __u32);
+	__type(value, struct cac_bucket);
+} buckets SEC(".maps");
+
+/* bucket_conforms reports, without changing anything, whether a call at
+ * now would pass. A missing or zero limit is unlimited. */
+static __always_inline int bucket_conforms(struct cac_limit *l, struct cac_bucket *b, __u64 now)
+{
+	if (!l || !b || !l->interval_ns)
+		return 1;
+	return b->tat_ns <= now + l->tolerance_ns;
+}
+
+/* bucket_take takes one call's worth if the call still conforms. */
+static __always_inline int bucket_take(struct cac_limit *l, struct cac_bucket *b, __u64 now)
+{
+	if (!l || !b || !l->interval_ns)
+		return 1;
+	__u64 interval = l->interval_ns, tolerance = l->tolerance_ns;
+	for (int i = 0; i < BUCKET_CAS_TRIES; i++) {
+		__u64 tat = b->tat_ns;
+		if (tat > now + tolerance)
+			return 0;
+		__u64 next = (tat > now ? tat : now) + interval;
+		if (__sync_val_compare_and_swap(&b->tat_ns, tat, next) == tat)
+			return 1;
+	}
+	return 0;
+}
+
+/* bucket_give_back returns a call taken by bucket_take, when a later level
+ * rejects it: GCRA is additive, so moving TAT back one interval is exact
+ * (a TAT that falls behind now means the same as now). */
+static __always_inline void bucket_give_back(struct cac_limit *l, struct cac_bucket *b)
+{
+	if (l && b && l->interval_ns)
+		__sync_fetch_and_sub(&b->tat_ns, l->interval_ns);
+}

@@ -1,0 +1,30 @@
+/* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
+/*
+ * The one place the program reads time. Tests load the program with
+ * use_test_clock set and move time by writing test_clock from Go, so that
+ * bucket tests are exact and fast; production reads the kernel's clock.
+ */
+#pragma once
+
+#include "uapi.h"
+#include "bpf_helpers.h"
+
+/* Set before load; the verifier drops the branch not taken. */
+volatile const __u8 use_test_clock = 0;
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u64);
+} test_clock SEC(".maps");
+
+static __always_inline __u64 now_ns(void)
+{
+	if (use_test_clock) {
+		__u32 zero = 0;
+		__u64 *t = bpf_map_lookup_elem(&test_clock, &zero);
+		return t ? *t : 0;
+	}
+	return bpf_ktime_get_ns();
+}

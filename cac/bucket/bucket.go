@@ -1,0 +1,70 @@
+package bucket
+
+import (
+	"fmt"
+	"math"
+)
+
+// Caps that keep now + tolerance and TAT + interval inside 64 bits for
+// centuries of uptime: an interval of 1e12 ns is a rate of 0.001 cps.
+const (
+	MaxIntervalNS  = 1 << 40
+	MaxToleranceNS = 1 << 61
+)
+
+// Limit is a bucket's rate and size in the fast path's terms: one call per
+// IntervalNS, and a call conforms while the theoretical arrival time is at
+// most ToleranceNS ahead of now. IntervalNS 0 means unlimited.
+type Limit struct {
+	IntervalNS  uint64
+	ToleranceNS uint64
+}
+
+// Unlimited is the limit of a level with no cps.
+var Unlimited = Limit{}
+
+// FromRate converts cps and a bucket of burst calls (burst >= 1).
+func FromRate(cps, burst float64) (Limit, error) {
+	if !(cps > 0) || math.IsInf(cps, 0) {
+		return Limit{}, fmt.Errorf("cps must be a positive number, got %g", cps)
+	}
+	if !(burst >= 1) || math.IsInf(burst, 0) {
+		return Limit{}, fmt.Errorf("burst must hold at least one call, got %g", burst)
+	}
+	interval := math.Round(1e9 / cps)
+	tolerance := math.Round((burst - 1) * 1e9 / cps)
+	if interval < 1 || interval > MaxIntervalNS || tolerance > MaxToleranceNS {
+		return Limit{}, fmt.Errorf("cps %g with burst %g is out of range", cps, burst)
+	}
+	return Limit{IntervalNS: uint64(interval), ToleranceNS: uint64(tolerance)}, nil
+}
+
+// Bucket is a bucket's state: its theoretical arrival time. The zero
+// Bucket is full.
+type Bucket struct {
+	TATNS uint64
+}
+
+// Conforms reports whether a call at now would pass, changing nothing.
+func (b *Bucket) Conforms(l Limit, now uint64) bool {
+	return l.IntervalNS == 0 || b.TATNS <= now+l.ToleranceNS
+}
+
+// Take takes one call's worth if the call conforms.
+func (b *Bucket) Take(l Limit, now uint64) bool {
+	if l.IntervalNS == 0 {
+		return true
+	}
+	if !b.Conforms(l, now) {
+		return false
+	}
+	b.TATNS = max(b.TATNS, now) + l.IntervalNS
+	return true
+}
+
+// GiveBack returns a call taken by Take.
+func (b *Bucket) GiveBack(l Limit) {
+	if l.IntervalNS != 0 {
+		b.TATNS -= l.IntervalNS
+	}
+}

@@ -1,0 +1,58 @@
+package bucket
+
+import (
+	"testing"
+	"time"
+)
+
+// TestFlySIPSeed is the worked example of the FlySIP CPS page: limit 1 cps,
+// so the bucket holds 60 calls. The first burst starts at t=0 and each
+// later batch ends at the end of its span, as the example counts refill.
+func TestFlySIPSeed(t *testing.T) {
+	l, err := FromRate(1, 60)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range SeedVector() {
+		var b Bucket
+		for i, batch := range c {
+			passed := 0
+			for _, now := range batch.Times {
+				if b.Take(l, now) {
+					passed++
+				}
+			}
+			if passed != batch.Pass {
+				t.Errorf("batch %d: %d of %d passed, want %d", i, passed, len(batch.Times), batch.Pass)
+			}
+		}
+	}
+}
+
+func TestFromRate(t *testing.T) {
+	l, err := FromRate(0.5, 30)
+	if err != nil || l.IntervalNS != 2e9 || l.ToleranceNS != 58e9 {
+		t.Errorf("0.5 cps, 30 calls: %+v, %v", l, err)
+	}
+	for _, bad := range [][2]float64{{0, 1}, {-1, 5}, {1, 0.5}, {1e-9, 1}} {
+		if _, err := FromRate(bad[0], bad[1]); err == nil {
+			t.Errorf("FromRate(%g, %g) accepted", bad[0], bad[1])
+		}
+	}
+}
+
+func TestRejectedTakesNothing(t *testing.T) {
+	l, _ := FromRate(1, 1)
+	var b Bucket
+	if !b.Take(l, 0) || b.Take(l, 0) {
+		t.Fatal("a one-call bucket should pass one call at t=0, not two")
+	}
+	tat := b.TATNS
+	b.Take(l, 1)
+	if b.TATNS != tat {
+		t.Error("a rejected call moved the bucket")
+	}
+	if !b.Take(l, uint64(time.Second)) {
+		t.Error("after one interval one call passes again")
+	}
+}
