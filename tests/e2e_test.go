@@ -320,3 +320,50 @@ func TestDottedInterfaceName(t *testing.T) {
 		t.Errorf("state left behind: %v", entries)
 	}
 }
+
+// TestFloodAgainstLimits: a flood of INVITEs and PADIs over a real veth
+// against a class limit and the environment limit, on the kernel clock.
+// What passes must be what the buckets allow for the measured send time.
+func TestFloodAgainstLimits(t *testing.T) {
+	tb := newTestbed(t)
+	cfg := writeConfig(t, e2eConfig+`
+classes:
+  sip-invite: {cps: 5, burst: 10}
+environment: {cps: 10, burst: 30}
+`)
+	if _, stderr, err := tb.cacctl(t, "attach", tb.boxIface, "--config", cfg); err != nil {
+		t.Fatalf("attach: %v: %s", err, stderr)
+	}
+	t.Cleanup(func() { tb.cacctl(t, "detach", tb.boxIface) })
+
+	invite := v4udp(5060, SIPRequest("INVITE", toNoTag))
+	padi := Frame(Ether{Broadcast: true}, PPPoE{Code: PADI})
+	var frames [][]byte
+	for i := 0; i < 100; i++ {
+		frames = append(frames, invite, padi)
+	}
+	start := time.Now()
+	testenv.Send(t, tb.peer, tb.peerIfc, frames)
+	waitFor(t, func() bool {
+		s := tb.stats(t)
+		return s.Classes["sip-invite"].Seen == 100 && s.Classes["pppoe-padi"].Seen == 100
+	})
+	// Refill can only have added calls while frames were still arriving.
+	elapsed := time.Since(start).Seconds()
+	s := tb.stats(t)
+	inv, pa := s.Classes["sip-invite"], s.Classes["pppoe-padi"]
+	t.Logf("in %.3fs: INVITE %+v, PADI %+v", elapsed, inv, pa)
+	if inv.Admitted < 10 || float64(inv.Admitted) > 10+5*elapsed+1 {
+		t.Errorf("%d INVITEs admitted, want 10 plus at most 5 per second", inv.Admitted)
+	}
+	total := inv.Admitted + pa.Admitted
+	if total < 30 || float64(total) > 30+10*elapsed+1 {
+		t.Errorf("%d calls admitted in all, want 30 plus at most 10 per second", total)
+	}
+	if pa.Reasons["environment"] != pa.Rejected || pa.Rejected == 0 {
+		t.Errorf("PADIs must be rejected by the environment only: %+v", pa)
+	}
+	if inv.Reasons["class"] == 0 || inv.Reasons["class"]+inv.Reasons["environment"] != inv.Rejected {
+		t.Errorf("INVITEs must be rejected by their class first: %+v", inv)
+	}
+}
