@@ -16,11 +16,21 @@
 
 static __always_inline int admit(__u32 class)
 {
-	__u32 env = CAC_LEVEL_ENVIRONMENT;
-	struct cac_limit *cl = bpf_map_lookup_elem(&limits, &class);
-	struct cac_bucket *cb = bpf_map_lookup_elem(&buckets, &class);
-	struct cac_limit *el = bpf_map_lookup_elem(&limits, &env);
-	struct cac_bucket *eb = bpf_map_lookup_elem(&buckets, &env);
+	__u32 zero = 0;
+	struct cac_limits *lim = bpf_map_lookup_elem(&limits, &zero);
+	if (!lim || class >= CAC_NUM_CLASSES)
+		return ADMITTED;
+	struct cac_limit *cl = &lim->level[class];
+	struct cac_limit *el = &lim->level[CAC_LEVEL_ENVIRONMENT];
+
+	/* Nothing to check: no clock to read, no bucket to touch. */
+	if (!cl->interval_ns && !el->interval_ns)
+		return ADMITTED;
+	struct cac_buckets *bk = bpf_map_lookup_elem(&buckets, &zero);
+	if (!bk)
+		return ADMITTED;
+	struct cac_bucket *cb = &bk->level[class];
+	struct cac_bucket *eb = &bk->level[CAC_LEVEL_ENVIRONMENT];
 	__u64 now = now_ns();
 
 	if (!bucket_conforms(cl, cb, now))

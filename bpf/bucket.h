@@ -19,23 +19,23 @@
 /* Limits written by the control plane; buckets written by the fast path. */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, CAC_NUM_LEVELS);
+	__uint(max_entries, 1);
 	__type(key, __u32);
-	__type(value, struct cac_limit);
+	__type(value, struct cac_limits);
 } limits SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, CAC_NUM_LEVELS);
+	__uint(max_entries, 1);
 	__type(key, __u32);
-	__type(value, struct cac_bucket);
+	__type(value, struct cac_buckets);
 } buckets SEC(".maps");
 
 /* bucket_conforms reports, without changing anything, whether a call at
  * now would pass. A missing or zero limit is unlimited. */
 static __always_inline int bucket_conforms(struct cac_limit *l, struct cac_bucket *b, __u64 now)
 {
-	if (!l || !b || !l->interval_ns)
+	if (!l->interval_ns)
 		return 1;
 	return b->tat_ns <= now + l->tolerance_ns;
 }
@@ -43,7 +43,7 @@ static __always_inline int bucket_conforms(struct cac_limit *l, struct cac_bucke
 /* bucket_take takes one call's worth if the call still conforms. */
 static __always_inline int bucket_take(struct cac_limit *l, struct cac_bucket *b, __u64 now)
 {
-	if (!l || !b || !l->interval_ns)
+	if (!l->interval_ns)
 		return 1;
 	__u64 interval = l->interval_ns, tolerance = l->tolerance_ns;
 	for (int i = 0; i < BUCKET_CAS_TRIES; i++) {
@@ -62,6 +62,6 @@ static __always_inline int bucket_take(struct cac_limit *l, struct cac_bucket *b
  * (a TAT that falls behind now means the same as now). */
 static __always_inline void bucket_give_back(struct cac_limit *l, struct cac_bucket *b)
 {
-	if (l && b && l->interval_ns)
+	if (l->interval_ns)
 		__sync_fetch_and_sub(&b->tat_ns, l->interval_ns);
 }

@@ -87,6 +87,16 @@ struct cac_bucket {
 	__u64 tat_ns;
 };
 
+/* Every level's limit in one map value, so one lookup finds them all. */
+struct cac_limits {
+	struct cac_limit level[CAC_NUM_LEVELS];
+};
+
+/* Every level's bucket in one map value, likewise. */
+struct cac_buckets {
+	struct cac_bucket level[CAC_NUM_LEVELS];
+};
+
 /* Run-time settings, written whole by the control plane. */
 struct cac_settings {
 	__u8 malformed_drop;

@@ -1,3 +1,3 @@
 package bpf
 
-//go:generate go tool bpf2go -cc clang -cflags "-O2 -g -Wall -Werror -nostdinc -Iinclude" -target bpfel -type cac_stats -type cac_settings -type cac_ports -type cac_limit -type cac_bucket Xdp xdp_cac.c
+//go:generate go tool bpf2go -cc clang -cflags "-O2 -g -Wall -Werror -nostdinc -Iinclude" -target bpfel -type cac_stats -type cac_settings -type cac_ports -type cac_limits -type cac_buckets Xdp xdp_cac.c

@@ -13,15 +13,21 @@ import (
 	"github.com/cilium/ebpf"
 )
 
-type XdpCacBucket struct {
+type XdpCacBuckets struct {
 	_     structs.HostLayout
-	TatNs uint64
+	Level [7]struct {
+		_     structs.HostLayout
+		TatNs uint64
+	}
 }
 
-type XdpCacLimit struct {
-	_           structs.HostLayout
-	IntervalNs  uint64
-	ToleranceNs uint64
+type XdpCacLimits struct {
+	_     structs.HostLayout
+	Level [7]struct {
+		_           structs.HostLayout
+		IntervalNs  uint64
+		ToleranceNs uint64
+	}
 }
 
 type XdpCacPorts struct {

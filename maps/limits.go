@@ -8,24 +8,32 @@ import (
 	"github.com/xdpcac/xdpcac/cac/bucket"
 )
 
-// WriteLimits writes the limit of each bucket level, by index. A limit is
-// two words, so it is written before the program is attached; changing
-// limits under traffic (apply) needs a scheme that is never seen torn.
+// WriteLimits writes the limit of every bucket level (by index; levels not
+// given are unlimited) as one map value. That value is larger than a word,
+// so it is written before the program is attached; changing limits under
+// traffic (apply) needs a scheme that is never seen torn.
 func WriteLimits(m *ebpf.Map, limits []bucket.Limit) error {
+	var v bpf.XdpCacLimits
+	if len(limits) > len(v.Level) {
+		return fmt.Errorf("%d limits for %d levels", len(limits), len(v.Level))
+	}
 	for i, l := range limits {
-		v := bpf.XdpCacLimit{IntervalNs: l.IntervalNS, ToleranceNs: l.ToleranceNS}
-		if err := m.Update(uint32(i), &v, ebpf.UpdateAny); err != nil {
-			return fmt.Errorf("write limit %d: %w", i, err)
-		}
+		v.Level[i].IntervalNs, v.Level[i].ToleranceNs = l.IntervalNS, l.ToleranceNS
+	}
+	if err := m.Update(uint32(0), &v, ebpf.UpdateAny); err != nil {
+		return fmt.Errorf("write limits map: %w", err)
 	}
 	return nil
 }
 
-// ReadBucket returns the theoretical arrival time of a bucket level.
+// ReadBucket returns the state of one bucket level.
 func ReadBucket(m *ebpf.Map, level int) (bucket.Bucket, error) {
-	var v bpf.XdpCacBucket
-	if err := m.Lookup(uint32(level), &v); err != nil {
-		return bucket.Bucket{}, fmt.Errorf("read bucket %d: %w", level, err)
+	var v bpf.XdpCacBuckets
+	if err := m.Lookup(uint32(0), &v); err != nil {
+		return bucket.Bucket{}, fmt.Errorf("read buckets map: %w", err)
 	}
-	return bucket.Bucket{TATNS: v.TatNs}, nil
+	if level < 0 || level >= len(v.Level) {
+		return bucket.Bucket{}, fmt.Errorf("no bucket level %d", level)
+	}
+	return bucket.Bucket{TATNS: v.Level[level].TatNs}, nil
 }

@@ -8,7 +8,12 @@ import (
 	"time"
 
 	"github.com/cilium/ebpf"
+	"github.com/xdpcac/xdpcac/bpf"
+	"github.com/xdpcac/xdpcac/cac"
+	"github.com/xdpcac/xdpcac/cac/admission"
+	"github.com/xdpcac/xdpcac/maps"
 	. "github.com/xdpcac/xdpcac/tests/pkt"
+	"github.com/xdpcac/xdpcac/tests/testenv"
 )
 
 // benchCase is one frame measured against the empty program.
@@ -25,18 +30,26 @@ type benchCase struct {
 // the same round (median over rounds): a noisy machine slows both alike.
 // Run it with `make bench`.
 func BenchmarkFastPath(b *testing.B) {
-	f := newFastPath(b, false)
+	open := production(b, admission.Limits{})
+	var l admission.Limits
+	l[cac.SIPInvite] = mustRate(b, 1e9, 1e9) // never empty: every INVITE is admitted
+	admitting := production(b, l)
+	l[cac.SIPInvite] = mustRate(b, 0.001, 1) // empty after the first INVITE
+	rejecting := production(b, l)
 	empty := passProgram(b, "empty_pass")
+	invite := v4udp(5060, SIPRequest("INVITE", toNoTag))
 
 	tcp := Frame(Ether{}, IPv4{}, TCP{Src: 40000, Dst: 443}, Raw(make([]byte, 64)))
 	cases := []benchCase{
 		{"empty", "empty XDP_PASS", empty, tcp},
-		{"tcp", "other traffic (TCP)", f.objs.XdpCac, tcp},
-		{"udp53", "other traffic (UDP 53)", f.objs.XdpCac, v4udp(53, Raw(make([]byte, 64)))},
-		{"padi", "pppoe-padi", f.objs.XdpCac, Frame(Ether{Broadcast: true}, PPPoE{Code: PADI})},
-		{"icrq", "l2tp-icrq", f.objs.XdpCac, v4udp(1701, L2TP{MsgType: ICRQ})},
-		{"invite", "sip-invite", f.objs.XdpCac, v4udp(5060, SIPRequest("INVITE", toNoTag))},
-		{"reinvite", "sip re-INVITE", f.objs.XdpCac, v4udp(5060, SIPRequest("INVITE", toTag))},
+		{"tcp", "other traffic (TCP)", open, tcp},
+		{"udp53", "other traffic (UDP 53)", open, v4udp(53, Raw(make([]byte, 64)))},
+		{"padi", "pppoe-padi, no limit", open, Frame(Ether{Broadcast: true}, PPPoE{Code: PADI})},
+		{"icrq", "l2tp-icrq, no limit", open, v4udp(1701, L2TP{MsgType: ICRQ})},
+		{"invite", "sip-invite, no limit", open, invite},
+		{"reinvite", "sip re-INVITE", open, v4udp(5060, SIPRequest("INVITE", toTag))},
+		{"invite-admitted", "sip-invite admitted by a class bucket", admitting, invite},
+		{"invite-rejected", "sip-invite rejected, class bucket empty", rejecting, invite},
 	}
 	const rounds, repeat = 15, 200_000
 	ns := make([][]float64, len(cases))
@@ -67,6 +80,25 @@ func BenchmarkFastPath(b *testing.B) {
 		fmt.Fprintf(os.Stdout, "| %s | %d | %.1f | %.2f |\n", c.name, len(c.frame), median(ns[i]), median(ratios[i]))
 		b.ReportMetric(median(ratios[i]), c.slug+"-x-empty")
 	}
+}
+
+// production loads the object as attach does, on the kernel clock, with
+// the test ports and the given limits.
+func production(b *testing.B, l admission.Limits) *ebpf.Program {
+	b.Helper()
+	testenv.RequireBPF(b)
+	var objs bpf.XdpObjects
+	if err := bpf.LoadXdpObjects(&objs, nil); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { objs.Close() })
+	if err := maps.WritePorts(objs.UdpPorts, testL2TPPorts, testSIPPorts); err != nil {
+		b.Fatal(err)
+	}
+	if err := maps.WriteLimits(objs.Limits, l[:]); err != nil {
+		b.Fatal(err)
+	}
+	return objs.XdpCac
 }
 
 func median(v []float64) float64 {
