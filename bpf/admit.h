@@ -1,48 +1,141 @@
 /* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
 /*
- * The admission pipeline of DESIGN.md §4 for a first packet of a class, as
- * far as it is built: the class bucket, then the environment bucket. The
- * first level that fails names the reason, and a rejected call consumes
- * nothing at any level: every level is checked before any is taken, and a
- * take that loses a race to another CPU gives back what was taken before.
+ * The admission pipeline of DESIGN.md §4, as far as it is built: source,
+ * account, customer, class, environment. The first level that fails names
+ * the reason, and a rejected call consumes nothing at any level: every
+ * level is checked before any is taken, and a take that loses a race to
+ * another CPU gives back what was taken before it. A new source enters the
+ * per-source table only when its call is admitted, so a flood of spoofed
+ * sources cannot churn the table or evict the sources it knows.
  */
 #pragma once
 
 #include "bucket.h"
 #include "clock.h"
+#include "source.h"
 
 /* No reason: the call is admitted. */
 #define ADMITTED (-1)
 
-static __always_inline int admit(__u32 class)
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 262144); /* the loader sets the configured size */
+	__type(key, struct cac_source);
+	__type(value, struct cac_bucket);
+} sources SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LPM_TRIE);
+	__uint(max_entries, CAC_MAX_ACCOUNTS);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, struct cac_prefix);
+	__type(value, struct cac_account);
+} accounts SEC(".maps");
+
+#define LEVEL_ARRAY(name, vtype, n)                                                                 \
+	struct {                                                                                   \
+		__uint(type, BPF_MAP_TYPE_ARRAY);                                                  \
+		__uint(max_entries, n);                                                            \
+		__type(key, __u32);                                                                \
+		__type(value, vtype);                                                               \
+	} name SEC(".maps")
+
+LEVEL_ARRAY(account_limits, struct cac_limit, CAC_MAX_ACCOUNTS);
+LEVEL_ARRAY(account_buckets, struct cac_bucket, CAC_MAX_ACCOUNTS);
+LEVEL_ARRAY(customer_limits, struct cac_limit, CAC_MAX_CUSTOMERS);
+LEVEL_ARRAY(customer_buckets, struct cac_bucket, CAC_MAX_CUSTOMERS);
+
+/* A level that applies to this call: its limit and bucket. */
+struct level {
+	struct cac_limit *limit;
+	struct cac_bucket *bucket;
+	int reason;
+};
+
+/* The levels in the order of §4 (agents come with session agents). */
+enum { L_SOURCE, L_ACCOUNT, L_CUSTOMER, L_CLASS, L_ENVIRONMENT, L_COUNT };
+
+static __always_inline int admit(struct frame *f, __u32 class)
 {
 	__u32 zero = 0;
 	struct cac_limits *lim = bpf_map_lookup_elem(&limits, &zero);
 	if (!lim || class >= CAC_NUM_CLASSES)
 		return ADMITTED;
-	struct cac_limit *cl = &lim->level[class];
-	struct cac_limit *el = &lim->level[CAC_LEVEL_ENVIRONMENT];
+	struct cac_class_limits *cls = &lim->classes[class];
+	int per_source = cls->per_source.interval_ns != 0;
+	int by_account = lim->accounts && f->family;
 
 	/* Nothing to check: no clock to read, no bucket to touch. */
-	if (!cl->interval_ns && !el->interval_ns)
+	if (!per_source && !by_account && !lim->level[class].interval_ns &&
+	    !lim->level[CAC_LEVEL_ENVIRONMENT].interval_ns)
 		return ADMITTED;
 	struct cac_buckets *bk = bpf_map_lookup_elem(&buckets, &zero);
 	if (!bk)
 		return ADMITTED;
-	struct cac_bucket *cb = &bk->level[class];
-	struct cac_bucket *eb = &bk->level[CAC_LEVEL_ENVIRONMENT];
 	__u64 now = now_ns();
 
-	if (!bucket_conforms(cl, cb, now))
-		return CAC_REASON_CLASS;
-	if (!bucket_conforms(el, eb, now))
-		return CAC_REASON_ENVIRONMENT;
+	struct level lv[L_COUNT] = {
+		[L_CLASS] = {&lim->level[class], &bk->level[class], CAC_REASON_CLASS},
+		[L_ENVIRONMENT] = {&lim->level[CAC_LEVEL_ENVIRONMENT],
+				   &bk->level[CAC_LEVEL_ENVIRONMENT], CAC_REASON_ENVIRONMENT},
+	};
 
-	if (!bucket_take(cl, cb, now))
-		return CAC_REASON_CLASS;
-	if (!bucket_take(el, eb, now)) {
-		bucket_give_back(cl, cb);
-		return CAC_REASON_ENVIRONMENT;
+	/* A source in an account is held by the account's bucket instead
+	 * of an automatic one, and never enters the per-source table. */
+	struct cac_account *acct = NULL;
+	if (by_account) {
+		struct cac_prefix p;
+		prefix_of(f, &p);
+		acct = bpf_map_lookup_elem(&accounts, &p);
+	}
+	if (acct) {
+		__u32 a = acct->account, c = acct->customer;
+		lv[L_ACCOUNT].limit = bpf_map_lookup_elem(&account_limits, &a);
+		lv[L_ACCOUNT].bucket = bpf_map_lookup_elem(&account_buckets, &a);
+		lv[L_ACCOUNT].reason = CAC_REASON_ACCOUNT;
+		lv[L_CUSTOMER].limit = bpf_map_lookup_elem(&customer_limits, &c);
+		lv[L_CUSTOMER].bucket = bpf_map_lookup_elem(&customer_buckets, &c);
+		lv[L_CUSTOMER].reason = CAC_REASON_CUSTOMER;
+	}
+
+	/* The per-source table is looked up, never filled, before the
+	 * verdict: a source it does not know has a full bucket. */
+	struct cac_source src;
+	int new_source = 0;
+	if (per_source && !acct && source_of(f, class, cls, &src)) {
+		lv[L_SOURCE].limit = &cls->per_source;
+		lv[L_SOURCE].bucket = bpf_map_lookup_elem(&sources, &src);
+		lv[L_SOURCE].reason = CAC_REASON_SOURCE;
+		new_source = !lv[L_SOURCE].bucket;
+	}
+
+#pragma unroll
+	for (int i = 0; i < L_COUNT; i++) {
+		if (lv[i].limit && lv[i].bucket && !bucket_conforms(lv[i].limit, lv[i].bucket, now))
+			return lv[i].reason;
+	}
+	int taken = L_COUNT, reason = ADMITTED;
+#pragma unroll
+	for (int i = 0; i < L_COUNT; i++) {
+		if (lv[i].limit && lv[i].bucket && !bucket_take(lv[i].limit, lv[i].bucket, now)) {
+			taken = i;
+			reason = lv[i].reason;
+			break;
+		}
+	}
+	if (reason != ADMITTED) {
+		/* Another CPU got there first: give back what this call took. */
+#pragma unroll
+		for (int j = 0; j < L_COUNT; j++) {
+			if (j < taken && lv[j].limit && lv[j].bucket)
+				bucket_give_back(lv[j].limit, lv[j].bucket);
+		}
+		return reason;
+	}
+	if (new_source) {
+		/* Admitted: the new source enters with one call taken. */
+		struct cac_bucket b = {.tat_ns = now + cls->per_source.interval_ns};
+		bpf_map_update_elem(&sources, &src, &b, BPF_NOEXIST);
 	}
 	return ADMITTED;
 }

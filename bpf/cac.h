@@ -87,9 +87,51 @@ struct cac_bucket {
 	__u64 tat_ns;
 };
 
+/* How the automatic per-source bucket of a class tells sources apart. */
+enum cac_source_key {
+	CAC_SOURCE_IP = 0,       /* source address; IPv6 cut to a prefix */
+	CAC_SOURCE_MAC = 1,      /* PPPoE: source MAC */
+	CAC_SOURCE_MAC_VLAN = 2, /* PPPoE: source MAC and VLAN IDs */
+	CAC_SOURCE_VLAN = 3,     /* PPPoE: VLAN IDs only */
+};
+
+/* A source as the per-source LRU knows it: also the key of that map. */
+struct cac_source {
+	__u8 class;
+	__u8 family;   /* 4 or 6 for an IP source, 0 for a PPPoE one */
+	__u16 vlan[2]; /* outer and inner VLAN ID when they are part of the key */
+	__u8 addr[16]; /* IPv4 in the first 4 bytes, IPv6 cut to the prefix, or a MAC */
+};
+
+/* The per-source limits of one class. */
+struct cac_class_limits {
+	struct cac_limit per_source; /* interval 0: no per-source bucket */
+	__u8 source_key;             /* enum cac_source_key */
+	__u8 ipv6_prefix;            /* bits of an IPv6 source that count */
+	__u8 _pad[6];
+};
+
 /* Every level's limit in one map value, so one lookup finds them all. */
 struct cac_limits {
 	struct cac_limit level[CAC_NUM_LEVELS];
+	struct cac_class_limits classes[CAC_NUM_CLASSES];
+	__u32 accounts; /* configured accounts; 0 skips the account lookup */
+	__u32 _pad;
+};
+
+#define CAC_MAX_ACCOUNTS 4096
+#define CAC_MAX_CUSTOMERS 1024
+
+/* An LPM key: IPv4 is mapped into IPv6 (::ffff:a.b.c.d), one trie for both. */
+struct cac_prefix {
+	__u32 prefixlen;
+	__u8 addr[16];
+};
+
+/* Where a source prefix belongs. */
+struct cac_account {
+	__u32 account;  /* index into account_limits and account_buckets */
+	__u32 customer; /* index into customer_limits and customer_buckets */
 };
 
 /* Every level's bucket in one map value, likewise. */

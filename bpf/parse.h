@@ -54,6 +54,10 @@ struct frame {
 	void *data;
 	void *data_end;
 	__u32 len;
+	/* Where the source is, for the per-source and account levels. */
+	__u16 l3off;  /* the header after Ethernet and VLAN tags */
+	__u8 vlans;   /* VLAN tags in front of it */
+	__u8 family;  /* 4 or 6 once an IP header is parsed */
 };
 
 struct ethhdr {
@@ -145,6 +149,8 @@ static __always_inline __u16 parse_l2(struct frame *f, __u32 *l3off)
 	if (is_vlan(proto))
 		return 0;
 	*l3off = off;
+	f->l3off = off;
+	f->vlans = (off - sizeof(*eth)) / sizeof(struct vlanhdr);
 	return proto;
 }
 
@@ -202,6 +208,7 @@ static __always_inline int parse_ipv4(struct frame *f, __u32 l3off, struct udp_m
 	__u16 frag = bpf_ntohs(ip->frag_off);
 	if (frag & IP_OFFSET)
 		return CAC_KIND_FRAGMENT;
+	f->family = 4;
 
 	__u32 l4off = l3off + ihl;
 	struct udphdr *udp = data + l4off;
@@ -234,6 +241,7 @@ static __always_inline int parse_ipv6(struct frame *f, __u32 l3off, struct udp_m
 	__u8 nexthdr = ip6->nexthdr;
 	__u32 off = l3off + sizeof(*ip6);
 	int fragmented = 0;
+	f->family = 6;
 
 #pragma unroll
 	for (int i = 0; i < CAC_MAX_EXTHDRS; i++) {

@@ -26,7 +26,7 @@ struct {
 
 /* verdict admits or rejects a first packet, counts every watched frame,
  * and returns what XDP does with it. */
-static __always_inline int verdict(int result)
+static __always_inline int verdict(struct frame *f, int result)
 {
 	__u32 zero = 0;
 	struct cac_stats *st = bpf_map_lookup_elem(&stats, &zero);
@@ -38,7 +38,7 @@ static __always_inline int verdict(int result)
 	case CAC_KIND_CLASS: {
 		if (class >= CAC_NUM_CLASSES)
 			return XDP_PASS;
-		int reason = admit(class);
+		int reason = admit(f, class);
 		if (reason == ADMITTED) {
 			st->classes[class].admitted++;
 			return XDP_PASS;

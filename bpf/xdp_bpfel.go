@@ -13,21 +13,40 @@ import (
 	"github.com/cilium/ebpf"
 )
 
+type XdpCacAccount struct {
+	_        structs.HostLayout
+	Account  uint32
+	Customer uint32
+}
+
+type XdpCacBucket struct {
+	_     structs.HostLayout
+	TatNs uint64
+}
+
 type XdpCacBuckets struct {
 	_     structs.HostLayout
-	Level [7]struct {
-		_     structs.HostLayout
-		TatNs uint64
-	}
+	Level [7]XdpCacBucket
+}
+
+type XdpCacLimit struct {
+	_           structs.HostLayout
+	IntervalNs  uint64
+	ToleranceNs uint64
 }
 
 type XdpCacLimits struct {
-	_     structs.HostLayout
-	Level [7]struct {
-		_           structs.HostLayout
-		IntervalNs  uint64
-		ToleranceNs uint64
+	_       structs.HostLayout
+	Level   [7]XdpCacLimit
+	Classes [6]struct {
+		_          structs.HostLayout
+		PerSource  XdpCacLimit
+		SourceKey  uint8
+		Ipv6Prefix uint8
+		Pad        [6]uint8
 	}
+	Accounts uint32
+	Pad      uint32
 }
 
 type XdpCacPorts struct {
@@ -35,10 +54,24 @@ type XdpCacPorts struct {
 	Kind [65536]uint8
 }
 
+type XdpCacPrefix struct {
+	_         structs.HostLayout
+	Prefixlen uint32
+	Addr      [16]uint8
+}
+
 type XdpCacSettings struct {
 	_             structs.HostLayout
 	MalformedDrop uint8
 	Pad           [7]uint8
+}
+
+type XdpCacSource struct {
+	_      structs.HostLayout
+	Class  uint8
+	Family uint8
+	Vlan   [2]uint16
+	Addr   [16]uint8
 }
 
 type XdpCacStats struct {
@@ -58,14 +91,20 @@ type XdpCacStats struct {
 //
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
-	XdpMapBuckets      = "buckets"
-	XdpMapLimits       = "limits"
-	XdpMapSettings     = "settings"
-	XdpMapStats        = "stats"
-	XdpMapTestClock    = "test_clock"
-	XdpMapUdpPorts     = "udp_ports"
-	XdpProgXdpCac      = "xdp_cac"
-	XdpVarUseTestClock = "use_test_clock"
+	XdpMapAccountBuckets  = "account_buckets"
+	XdpMapAccountLimits   = "account_limits"
+	XdpMapAccounts        = "accounts"
+	XdpMapBuckets         = "buckets"
+	XdpMapCustomerBuckets = "customer_buckets"
+	XdpMapCustomerLimits  = "customer_limits"
+	XdpMapLimits          = "limits"
+	XdpMapSettings        = "settings"
+	XdpMapSources         = "sources"
+	XdpMapStats           = "stats"
+	XdpMapTestClock       = "test_clock"
+	XdpMapUdpPorts        = "udp_ports"
+	XdpProgXdpCac         = "xdp_cac"
+	XdpVarUseTestClock    = "use_test_clock"
 )
 
 // LoadXdp returns the embedded CollectionSpec for Xdp.
@@ -117,12 +156,18 @@ type XdpProgramSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type XdpMapSpecs struct {
-	Buckets   *ebpf.MapSpec `ebpf:"buckets"`
-	Limits    *ebpf.MapSpec `ebpf:"limits"`
-	Settings  *ebpf.MapSpec `ebpf:"settings"`
-	Stats     *ebpf.MapSpec `ebpf:"stats"`
-	TestClock *ebpf.MapSpec `ebpf:"test_clock"`
-	UdpPorts  *ebpf.MapSpec `ebpf:"udp_ports"`
+	AccountBuckets  *ebpf.MapSpec `ebpf:"account_buckets"`
+	AccountLimits   *ebpf.MapSpec `ebpf:"account_limits"`
+	Accounts        *ebpf.MapSpec `ebpf:"accounts"`
+	Buckets         *ebpf.MapSpec `ebpf:"buckets"`
+	CustomerBuckets *ebpf.MapSpec `ebpf:"customer_buckets"`
+	CustomerLimits  *ebpf.MapSpec `ebpf:"customer_limits"`
+	Limits          *ebpf.MapSpec `ebpf:"limits"`
+	Settings        *ebpf.MapSpec `ebpf:"settings"`
+	Sources         *ebpf.MapSpec `ebpf:"sources"`
+	Stats           *ebpf.MapSpec `ebpf:"stats"`
+	TestClock       *ebpf.MapSpec `ebpf:"test_clock"`
+	UdpPorts        *ebpf.MapSpec `ebpf:"udp_ports"`
 }
 
 // XdpVariableSpecs contains global variables before they are loaded into the kernel.
@@ -152,19 +197,31 @@ func (o *XdpObjects) Close() error {
 //
 // It can be passed to LoadXdpObjects or ebpf.CollectionSpec.LoadAndAssign.
 type XdpMaps struct {
-	Buckets   *ebpf.Map `ebpf:"buckets"`
-	Limits    *ebpf.Map `ebpf:"limits"`
-	Settings  *ebpf.Map `ebpf:"settings"`
-	Stats     *ebpf.Map `ebpf:"stats"`
-	TestClock *ebpf.Map `ebpf:"test_clock"`
-	UdpPorts  *ebpf.Map `ebpf:"udp_ports"`
+	AccountBuckets  *ebpf.Map `ebpf:"account_buckets"`
+	AccountLimits   *ebpf.Map `ebpf:"account_limits"`
+	Accounts        *ebpf.Map `ebpf:"accounts"`
+	Buckets         *ebpf.Map `ebpf:"buckets"`
+	CustomerBuckets *ebpf.Map `ebpf:"customer_buckets"`
+	CustomerLimits  *ebpf.Map `ebpf:"customer_limits"`
+	Limits          *ebpf.Map `ebpf:"limits"`
+	Settings        *ebpf.Map `ebpf:"settings"`
+	Sources         *ebpf.Map `ebpf:"sources"`
+	Stats           *ebpf.Map `ebpf:"stats"`
+	TestClock       *ebpf.Map `ebpf:"test_clock"`
+	UdpPorts        *ebpf.Map `ebpf:"udp_ports"`
 }
 
 func (m *XdpMaps) Close() error {
 	return _XdpClose(
+		m.AccountBuckets,
+		m.AccountLimits,
+		m.Accounts,
 		m.Buckets,
+		m.CustomerBuckets,
+		m.CustomerLimits,
 		m.Limits,
 		m.Settings,
+		m.Sources,
 		m.Stats,
 		m.TestClock,
 		m.UdpPorts,

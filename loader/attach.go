@@ -13,7 +13,7 @@ import (
 	"github.com/cilium/ebpf/link"
 	"github.com/cilium/ebpf/rlimit"
 	"github.com/xdpcac/xdpcac/bpf"
-	"github.com/xdpcac/xdpcac/cac/bucket"
+	"github.com/xdpcac/xdpcac/cac/admission"
 	"github.com/xdpcac/xdpcac/maps"
 )
 
@@ -27,7 +27,10 @@ type Options struct {
 	Settings  maps.Settings
 	L2TPPorts []uint16
 	SIPPorts  []uint16
-	Limits    []bucket.Limit // by level: one per class, then the environment
+	Policy    admission.Policy
+	// SourceTable is how many sources the per-source table holds; 0 keeps
+	// the default of the object (262,144).
+	SourceTable uint32
 }
 
 func xdpFlags(mode string) (link.XDPAttachFlags, error) {
@@ -56,13 +59,21 @@ func attachModeName(m uint32) string {
 	return "unknown"
 }
 
-// Load loads the XDP program and its maps, unattached.
-func Load() (*bpf.XdpObjects, error) {
+// Load loads the XDP program and its maps, unattached, with a per-source
+// table of sourceTable entries (0: the default).
+func Load(sourceTable uint32) (*bpf.XdpObjects, error) {
 	if err := rlimit.RemoveMemlock(); err != nil {
 		return nil, fmt.Errorf("lift memlock limit: %w", err)
 	}
+	spec, err := bpf.LoadXdp()
+	if err != nil {
+		return nil, err
+	}
+	if sourceTable > 0 {
+		spec.Maps[bpf.XdpMapSources].MaxEntries = sourceTable
+	}
 	var objs bpf.XdpObjects
-	if err := bpf.LoadXdpObjects(&objs, nil); err != nil {
+	if err := spec.LoadAndAssign(&objs, nil); err != nil {
 		var ve *ebpf.VerifierError
 		if errors.As(err, &ve) {
 			return nil, fmt.Errorf("the kernel refused the XDP program: %+v", ve)
@@ -103,7 +114,7 @@ func Attach(a Attachment, o Options) (mode string, err error) {
 		return "", err
 	}
 
-	objs, err := Load()
+	objs, err := Load(o.SourceTable)
 	if err != nil {
 		return "", err
 	}
@@ -114,7 +125,7 @@ func Attach(a Attachment, o Options) (mode string, err error) {
 	if err := maps.WritePorts(objs.UdpPorts, o.L2TPPorts, o.SIPPorts); err != nil {
 		return "", err
 	}
-	if err := maps.WriteLimits(objs.Limits, o.Limits); err != nil {
+	if err := maps.WritePolicy(maps.PolicyMapsOf(objs), o.Policy); err != nil {
 		return "", err
 	}
 
@@ -194,6 +205,12 @@ func pinAll(stateDir, dir string, l link.Link, objs *bpf.XdpObjects) error {
 		{pinPorts, objs.UdpPorts.Pin},
 		{pinLimits, objs.Limits.Pin},
 		{pinBuckets, objs.Buckets.Pin},
+		{bpf.XdpMapSources, objs.Sources.Pin},
+		{bpf.XdpMapAccounts, objs.Accounts.Pin},
+		{bpf.XdpMapAccountLimits, objs.AccountLimits.Pin},
+		{bpf.XdpMapAccountBuckets, objs.AccountBuckets.Pin},
+		{bpf.XdpMapCustomerLimits, objs.CustomerLimits.Pin},
+		{bpf.XdpMapCustomerBuckets, objs.CustomerBuckets.Pin},
 		{pinProgram, objs.XdpCac.Pin},
 		{pinLink, l.Pin},
 	}

@@ -5,22 +5,58 @@ import (
 
 	"github.com/cilium/ebpf"
 	"github.com/xdpcac/xdpcac/bpf"
+	"github.com/xdpcac/xdpcac/cac/admission"
 	"github.com/xdpcac/xdpcac/cac/bucket"
 )
 
-// WriteLimits writes the limit of every bucket level (by index; levels not
-// given are unlimited) as one map value. That value is larger than a word,
+// PolicyMaps are the maps that hold the limits of every level.
+type PolicyMaps struct {
+	Limits         *ebpf.Map // class, environment and per-source limits
+	Accounts       *ebpf.Map // LPM trie: source prefix → account, customer
+	AccountLimits  *ebpf.Map
+	CustomerLimits *ebpf.Map
+}
+
+// PolicyMapsOf picks the policy maps out of loaded objects.
+func PolicyMapsOf(o *bpf.XdpObjects) PolicyMaps {
+	return PolicyMaps{Limits: o.Limits, Accounts: o.Accounts, AccountLimits: o.AccountLimits, CustomerLimits: o.CustomerLimits}
+}
+
+func limitOf(l bucket.Limit) bpf.XdpCacLimit {
+	return bpf.XdpCacLimit{IntervalNs: l.IntervalNS, ToleranceNs: l.ToleranceNS}
+}
+
+// WritePolicy writes every limit. The limits value is larger than a word,
 // so it is written before the program is attached; changing limits under
 // traffic (apply) needs a scheme that is never seen torn.
-func WriteLimits(m *ebpf.Map, limits []bucket.Limit) error {
+func WritePolicy(pm PolicyMaps, p admission.Policy) error {
 	var v bpf.XdpCacLimits
-	if len(limits) > len(v.Level) {
-		return fmt.Errorf("%d limits for %d levels", len(limits), len(v.Level))
+	for i, l := range p.Levels {
+		v.Level[i] = limitOf(l)
 	}
-	for i, l := range limits {
-		v.Level[i].IntervalNs, v.Level[i].ToleranceNs = l.IntervalNS, l.ToleranceNS
+	for c, ps := range p.PerSource {
+		v.Classes[c].PerSource = limitOf(ps.Limit)
+		v.Classes[c].SourceKey = uint8(ps.Key)
+		v.Classes[c].Ipv6Prefix = uint8(ps.IPv6Prefix)
 	}
-	if err := m.Update(uint32(0), &v, ebpf.UpdateAny); err != nil {
+	v.Accounts = uint32(len(p.Accounts))
+	for i, a := range p.Accounts {
+		m := admission.Mapped(a.Prefix)
+		key := bpf.XdpCacPrefix{Prefixlen: uint32(m.Bits()), Addr: m.Addr().As16()}
+		val := bpf.XdpCacAccount{Account: uint32(i), Customer: uint32(a.Customer)}
+		if err := pm.Accounts.Update(&key, &val, ebpf.UpdateAny); err != nil {
+			return fmt.Errorf("write account %s: %w", a.Prefix, err)
+		}
+		if err := pm.AccountLimits.Update(uint32(i), limitOf(a.Limit), ebpf.UpdateAny); err != nil {
+			return fmt.Errorf("write limit of account %s: %w", a.Prefix, err)
+		}
+	}
+	for i, l := range p.Customers {
+		if err := pm.CustomerLimits.Update(uint32(i), limitOf(l), ebpf.UpdateAny); err != nil {
+			return fmt.Errorf("write limit of customer %d: %w", i, err)
+		}
+	}
+	if err := pm.Limits.Update(uint32(0), &v, ebpf.UpdateAny); err != nil {
 		return fmt.Errorf("write limits map: %w", err)
 	}
 	return nil

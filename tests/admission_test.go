@@ -2,6 +2,7 @@ package tests
 
 import (
 	"math/rand/v2"
+	"net/netip"
 	"os"
 	"runtime"
 	"strconv"
@@ -34,9 +35,9 @@ func TestSeedVectorXDP(t *testing.T) {
 	invite := v4udp(5060, SIPRequest("INVITE", toNoTag))
 	for trace, batches := range bucket.SeedVector() {
 		f := newFastPath(t, false)
-		var l admission.Limits
-		l[cac.SIPInvite] = mustRate(t, 1, 60)
-		f.setLimits(t, l)
+		var p admission.Policy
+		p.Levels[cac.SIPInvite] = mustRate(t, 1, 60)
+		f.setPolicy(t, p)
 		for i, b := range batches {
 			passed := 0
 			for _, now := range b.Times {
@@ -65,10 +66,10 @@ func TestSeedVectorXDP(t *testing.T) {
 // bucket before it must not have moved.
 func TestRejectedConsumesNothing(t *testing.T) {
 	f := newFastPath(t, false)
-	var l admission.Limits
-	l[cac.PPPoEPADI] = mustRate(t, 10, 100)
-	l[admission.LevelEnvironment] = mustRate(t, 1, 2)
-	f.setLimits(t, l)
+	var p admission.Policy
+	p.Levels[cac.PPPoEPADI] = mustRate(t, 10, 100)
+	p.Levels[admission.LevelEnvironment] = mustRate(t, 1, 2)
+	f.setPolicy(t, p)
 	padi := Frame(Ether{Broadcast: true}, PPPoE{Code: PADI})
 	want := []admission.Decision{
 		{Result: sess(cac.PPPoEPADI), Verdict: cac.Pass},
@@ -94,8 +95,8 @@ func TestRejectedConsumesNothing(t *testing.T) {
 	}
 	// The class rejects first when both are empty; other classes are
 	// only bound by the environment.
-	l[cac.PPPoEPADI] = mustRate(t, 1, 1)
-	f.setLimits(t, l)
+	p.Levels[cac.PPPoEPADI] = mustRate(t, 1, 1)
+	f.setPolicy(t, p)
 	if err := f.at(uint64(time.Hour)); err != nil {
 		t.Fatal(err)
 	}
@@ -121,20 +122,15 @@ func TestAdmissionDifferential(t *testing.T) {
 	}
 	t.Logf("seed %d", seed)
 	rng := rand.New(rand.NewPCG(seed, 7))
-	frames := append(sessionFrames(), edgeFrames()...)
+	var frames [][]byte
+	for _, c := range append(sessionFrames(), edgeFrames()...) {
+		frames = append(frames, c.frame)
+	}
+	frames = append(frames, sourcedFrames()...)
 	rejected := map[cac.Reason]int{}
 	for round := 0; round < 20; round++ {
 		f := newFastPath(t, round%2 == 1)
-		var l admission.Limits
-		for i := range l {
-			if rng.IntN(3) == 0 {
-				continue // unlimited
-			}
-			cps := []float64{0.001, 0.5, 1, 3, 30, 1000}[rng.IntN(6)]
-			burst := max(1, cps*[]float64{0, 0.5, 1, 60}[rng.IntN(4)])
-			l[i] = mustRate(t, cps, burst)
-		}
-		f.setLimits(t, l)
+		f.setPolicy(t, randomPolicy(t, rng))
 		now := uint64(rng.IntN(1 << 40))
 		for i := 0; i < 2000; i++ {
 			switch rng.IntN(10) {
@@ -147,7 +143,7 @@ func TestAdmissionDifferential(t *testing.T) {
 			if err := f.at(now); err != nil {
 				t.Fatal(err)
 			}
-			d, err := f.decide(frames[rng.IntN(len(frames))].frame)
+			d, err := f.decide(frames[rng.IntN(len(frames))])
 			if err != nil {
 				t.Fatalf("seed %d round %d frame %d at %d: %v", seed, round, i, now, err)
 			}
@@ -156,8 +152,10 @@ func TestAdmissionDifferential(t *testing.T) {
 			}
 		}
 	}
-	if rejected[cac.ReasonClass] == 0 || rejected[cac.ReasonEnvironment] == 0 {
-		t.Errorf("the trace never reached a limit: rejected %v", rejected)
+	for _, r := range []cac.Reason{cac.ReasonSource, cac.ReasonAccount, cac.ReasonCustomer, cac.ReasonClass, cac.ReasonEnvironment} {
+		if rejected[r] == 0 {
+			t.Errorf("the trace never reached the %v level: rejected %v", r, rejected)
+		}
 	}
 	t.Logf("rejected by reason: %v", rejected)
 }
@@ -181,9 +179,9 @@ func TestConcurrentRate(t *testing.T) {
 	// A 100 ms bucket, so that the moments when neither CPU is inside the
 	// program (between test runs) lose no capacity.
 	const cps, burst = 200_000, 20_000
-	var l admission.Limits
-	l[cac.SIPInvite] = mustRate(t, cps, burst)
-	if err := maps.WriteLimits(objs.Limits, l[:]); err != nil {
+	var p admission.Policy
+	p.Levels[cac.SIPInvite] = mustRate(t, cps, burst)
+	if err := maps.WritePolicy(maps.PolicyMapsOf(&objs), p); err != nil {
 		t.Fatal(err)
 	}
 	invite := v4udp(5060, SIPRequest("INVITE", toNoTag))
@@ -230,4 +228,63 @@ func TestConcurrentRate(t *testing.T) {
 	if ratio < 0.97 || ratio > 1.03 {
 		t.Errorf("admitted %.4f of the configured rate, want within 3 %%", ratio)
 	}
+}
+
+// randomRate is a limit as an operator might write it: fractional rates,
+// one-call buckets, a minute of calls.
+func randomRate(t testing.TB, rng *rand.Rand) bucket.Limit {
+	cps := []float64{0.001, 0.5, 1, 3, 30, 1000}[rng.IntN(6)]
+	burst := max(1, cps*[]float64{0, 0.5, 1, 60}[rng.IntN(4)])
+	return mustRate(t, cps, burst)
+}
+
+// randomPolicy limits some levels at random, and puts some of the sources
+// of sourcedFrames into accounts of two customers.
+func randomPolicy(t testing.TB, rng *rand.Rand) admission.Policy {
+	var p admission.Policy
+	for i := range p.Levels {
+		if rng.IntN(3) > 0 {
+			p.Levels[i] = randomRate(t, rng)
+		}
+	}
+	for c := range p.PerSource {
+		if rng.IntN(2) == 0 {
+			key := admission.SourceIP
+			if cac.Class(c) == cac.PPPoEPADI || cac.Class(c) == cac.PPPoEPADR {
+				key = admission.SourceKey(1 + rng.IntN(3))
+			}
+			p.PerSource[c] = admission.PerSource{Limit: randomRate(t, rng), Key: key, IPv6Prefix: []int{128, 64, 60, 3}[rng.IntN(4)]}
+		}
+	}
+	if rng.IntN(2) == 0 {
+		p.Customers = []bucket.Limit{randomRate(t, rng), bucket.Unlimited}
+		p.Accounts = []admission.Account{
+			{Prefix: netip.MustParsePrefix("198.51.100.0/24"), Limit: randomRate(t, rng), Customer: 0},
+			{Prefix: netip.MustParsePrefix("198.51.100.7/32"), Limit: randomRate(t, rng), Customer: 0},
+			{Prefix: netip.MustParsePrefix("2001:db8:1::/48"), Limit: randomRate(t, rng), Customer: 1},
+		}
+	}
+	return p
+}
+
+// sourcedFrames are first packets of every class from a few sources each,
+// some inside the accounts of randomPolicy: IPv4 and IPv6 addresses, MACs
+// and VLANs.
+func sourcedFrames() [][]byte {
+	var out [][]byte
+	v4 := []string{"198.51.100.7", "198.51.100.8", "203.0.113.9", "203.0.113.10"}
+	v6 := []string{"2001:db8:1::5", "2001:db8:1:2::5", "2001:db8:2::1", "2001:db8:2::2"}
+	for i := range v4 {
+		s4, s6 := netip.MustParseAddr(v4[i]), netip.MustParseAddr(v6[i])
+		mac := [6]byte{2, 0, 0x5e, 0, 0x53, byte(i % 2)}
+		out = append(out,
+			Frame(Ether{}, IPv4{Src: s4}, UDP{Dst: 5060}, SIPRequest("INVITE", toNoTag)),
+			Frame(Ether{}, IPv6{Src: s6}, UDP{Dst: 5060}, SIPRequest("OPTIONS", toNoTag)),
+			Frame(Ether{}, IPv4{Src: s4}, UDP{Dst: 1701}, L2TP{MsgType: ICRQ}),
+			Frame(Ether{}, IPv6{Src: s6}, UDP{Dst: 1701}, L2TP{MsgType: SCCRQ}),
+			Frame(Ether{Src: mac, Broadcast: true}, VLAN{ID: uint16(10 + i/2)}, PPPoE{Code: PADI}),
+			Frame(Ether{Src: mac}, VLAN{TPID: 0x88a8, ID: 5}, VLAN{ID: uint16(i)}, PPPoE{Code: PADR}),
+		)
+	}
+	return out
 }

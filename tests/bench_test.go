@@ -30,12 +30,12 @@ type benchCase struct {
 // the same round (median over rounds): a noisy machine slows both alike.
 // Run it with `make bench`.
 func BenchmarkFastPath(b *testing.B) {
-	open := production(b, admission.Limits{})
-	var l admission.Limits
-	l[cac.SIPInvite] = mustRate(b, 1e9, 1e9) // never empty: every INVITE is admitted
-	admitting := production(b, l)
-	l[cac.SIPInvite] = mustRate(b, 0.001, 1) // empty after the first INVITE
-	rejecting := production(b, l)
+	open := production(b, admission.Policy{})
+	var p admission.Policy
+	p.Levels[cac.SIPInvite] = mustRate(b, 1e9, 1e9) // never empty: every INVITE is admitted
+	admitting := production(b, p)
+	p.Levels[cac.SIPInvite] = mustRate(b, 0.001, 1) // empty after the first INVITE
+	rejecting := production(b, p)
 	empty := passProgram(b, "empty_pass")
 	invite := v4udp(5060, SIPRequest("INVITE", toNoTag))
 
@@ -84,7 +84,7 @@ func BenchmarkFastPath(b *testing.B) {
 
 // production loads the object as attach does, on the kernel clock, with
 // the test ports and the given limits.
-func production(b *testing.B, l admission.Limits) *ebpf.Program {
+func production(b *testing.B, p admission.Policy) *ebpf.Program {
 	b.Helper()
 	testenv.RequireBPF(b)
 	var objs bpf.XdpObjects
@@ -95,7 +95,7 @@ func production(b *testing.B, l admission.Limits) *ebpf.Program {
 	if err := maps.WritePorts(objs.UdpPorts, testL2TPPorts, testSIPPorts); err != nil {
 		b.Fatal(err)
 	}
-	if err := maps.WriteLimits(objs.Limits, l[:]); err != nil {
+	if err := maps.WritePolicy(maps.PolicyMapsOf(&objs), p); err != nil {
 		b.Fatal(err)
 	}
 	return objs.XdpCac

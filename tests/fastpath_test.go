@@ -42,6 +42,8 @@ func newFastPath(t testing.TB, malformedDrop bool) *fastPath {
 	if err := spec.Variables[bpf.XdpVarUseTestClock].Set(uint8(1)); err != nil {
 		t.Fatal(err)
 	}
+	// The model never evicts; no test uses this many sources.
+	spec.Maps[bpf.XdpMapSources].MaxEntries = 8192
 	if err := spec.LoadAndAssign(&f.objs, nil); err != nil {
 		var ve *ebpf.VerifierError
 		if errors.As(err, &ve) {
@@ -59,13 +61,13 @@ func newFastPath(t testing.TB, malformedDrop bool) *fastPath {
 	return f
 }
 
-// setLimits gives the program and the model the same limits.
-func (f *fastPath) setLimits(t testing.TB, l admission.Limits) {
+// setPolicy gives the program and the model the same limits.
+func (f *fastPath) setPolicy(t testing.TB, p admission.Policy) {
 	t.Helper()
-	if err := maps.WriteLimits(f.objs.Limits, l[:]); err != nil {
+	if err := maps.WritePolicy(maps.PolicyMapsOf(&f.objs), p); err != nil {
 		t.Fatal(err)
 	}
-	f.model.Limits = l
+	f.model.Policy = p
 }
 
 // at sets the clock of the program, and of the model, to now (ns).

@@ -2,57 +2,59 @@ package admission
 
 import (
 	"fmt"
+	"net/netip"
 
 	"github.com/xdpcac/xdpcac/cac"
 	"github.com/xdpcac/xdpcac/cac/bucket"
-	"github.com/xdpcac/xdpcac/cac/config"
 	"github.com/xdpcac/xdpcac/cac/fsol"
 )
-
-// Bucket levels, as enum cac_level indexes them: one per class, then the
-// environment.
-const (
-	LevelEnvironment = cac.NumClasses
-	NumLevels        = cac.NumClasses + 1
-)
-
-// Limits are the limits of every level.
-type Limits [NumLevels]bucket.Limit
-
-// LimitsOf converts the class and environment limits of a config.
-func LimitsOf(cfg *config.Config) (Limits, error) {
-	var l Limits
-	conv := func(what string, lim config.Limit) (bucket.Limit, error) {
-		if lim.Unlimited() {
-			return bucket.Unlimited, nil
-		}
-		b, err := bucket.FromRate(*lim.CPS, lim.EffectiveBurst())
-		if err != nil {
-			return b, fmt.Errorf("%s: %w", what, err)
-		}
-		return b, nil
-	}
-	for c, cl := range cfg.Classes {
-		b, err := conv("classes."+c.String(), cl.Limit)
-		if err != nil {
-			return l, err
-		}
-		l[c] = b
-	}
-	b, err := conv("environment", cfg.Environment)
-	if err != nil {
-		return l, err
-	}
-	l[LevelEnvironment] = b
-	return l, nil
-}
 
 // Model is the fast path in Go.
 type Model struct {
 	Ports         *fsol.Ports
 	MalformedDrop bool
-	Limits        Limits
-	buckets       [NumLevels]bucket.Bucket
+	Policy        Policy
+	levels        [NumLevels]bucket.Bucket
+	accounts      [MaxAccounts]bucket.Bucket
+	customers     [MaxCustomers]bucket.Bucket
+	sources       map[sourceKey]*bucket.Bucket
+}
+
+// sourceKey is struct cac_source: a source as the per-source table knows it.
+type sourceKey struct {
+	class  cac.Class
+	family uint8
+	vlans  [2]uint16
+	addr   [16]byte
+}
+
+// keyOf makes the per-source key of a source of class c.
+func keyOf(c cac.Class, ps PerSource, s fsol.Source) sourceKey {
+	k := sourceKey{class: c, family: s.Family}
+	switch {
+	case s.Family == 4:
+		copy(k.addr[:4], s.Addr[:4])
+	case s.Family == 6:
+		bits := ps.IPv6Prefix
+		for i := range k.addr {
+			switch {
+			case bits >= 8:
+				k.addr[i] = s.Addr[i]
+				bits -= 8
+			default:
+				k.addr[i] = s.Addr[i] & byte(uint16(0xff00)>>bits)
+				bits = 0
+			}
+		}
+	default: // PPPoE
+		if ps.Key != SourceVLAN {
+			copy(k.addr[:6], s.MAC[:])
+		}
+		if ps.Key != SourceMAC {
+			k.vlans = s.VLANs
+		}
+	}
+	return k
 }
 
 // Decision is what the fast path does with one frame.
@@ -70,22 +72,67 @@ func (d Decision) String() string {
 	return fmt.Sprintf("%v %v", d.Result, d.Verdict)
 }
 
-// Admit runs a first packet of class c at now through the levels in order:
-// the first that fails names the reason, and a rejected call takes nothing.
-func (m *Model) Admit(c cac.Class, now uint64) (reason cac.Reason, rejected bool) {
-	levels := []struct {
-		level  int
+// Admit runs a first packet of class c from src at now through the levels
+// in order: the first that fails names the reason, and a rejected call
+// takes nothing. A new source enters the per-source table only when
+// admitted; a source in an account never does.
+func (m *Model) Admit(c cac.Class, src fsol.Source, now uint64) (reason cac.Reason, rejected bool) {
+	type level struct {
+		limit  bucket.Limit
+		bucket *bucket.Bucket
 		reason cac.Reason
-	}{{int(c), cac.ReasonClass}, {LevelEnvironment, cac.ReasonEnvironment}}
+	}
+	var levels []level
+	acct := -1
+	if len(m.Policy.Accounts) > 0 && src.Family != 0 {
+		acct = m.Policy.accountOf(addrOf(src))
+	}
+	var newSource *sourceKey
+	ps := m.Policy.PerSource[c]
+	if ps.Limit != bucket.Unlimited && acct < 0 {
+		k := keyOf(c, ps, src)
+		if b, ok := m.sources[k]; ok {
+			levels = append(levels, level{ps.Limit, b, cac.ReasonSource})
+		} else {
+			newSource = &k
+		}
+	}
+	if acct >= 0 {
+		a := m.Policy.Accounts[acct]
+		levels = append(levels,
+			level{a.Limit, &m.accounts[acct], cac.ReasonAccount},
+			level{m.Policy.Customers[a.Customer], &m.customers[a.Customer], cac.ReasonCustomer})
+	}
+	levels = append(levels,
+		level{m.Policy.Levels[c], &m.levels[c], cac.ReasonClass},
+		level{m.Policy.Levels[LevelEnvironment], &m.levels[LevelEnvironment], cac.ReasonEnvironment})
+
 	for _, l := range levels {
-		if !m.buckets[l.level].Conforms(m.Limits[l.level], now) {
+		if !l.bucket.Conforms(l.limit, now) {
 			return l.reason, true
 		}
 	}
 	for _, l := range levels {
-		m.buckets[l.level].Take(m.Limits[l.level], now)
+		l.bucket.Take(l.limit, now)
+	}
+	if newSource != nil {
+		if m.sources == nil {
+			m.sources = map[sourceKey]*bucket.Bucket{}
+		}
+		b := &bucket.Bucket{}
+		b.Take(ps.Limit, now)
+		m.sources[*newSource] = b
 	}
 	return 0, false
+}
+
+// addrOf is the IP address of an IP source, IPv4 mapped into IPv6 as the
+// account trie keys it.
+func addrOf(s fsol.Source) netip.Addr {
+	if s.Family == 4 {
+		return netip.AddrFrom16(netip.AddrFrom4([4]byte(s.Addr[:4])).As16())
+	}
+	return netip.AddrFrom16(s.Addr)
 }
 
 // Decide classifies frame and, for a first packet, admits or rejects it.
@@ -93,7 +140,7 @@ func (m *Model) Decide(frame []byte, now uint64) Decision {
 	d := Decision{Result: fsol.Classify(frame, m.Ports), Verdict: cac.Pass}
 	switch d.Kind {
 	case cac.Session:
-		if d.Reason, d.Rejected = m.Admit(d.Class, now); d.Rejected {
+		if d.Reason, d.Rejected = m.Admit(d.Class, fsol.SourceOf(frame), now); d.Rejected {
 			d.Verdict = cac.Drop
 		}
 	case cac.Malformed:

@@ -34,6 +34,9 @@ type Config struct {
 	Realms        []Realm
 	SessionAgents []SessionAgent
 	Metrics       Metrics
+	// SourceTable is how many sources the per-source table of the fast
+	// path holds (key per-source-table).
+	SourceTable uint32
 }
 
 // Interface is one interface to attach to.
@@ -150,12 +153,13 @@ func Parse(file string, data []byte) (*Config, error) {
 		return nil, &Error{File: file, Line: next.Line, Column: next.Column, Key: "---", Msg: "a second YAML document; a config is one document"}
 	}
 	c := &Config{
-		File:       file,
-		Ports:      Ports{L2TP: []uint16{1701}, SIP: []uint16{5060}},
-		Classes:    map[cac.Class]Class{},
-		CPU:        CPU{Source: "system", SampleInterval: time.Second},
-		StaleAfter: 5 * time.Second,
-		OnStale:    "static",
+		File:        file,
+		Ports:       Ports{L2TP: []uint16{1701}, SIP: []uint16{5060}},
+		Classes:     map[cac.Class]Class{},
+		CPU:         CPU{Source: "system", SampleInterval: time.Second},
+		SourceTable: 262144,
+		StaleAfter:  5 * time.Second,
+		OnStale:     "static",
 	}
 	d := &decoder{file: file}
 	root := &doc

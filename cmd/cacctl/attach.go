@@ -30,18 +30,19 @@ func newAttachCmd(g *globals) *cobra.Command {
 					}
 				}
 			}
-			limits, err := admission.LimitsOf(cfg)
+			policy, err := admission.PolicyOf(cfg)
 			if err != nil {
 				return fmt.Errorf("%s: %w", cfgFile, err)
 			}
 			a := loader.Attachment{Iface: iface, Netns: g.netns}
 			got, err := loader.Attach(a, loader.Options{
-				StateDir:  g.stateDir,
-				Mode:      mode,
-				Settings:  maps.Settings{MalformedDrop: cfg.MalformedDrop},
-				L2TPPorts: cfg.Ports.L2TP,
-				SIPPorts:  cfg.Ports.SIP,
-				Limits:    limits[:],
+				StateDir:    g.stateDir,
+				Mode:        mode,
+				Settings:    maps.Settings{MalformedDrop: cfg.MalformedDrop},
+				L2TPPorts:   cfg.Ports.L2TP,
+				SIPPorts:    cfg.Ports.SIP,
+				Policy:      policy,
+				SourceTable: cfg.SourceTable,
 			})
 			if err != nil {
 				return err

@@ -1,0 +1,131 @@
+package admission
+
+import (
+	"fmt"
+	"net/netip"
+
+	"github.com/xdpcac/xdpcac/cac"
+	"github.com/xdpcac/xdpcac/cac/bucket"
+	"github.com/xdpcac/xdpcac/cac/config"
+)
+
+// Bucket levels that have one bucket each, as enum cac_level indexes them:
+// one per class, then the environment.
+const (
+	LevelEnvironment = cac.NumClasses
+	NumLevels        = cac.NumClasses + 1
+)
+
+// Capacity of the account and customer tables (CAC_MAX_ACCOUNTS and
+// CAC_MAX_CUSTOMERS in bpf/cac.h).
+const (
+	MaxAccounts  = 4096
+	MaxCustomers = 1024
+)
+
+// SourceKey says how the per-source bucket of a class tells sources apart:
+// enum cac_source_key.
+type SourceKey uint8
+
+// The source keys.
+const (
+	SourceIP SourceKey = iota
+	SourceMAC
+	SourceMACVLAN
+	SourceVLAN
+)
+
+// PerSource is the automatic bucket each source of a class gets.
+type PerSource struct {
+	Limit      bucket.Limit // unlimited: no per-source bucket
+	Key        SourceKey
+	IPv6Prefix int
+}
+
+// Account is a source prefix with a bucket of its own, inside a customer.
+type Account struct {
+	Prefix   netip.Prefix
+	Limit    bucket.Limit
+	Customer int // index into Policy.Customers
+}
+
+// Policy is every limit of the fast path.
+type Policy struct {
+	Levels    [NumLevels]bucket.Limit
+	PerSource [cac.NumClasses]PerSource
+	Accounts  []Account
+	Customers []bucket.Limit
+}
+
+func limitOf(what string, lim config.Limit) (bucket.Limit, error) {
+	if lim.Unlimited() {
+		return bucket.Unlimited, nil
+	}
+	b, err := bucket.FromRate(*lim.CPS, lim.EffectiveBurst())
+	if err != nil {
+		return b, fmt.Errorf("%s: %w", what, err)
+	}
+	return b, nil
+}
+
+var sourceKeys = map[string]SourceKey{"ip": SourceIP, "mac": SourceMAC, "mac-vlan": SourceMACVLAN, "vlan": SourceVLAN}
+
+// PolicyOf converts the limits of a config.
+func PolicyOf(cfg *config.Config) (Policy, error) {
+	var p Policy
+	var err error
+	for c, cl := range cfg.Classes {
+		if p.Levels[c], err = limitOf("classes."+c.String(), cl.Limit); err != nil {
+			return p, err
+		}
+		if ps := cl.PerSource; ps != nil {
+			ps2 := PerSource{Key: sourceKeys[ps.Key], IPv6Prefix: ps.IPv6Prefix}
+			if ps2.Limit, err = limitOf("classes."+c.String()+".per-source", ps.Limit); err != nil {
+				return p, err
+			}
+			p.PerSource[c] = ps2
+		}
+	}
+	if p.Levels[LevelEnvironment], err = limitOf("environment", cfg.Environment); err != nil {
+		return p, err
+	}
+	for _, cu := range cfg.Customers {
+		l, err := limitOf("customer "+cu.Name, cu.Limit)
+		if err != nil {
+			return p, err
+		}
+		p.Customers = append(p.Customers, l)
+		for _, a := range cu.Accounts {
+			al, err := limitOf("account "+a.Name, a.Limit)
+			if err != nil {
+				return p, err
+			}
+			p.Accounts = append(p.Accounts, Account{Prefix: a.Source, Limit: al, Customer: len(p.Customers) - 1})
+		}
+	}
+	if len(p.Accounts) > MaxAccounts || len(p.Customers) > MaxCustomers {
+		return p, fmt.Errorf("%d accounts in %d customers: at most %d and %d", len(p.Accounts), len(p.Customers), MaxAccounts, MaxCustomers)
+	}
+	return p, nil
+}
+
+// Mapped is a prefix as the account trie keys it: IPv4 mapped into IPv6
+// (::ffff:a.b.c.d/96+bits), IPv6 as it is.
+func Mapped(p netip.Prefix) netip.Prefix {
+	if p.Addr().Is4() {
+		return netip.PrefixFrom(netip.AddrFrom16(p.Addr().As16()), p.Bits()+96)
+	}
+	return p
+}
+
+// accountOf returns the index of the account whose prefix holds addr (an
+// IPv6 or mapped address) most specifically, as the LPM trie does, or -1.
+func (p *Policy) accountOf(addr netip.Addr) int {
+	best, bits := -1, -1
+	for i, a := range p.Accounts {
+		if m := Mapped(a.Prefix); m.Contains(addr) && m.Bits() > bits {
+			best, bits = i, m.Bits()
+		}
+	}
+	return best
+}

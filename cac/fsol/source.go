@@ -1,0 +1,38 @@
+package fsol
+
+import "encoding/binary"
+
+// Source is who sent a frame, as far as the frame says: the Ethernet
+// source and VLAN IDs, and the IP source address once there is one.
+type Source struct {
+	MAC    [6]byte
+	VLANs  [2]uint16 // IDs of the tags present, outer first; 0 for none
+	Family uint8     // 4 or 6 for an IP source, 0 otherwise
+	Addr   [16]byte  // IPv4 in the first 4 bytes
+}
+
+// SourceOf reads the source of a frame that Classify found to be a first
+// packet; for other frames it is meaningless.
+func SourceOf(frame []byte) Source {
+	var s Source
+	if len(frame) < 14 {
+		return s
+	}
+	copy(s.MAC[:], frame[6:12])
+	etherType := binary.BigEndian.Uint16(frame[12:])
+	off := 14
+	for i := 0; i < maxVLANs && isVLAN(etherType) && off+4 <= len(frame); i++ {
+		s.VLANs[i] = binary.BigEndian.Uint16(frame[off:]) & 0x0fff
+		etherType = binary.BigEndian.Uint16(frame[off+2:])
+		off += 4
+	}
+	switch {
+	case etherType == etherTypeIPv4 && off+20 <= len(frame):
+		s.Family = 4
+		copy(s.Addr[:4], frame[off+12:off+16])
+	case etherType == etherTypeIPv6 && off+40 <= len(frame):
+		s.Family = 6
+		copy(s.Addr[:], frame[off+8:off+24])
+	}
+	return s
+}
