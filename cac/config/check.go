@@ -53,6 +53,21 @@ func (c *Config) check(d *decoder, root *yaml.Node) {
 		}
 	}
 
+	// A source in two customers' accounts would be charged to whichever
+	// prefix is longer, silently: refuse overlaps across customers.
+	for i, cu := range c.Customers {
+		for _, a := range cu.Accounts {
+			for j := i + 1; j < len(c.Customers); j++ {
+				for _, b := range c.Customers[j].Accounts {
+					if a.Source.IsValid() && b.Source.IsValid() && a.Source.Overlaps(b.Source) {
+						d.errorf(b.node, fmt.Sprintf("customers[%d].accounts", j),
+							"source %s of account %s overlaps %s of account %s in customer %s", b.Source, b.Name, a.Source, a.Name, cu.Name)
+					}
+				}
+			}
+		}
+	}
+
 	realms := map[string]bool{}
 	for i, r := range c.Realms {
 		if realms[r.Name] {

@@ -228,7 +228,12 @@ func (c *Config) fields(d *decoder) fields {
 			})
 		},
 		"stale-after": func(p string, v *yaml.Node) { d.duration(v, p, &c.StaleAfter) },
-		"on-stale":    func(p string, v *yaml.Node) { d.oneOf(v, p, &c.OnStale, "static", "open", "closed") },
+		"per-source-table": func(p string, v *yaml.Node) {
+			if n, ok := d.integer(v, p, 1024, 1<<24); ok {
+				c.SourceTable = uint32(n)
+			}
+		},
+		"on-stale": func(p string, v *yaml.Node) { d.oneOf(v, p, &c.OnStale, "static", "open", "closed") },
 		"realms": func(p string, v *yaml.Node) {
 			d.sequence(v, p, func(p string, v *yaml.Node) { c.Realms = append(c.Realms, d.realm(p, v)) })
 		},

@@ -105,6 +105,8 @@ func TestBadInput(t *testing.T) {
 		{"pppoa", "call-admission: |\n  call admission limit 10\n  call admission pppoa 10 1\n", "bad.yaml:3:17: call-admission: call admission pppoa: PPPoA runs over ATM"},
 		{"bad ios line", "call-admission: |\n  call admission limit ten\n", "bad.yaml:2:17: call-admission: call admission limit: the limit must be from 1 to 1000000000"},
 		{"per-source mac on sip", "classes:\n  sip-invite: {per-source: {key: mac, cps: 1}}\n", "classes.sip-invite.per-source.key: must be one of ip"},
+		{"overlapping customers", "customers:\n  - {name: a, accounts: [{name: a1, source: 192.0.2.0/24}]}\n  - {name: b, accounts: [{name: b1, source: 192.0.2.7/32}]}\n", "bad.yaml:3:26: customers[1].accounts: source 192.0.2.7/32 of account b1 overlaps 192.0.2.0/24 of account a1 in customer a"},
+		{"source table", "per-source-table: 10\n", "per-source-table: must be from 1024 to 16777216"},
 		{"prefix host bits", "customers: [{name: a, accounts: [{name: b, source: 192.0.2.1/24}]}]\n", "did you mean 192.0.2.0/24"},
 		{"missing realm", "session-agents: [{name: p, hostname: 192.0.2.2, realm-id: core}]\n", `session-agents[0].realm-id: no realm named "core"`},
 		{"repeated key", "malformed: pass\nmalformed: drop\n", "bad.yaml:2:1: malformed: repeated key"},
