@@ -2,13 +2,17 @@ package tests
 
 import (
 	"encoding/json"
+	"net/netip"
 	"os"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/cilium/ebpf"
 	"github.com/vishvananda/netlink"
+	"github.com/xdpcac/xdpcac/bpf"
 	"github.com/xdpcac/xdpcac/cac"
 	"github.com/xdpcac/xdpcac/maps"
 	. "github.com/xdpcac/xdpcac/tests/pkt"
@@ -365,5 +369,85 @@ environment: {cps: 10, burst: 30}
 	}
 	if inv.Reasons["class"] == 0 || inv.Reasons["class"]+inv.Reasons["environment"] != inv.Rejected {
 		t.Errorf("INVITEs must be rejected by their class first: %+v", inv)
+	}
+}
+
+// TestManySources: per-source buckets keep each source to its own burst,
+// a source inside an account is held by the account (and its customer)
+// instead, and a source flood cannot exceed the class limit.
+func TestManySources(t *testing.T) {
+	tb := newTestbed(t)
+	cfg := writeConfig(t, e2eConfig+`
+classes:
+  sip-invite: {cps: 0.001, burst: 150, per-source: {cps: 0.001, burst: 2}}
+customers:
+  - name: acme
+    cps: 0.001
+    burst: 4
+    accounts:
+      - {name: pbx1, source: 198.51.100.0/28, cps: 0.001, burst: 3}
+      - {name: pbx2, source: 198.51.100.16/28, cps: 0.001, burst: 3}
+`)
+	if _, stderr, err := tb.cacctl(t, "attach", tb.boxIface, "--config", cfg); err != nil {
+		t.Fatalf("attach: %v: %s", err, stderr)
+	}
+	t.Cleanup(func() { tb.cacctl(t, "detach", tb.boxIface) })
+
+	inviteFrom := func(src netip.Addr) []byte {
+		return Frame(Ether{}, IPv4{Src: src}, UDP{Dst: 5060}, SIPRequest("INVITE", toNoTag))
+	}
+	var frames [][]byte
+	// 100 sources outside any account, 5 INVITEs each: 2 pass per source
+	// and 3 fall to the source level, until the class bucket of 150 runs
+	// dry after 75 sources; the last 25 sources fall to the class level,
+	// and never enter the per-source table.
+	for i := 0; i < 100; i++ {
+		src := netip.AddrFrom4([4]byte{203, 0, 113, byte(i)})
+		for j := 0; j < 5; j++ {
+			frames = append(frames, inviteFrom(src))
+		}
+	}
+	testenv.Send(t, tb.peer, tb.peerIfc, frames)
+	waitFor(t, func() bool { return tb.stats(t).Classes["sip-invite"].Seen == 500 })
+	inv := tb.stats(t).Classes["sip-invite"]
+	if inv.Admitted != 150 || inv.Reasons["source"] != 75*3 || inv.Reasons["class"] != 25*5 {
+		t.Errorf("100 sources × 5: %+v, want 150 admitted, 225 by source, 125 by class", inv)
+	}
+	table, err := ebpf.LoadPinnedMap(filepath.Join(tb.state, tb.box+":"+tb.boxIface, "sources"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tracked := 0
+	var key bpf.XdpCacSource
+	var val bpf.XdpCacBucket
+	for it := table.Iterate(); it.Next(&key, &val); {
+		tracked++
+	}
+	table.Close()
+	if tracked != 75 {
+		t.Errorf("%d sources in the per-source table, want the 75 that were admitted", tracked)
+	}
+
+	// Account sources: no per-source bucket; each account holds 3, the
+	// customer 4 in all. The class bucket is dry now, so detach and
+	// attach again to start from full buckets.
+	if _, stderr, err := tb.cacctl(t, "detach", tb.boxIface); err != nil {
+		t.Fatalf("detach: %v: %s", err, stderr)
+	}
+	if _, stderr, err := tb.cacctl(t, "attach", tb.boxIface, "--config", cfg); err != nil {
+		t.Fatalf("attach: %v: %s", err, stderr)
+	}
+	frames = nil
+	for i := 0; i < 10; i++ {
+		frames = append(frames, inviteFrom(netip.AddrFrom4([4]byte{198, 51, 100, byte(1 + i%3)})))
+	}
+	for i := 0; i < 10; i++ {
+		frames = append(frames, inviteFrom(netip.AddrFrom4([4]byte{198, 51, 100, byte(17 + i%3)})))
+	}
+	testenv.Send(t, tb.peer, tb.peerIfc, frames)
+	waitFor(t, func() bool { return tb.stats(t).Classes["sip-invite"].Seen == 20 })
+	inv = tb.stats(t).Classes["sip-invite"]
+	if inv.Admitted != 4 || inv.Reasons["account"] != 7 || inv.Reasons["customer"] != 9 || inv.Reasons["source"] != 0 {
+		t.Errorf("two accounts of one customer: %+v, want 3 from pbx1 and 1 from pbx2 admitted, 7 by account, 9 by customer", inv)
 	}
 }
