@@ -24,13 +24,18 @@ struct {
 	__type(value, struct cac_bucket);
 } sources SEC(".maps");
 
-struct {
-	__uint(type, BPF_MAP_TYPE_LPM_TRIE);
-	__uint(max_entries, CAC_MAX_ACCOUNTS);
-	__uint(map_flags, BPF_F_NO_PREALLOC);
-	__type(key, struct cac_prefix);
-	__type(value, struct cac_account);
-} accounts SEC(".maps");
+/* One trie of account prefixes for each slot of limits. */
+#define ACCOUNT_TRIE(name)                                                                         \
+	struct {                                                                                   \
+		__uint(type, BPF_MAP_TYPE_LPM_TRIE);                                               \
+		__uint(max_entries, CAC_MAX_ACCOUNTS);                                             \
+		__uint(map_flags, BPF_F_NO_PREALLOC);                                              \
+		__type(key, struct cac_prefix);                                                    \
+		__type(value, struct cac_account);                                                 \
+	} name SEC(".maps")
+
+ACCOUNT_TRIE(accounts0);
+ACCOUNT_TRIE(accounts1);
 
 #define LEVEL_ARRAY(name, vtype, n)                                                                 \
 	struct {                                                                                   \
@@ -40,9 +45,10 @@ struct {
 		__type(value, vtype);                                                               \
 	} name SEC(".maps")
 
-LEVEL_ARRAY(account_limits, struct cac_limit, CAC_MAX_ACCOUNTS);
+/* Limits by slot (slot * CAC_MAX_... + index); buckets by index alone. */
+LEVEL_ARRAY(account_limits, struct cac_limit, 2 * CAC_MAX_ACCOUNTS);
 LEVEL_ARRAY(account_buckets, struct cac_bucket, CAC_MAX_ACCOUNTS);
-LEVEL_ARRAY(customer_limits, struct cac_limit, CAC_MAX_CUSTOMERS);
+LEVEL_ARRAY(customer_limits, struct cac_limit, 2 * CAC_MAX_CUSTOMERS);
 LEVEL_ARRAY(customer_buckets, struct cac_bucket, CAC_MAX_CUSTOMERS);
 
 /* A level that applies to this call: its limit and bucket. */
@@ -57,8 +63,8 @@ enum { L_SOURCE, L_ACCOUNT, L_CUSTOMER, L_CLASS, L_ENVIRONMENT, L_COUNT };
 
 static __always_inline int admit(struct frame *f, __u32 class)
 {
-	__u32 zero = 0;
-	struct cac_limits *lim = bpf_map_lookup_elem(&limits, &zero);
+	__u32 zero = 0, slot = active_slot();
+	struct cac_limits *lim = bpf_map_lookup_elem(&limits, &slot);
 	if (!lim || class >= CAC_NUM_CLASSES)
 		return ADMITTED;
 	struct cac_class_limits *cls = &lim->classes[class];
@@ -86,14 +92,15 @@ static __always_inline int admit(struct frame *f, __u32 class)
 	if (by_account) {
 		struct cac_prefix p;
 		prefix_of(f, &p);
-		acct = bpf_map_lookup_elem(&accounts, &p);
+		acct = slot ? bpf_map_lookup_elem(&accounts1, &p) : bpf_map_lookup_elem(&accounts0, &p);
 	}
 	if (acct) {
 		__u32 a = acct->account, c = acct->customer;
-		lv[L_ACCOUNT].limit = bpf_map_lookup_elem(&account_limits, &a);
+		__u32 al = slot * CAC_MAX_ACCOUNTS + a, cl = slot * CAC_MAX_CUSTOMERS + c;
+		lv[L_ACCOUNT].limit = bpf_map_lookup_elem(&account_limits, &al);
 		lv[L_ACCOUNT].bucket = bpf_map_lookup_elem(&account_buckets, &a);
 		lv[L_ACCOUNT].reason = CAC_REASON_ACCOUNT;
-		lv[L_CUSTOMER].limit = bpf_map_lookup_elem(&customer_limits, &c);
+		lv[L_CUSTOMER].limit = bpf_map_lookup_elem(&customer_limits, &cl);
 		lv[L_CUSTOMER].bucket = bpf_map_lookup_elem(&customer_buckets, &c);
 		lv[L_CUSTOMER].reason = CAC_REASON_CUSTOMER;
 	}

@@ -16,13 +16,35 @@
 /* How often a take retries when other CPUs move the same bucket. */
 #define BUCKET_CAS_TRIES 8
 
-/* Limits written by the control plane; buckets written by the fast path. */
+/*
+ * Limits are written by the control plane in two slots: it fills the slot
+ * not in use, then switches policy_slot (one aligned word), so the fast path
+ * sees the old limits or the new, never a mix. The writer then waits before
+ * it may write that old slot again, for programs still reading it.
+ */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(max_entries, 1);
 	__type(key, __u32);
+	__type(value, __u32);
+} policy_slot SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 2);
+	__type(key, __u32);
 	__type(value, struct cac_limits);
 } limits SEC(".maps");
+
+/* active_slot returns the slot of limits in force: 0 or 1. */
+static __always_inline __u32 active_slot(void)
+{
+	__u32 zero = 0;
+	__u32 *s = bpf_map_lookup_elem(&policy_slot, &zero);
+	return s ? *s & 1 : 0;
+}
+
+/* Buckets are written by the fast path; an apply keeps them. */
 
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);

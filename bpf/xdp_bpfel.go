@@ -93,11 +93,13 @@ type XdpCacStats struct {
 const (
 	XdpMapAccountBuckets  = "account_buckets"
 	XdpMapAccountLimits   = "account_limits"
-	XdpMapAccounts        = "accounts"
+	XdpMapAccounts0       = "accounts0"
+	XdpMapAccounts1       = "accounts1"
 	XdpMapBuckets         = "buckets"
 	XdpMapCustomerBuckets = "customer_buckets"
 	XdpMapCustomerLimits  = "customer_limits"
 	XdpMapLimits          = "limits"
+	XdpMapPolicySlot      = "policy_slot"
 	XdpMapSettings        = "settings"
 	XdpMapSources         = "sources"
 	XdpMapStats           = "stats"
@@ -158,11 +160,13 @@ type XdpProgramSpecs struct {
 type XdpMapSpecs struct {
 	AccountBuckets  *ebpf.MapSpec `ebpf:"account_buckets"`
 	AccountLimits   *ebpf.MapSpec `ebpf:"account_limits"`
-	Accounts        *ebpf.MapSpec `ebpf:"accounts"`
+	Accounts0       *ebpf.MapSpec `ebpf:"accounts0"`
+	Accounts1       *ebpf.MapSpec `ebpf:"accounts1"`
 	Buckets         *ebpf.MapSpec `ebpf:"buckets"`
 	CustomerBuckets *ebpf.MapSpec `ebpf:"customer_buckets"`
 	CustomerLimits  *ebpf.MapSpec `ebpf:"customer_limits"`
 	Limits          *ebpf.MapSpec `ebpf:"limits"`
+	PolicySlot      *ebpf.MapSpec `ebpf:"policy_slot"`
 	Settings        *ebpf.MapSpec `ebpf:"settings"`
 	Sources         *ebpf.MapSpec `ebpf:"sources"`
 	Stats           *ebpf.MapSpec `ebpf:"stats"`
@@ -199,11 +203,13 @@ func (o *XdpObjects) Close() error {
 type XdpMaps struct {
 	AccountBuckets  *ebpf.Map `ebpf:"account_buckets"`
 	AccountLimits   *ebpf.Map `ebpf:"account_limits"`
-	Accounts        *ebpf.Map `ebpf:"accounts"`
+	Accounts0       *ebpf.Map `ebpf:"accounts0"`
+	Accounts1       *ebpf.Map `ebpf:"accounts1"`
 	Buckets         *ebpf.Map `ebpf:"buckets"`
 	CustomerBuckets *ebpf.Map `ebpf:"customer_buckets"`
 	CustomerLimits  *ebpf.Map `ebpf:"customer_limits"`
 	Limits          *ebpf.Map `ebpf:"limits"`
+	PolicySlot      *ebpf.Map `ebpf:"policy_slot"`
 	Settings        *ebpf.Map `ebpf:"settings"`
 	Sources         *ebpf.Map `ebpf:"sources"`
 	Stats           *ebpf.Map `ebpf:"stats"`
@@ -215,11 +221,13 @@ func (m *XdpMaps) Close() error {
 	return _XdpClose(
 		m.AccountBuckets,
 		m.AccountLimits,
-		m.Accounts,
+		m.Accounts0,
+		m.Accounts1,
 		m.Buckets,
 		m.CustomerBuckets,
 		m.CustomerLimits,
 		m.Limits,
+		m.PolicySlot,
 		m.Settings,
 		m.Sources,
 		m.Stats,

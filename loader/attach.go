@@ -125,7 +125,7 @@ func Attach(a Attachment, o Options) (mode string, err error) {
 	if err := maps.WritePorts(objs.UdpPorts, o.L2TPPorts, o.SIPPorts); err != nil {
 		return "", err
 	}
-	if err := maps.WritePolicy(maps.PolicyMapsOf(objs), o.Policy); err != nil {
+	if err := maps.WritePolicy(maps.PolicyMapsOf(&objs.XdpMaps), o.Policy); err != nil {
 		return "", err
 	}
 
@@ -196,29 +196,22 @@ func pinAll(stateDir, dir string, l link.Link, objs *bpf.XdpObjects) error {
 	if err := os.Mkdir(tmp, 0o700); err != nil {
 		return fmt.Errorf("create %s: %w", tmp, err)
 	}
-	pins := []struct {
-		name string
-		pin  func(string) error
-	}{
-		{pinStats, objs.Stats.Pin},
-		{pinSettings, objs.Settings.Pin},
-		{pinPorts, objs.UdpPorts.Pin},
-		{pinLimits, objs.Limits.Pin},
-		{pinBuckets, objs.Buckets.Pin},
-		{bpf.XdpMapSources, objs.Sources.Pin},
-		{bpf.XdpMapAccounts, objs.Accounts.Pin},
-		{bpf.XdpMapAccountLimits, objs.AccountLimits.Pin},
-		{bpf.XdpMapAccountBuckets, objs.AccountBuckets.Pin},
-		{bpf.XdpMapCustomerLimits, objs.CustomerLimits.Pin},
-		{bpf.XdpMapCustomerBuckets, objs.CustomerBuckets.Pin},
-		{pinProgram, objs.XdpCac.Pin},
-		{pinLink, l.Pin},
-	}
-	for _, p := range pins {
-		if err := p.pin(filepath.Join(tmp, p.name)); err != nil {
-			os.RemoveAll(tmp)
-			return fmt.Errorf("pin %s: %w", p.name, err)
+	pin := func(name string, fn func(string) error) error {
+		if err := fn(filepath.Join(tmp, name)); err != nil {
+			return fmt.Errorf("pin %s: %w", name, err)
 		}
+		return nil
+	}
+	err := eachMap(&objs.XdpMaps, func(name string, m **ebpf.Map) error { return pin(name, (*m).Pin) })
+	if err == nil {
+		err = pin(pinProgram, objs.XdpCac.Pin)
+	}
+	if err == nil {
+		err = pin(pinLink, l.Pin)
+	}
+	if err != nil {
+		os.RemoveAll(tmp)
+		return err
 	}
 	if err := os.Rename(tmp, dir); err != nil {
 		os.RemoveAll(tmp)

@@ -3,6 +3,7 @@ package loader
 import (
 	"errors"
 	"fmt"
+	"reflect"
 	"io/fs"
 	"net/url"
 	"os"
@@ -14,16 +15,29 @@ import (
 	"github.com/xdpcac/xdpcac/maps"
 )
 
-// Names of the pins in an attachment's directory.
+// Names of the pins in an attachment's directory besides its maps, which
+// are pinned under their own names.
 const (
-	pinLink     = "link"
-	pinProgram  = "prog"
-	pinStats    = bpf.XdpMapStats
-	pinSettings = bpf.XdpMapSettings
-	pinPorts    = bpf.XdpMapUdpPorts
-	pinLimits   = bpf.XdpMapLimits
-	pinBuckets  = bpf.XdpMapBuckets
+	pinLink    = "link"
+	pinProgram = "prog"
 )
+
+// eachMap calls fn with the name and field of every map of the program,
+// so that pinning and opening never miss one.
+func eachMap(m *bpf.XdpMaps, fn func(name string, field **ebpf.Map) error) error {
+	v := reflect.ValueOf(m).Elem()
+	for i := 0; i < v.NumField(); i++ {
+		name := v.Type().Field(i).Tag.Get("ebpf")
+		field, ok := v.Field(i).Addr().Interface().(**ebpf.Map)
+		if name == "" || !ok {
+			continue
+		}
+		if err := fn(name, field); err != nil {
+			return err
+		}
+	}
+	return nil
+}
 
 // Attachment names one interface that has the filter, as its state
 // directory does: the interface, and its network namespace if not ours.
@@ -110,31 +124,27 @@ func List(stateDir string) ([]Attachment, error) {
 // Pinned are the maps of one attachment, opened from their pins.
 type Pinned struct {
 	Attachment
-	Stats    *ebpf.Map
-	Settings *ebpf.Map
-	Ports    *ebpf.Map
+	bpf.XdpMaps
 }
 
 // Close releases the maps; the pins stay.
-func (p *Pinned) Close() {
-	for _, m := range []*ebpf.Map{p.Stats, p.Settings, p.Ports} {
-		if m != nil {
-			m.Close()
-		}
-	}
-}
+func (p *Pinned) Close() { p.XdpMaps.Close() }
 
 // Open opens the pinned maps of an attachment.
 func Open(stateDir string, a Attachment) (*Pinned, error) {
 	dir := filepath.Join(stateDir, a.dirName())
 	p := &Pinned{Attachment: a}
-	for name, dst := range map[string]**ebpf.Map{pinStats: &p.Stats, pinSettings: &p.Settings, pinPorts: &p.Ports} {
+	err := eachMap(&p.XdpMaps, func(name string, field **ebpf.Map) error {
 		m, err := ebpf.LoadPinnedMap(filepath.Join(dir, name), nil)
 		if err != nil {
-			p.Close()
-			return nil, fmt.Errorf("open %s map of %s: %w", name, a, err)
+			return fmt.Errorf("open %s map of %s: %w", name, a, err)
 		}
-		*dst = m
+		*field = m
+		return nil
+	})
+	if err != nil {
+		p.Close()
+		return nil, err
 	}
 	return p, nil
 }

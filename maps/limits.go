@@ -1,7 +1,10 @@
 package maps
 
 import (
+	"errors"
 	"fmt"
+	"net/netip"
+	"time"
 
 	"github.com/cilium/ebpf"
 	"github.com/xdpcac/xdpcac/bpf"
@@ -9,27 +12,78 @@ import (
 	"github.com/xdpcac/xdpcac/cac/bucket"
 )
 
-// PolicyMaps are the maps that hold the limits of every level.
+// PolicyMaps are the maps that hold the limits of every level, in two
+// slots, and the account and customer buckets that outlive an apply.
 type PolicyMaps struct {
-	Limits         *ebpf.Map // class, environment and per-source limits
-	Accounts       *ebpf.Map // LPM trie: source prefix → account, customer
-	AccountLimits  *ebpf.Map
-	CustomerLimits *ebpf.Map
+	Slot            *ebpf.Map    // policy_slot: the slot in force
+	Limits          *ebpf.Map    // class, environment and per-source limits by slot
+	Accounts        [2]*ebpf.Map // LPM tries by slot: source prefix → account, customer
+	AccountLimits   *ebpf.Map
+	AccountBuckets  *ebpf.Map
+	CustomerLimits  *ebpf.Map
+	CustomerBuckets *ebpf.Map
 }
 
-// PolicyMapsOf picks the policy maps out of loaded objects.
-func PolicyMapsOf(o *bpf.XdpObjects) PolicyMaps {
-	return PolicyMaps{Limits: o.Limits, Accounts: o.Accounts, AccountLimits: o.AccountLimits, CustomerLimits: o.CustomerLimits}
+// PolicyMapsOf picks the policy maps out of the program's maps.
+func PolicyMapsOf(o *bpf.XdpMaps) PolicyMaps {
+	return PolicyMaps{
+		Slot: o.PolicySlot, Limits: o.Limits, Accounts: [2]*ebpf.Map{o.Accounts0, o.Accounts1},
+		AccountLimits: o.AccountLimits, AccountBuckets: o.AccountBuckets,
+		CustomerLimits: o.CustomerLimits, CustomerBuckets: o.CustomerBuckets,
+	}
 }
+
+// Settle is how long WritePolicy waits after switching slots before it
+// returns, so that no program still reads the slot the next write fills.
+// A program runs for microseconds with preemption off; this is ample.
+const Settle = 50 * time.Millisecond
 
 func limitOf(l bucket.Limit) bpf.XdpCacLimit {
 	return bpf.XdpCacLimit{IntervalNs: l.IntervalNS, ToleranceNs: l.ToleranceNS}
 }
 
-// WritePolicy writes every limit. The limits value is larger than a word,
-// so it is written before the program is attached; changing limits under
-// traffic (apply) needs a scheme that is never seen torn.
+// WritePolicy puts a policy in force without a moment where the fast path
+// could see part of it: it fills the slot not in use and then switches to
+// it. Buckets are kept: class, environment and per-source ones as they
+// are, an account's while its source prefix stays, and a customer's while
+// one of its account prefixes stays. New accounts and customers start full.
 func WritePolicy(pm PolicyMaps, p admission.Policy) error {
+	var active uint32
+	if err := pm.Slot.Lookup(uint32(0), &active); err != nil {
+		return fmt.Errorf("read policy slot: %w", err)
+	}
+	active &= 1
+	next := 1 - active
+
+	old, err := readAccounts(pm.Accounts[active])
+	if err != nil {
+		return err
+	}
+	acctIdx, custIdx, err := assignIndexes(p, old)
+	if err != nil {
+		return err
+	}
+
+	// Fill the slot not in use.
+	if err := clearTrie(pm.Accounts[next]); err != nil {
+		return err
+	}
+	for i, a := range p.Accounts {
+		m := admission.Mapped(a.Prefix)
+		key := bpf.XdpCacPrefix{Prefixlen: uint32(m.Bits()), Addr: m.Addr().As16()}
+		val := bpf.XdpCacAccount{Account: acctIdx[i], Customer: custIdx[a.Customer]}
+		if err := pm.Accounts[next].Update(&key, &val, ebpf.UpdateAny); err != nil {
+			return fmt.Errorf("write account %s: %w", a.Prefix, err)
+		}
+		if err := pm.AccountLimits.Update(next*admission.MaxAccounts+acctIdx[i], limitOf(a.Limit), ebpf.UpdateAny); err != nil {
+			return fmt.Errorf("write limit of account %s: %w", a.Prefix, err)
+		}
+	}
+	for i, l := range p.Customers {
+		if err := pm.CustomerLimits.Update(next*admission.MaxCustomers+custIdx[i], limitOf(l), ebpf.UpdateAny); err != nil {
+			return fmt.Errorf("write limit of customer %d: %w", i, err)
+		}
+	}
 	var v bpf.XdpCacLimits
 	for i, l := range p.Levels {
 		v.Level[i] = limitOf(l)
@@ -40,26 +94,124 @@ func WritePolicy(pm PolicyMaps, p admission.Policy) error {
 		v.Classes[c].Ipv6Prefix = uint8(ps.IPv6Prefix)
 	}
 	v.Accounts = uint32(len(p.Accounts))
+	if err := pm.Limits.Update(next, &v, ebpf.UpdateAny); err != nil {
+		return fmt.Errorf("write limits: %w", err)
+	}
+
+	// New accounts and customers start with full buckets. Their indexes
+	// are not used by the slot in force, so nothing else touches them.
 	for i, a := range p.Accounts {
-		m := admission.Mapped(a.Prefix)
-		key := bpf.XdpCacPrefix{Prefixlen: uint32(m.Bits()), Addr: m.Addr().As16()}
-		val := bpf.XdpCacAccount{Account: uint32(i), Customer: uint32(a.Customer)}
-		if err := pm.Accounts.Update(&key, &val, ebpf.UpdateAny); err != nil {
-			return fmt.Errorf("write account %s: %w", a.Prefix, err)
-		}
-		if err := pm.AccountLimits.Update(uint32(i), limitOf(a.Limit), ebpf.UpdateAny); err != nil {
-			return fmt.Errorf("write limit of account %s: %w", a.Prefix, err)
+		if _, kept := old[admission.Mapped(a.Prefix)]; !kept {
+			if err := pm.AccountBuckets.Update(acctIdx[i], bpf.XdpCacBucket{}, ebpf.UpdateAny); err != nil {
+				return fmt.Errorf("reset bucket of account %s: %w", a.Prefix, err)
+			}
 		}
 	}
-	for i, l := range p.Customers {
-		if err := pm.CustomerLimits.Update(uint32(i), limitOf(l), ebpf.UpdateAny); err != nil {
-			return fmt.Errorf("write limit of customer %d: %w", i, err)
+	for i, idx := range custIdx {
+		if !custKept(old, idx) {
+			if err := pm.CustomerBuckets.Update(idx, bpf.XdpCacBucket{}, ebpf.UpdateAny); err != nil {
+				return fmt.Errorf("reset bucket of customer %d: %w", i, err)
+			}
 		}
 	}
-	if err := pm.Limits.Update(uint32(0), &v, ebpf.UpdateAny); err != nil {
-		return fmt.Errorf("write limits map: %w", err)
+
+	if err := pm.Slot.Update(uint32(0), next, ebpf.UpdateAny); err != nil {
+		return fmt.Errorf("switch policy slot: %w", err)
+	}
+	time.Sleep(Settle)
+	return nil
+}
+
+// readAccounts reads a trie of account prefixes.
+func readAccounts(m *ebpf.Map) (map[netip.Prefix]bpf.XdpCacAccount, error) {
+	out := map[netip.Prefix]bpf.XdpCacAccount{}
+	var key bpf.XdpCacPrefix
+	var val bpf.XdpCacAccount
+	it := m.Iterate()
+	for it.Next(&key, &val) {
+		out[netip.PrefixFrom(netip.AddrFrom16(key.Addr), int(key.Prefixlen))] = val
+	}
+	if err := it.Err(); err != nil {
+		return nil, fmt.Errorf("read accounts: %w", err)
+	}
+	return out, nil
+}
+
+func clearTrie(m *ebpf.Map) error {
+	var keys []bpf.XdpCacPrefix
+	var key bpf.XdpCacPrefix
+	var val bpf.XdpCacAccount
+	it := m.Iterate()
+	for it.Next(&key, &val) {
+		keys = append(keys, key)
+	}
+	if err := it.Err(); err != nil {
+		return fmt.Errorf("read accounts: %w", err)
+	}
+	for _, k := range keys {
+		if err := m.Delete(&k); err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
+			return fmt.Errorf("clear accounts: %w", err)
+		}
 	}
 	return nil
+}
+
+func custKept(old map[netip.Prefix]bpf.XdpCacAccount, idx uint32) bool {
+	for _, v := range old {
+		if v.Customer == idx {
+			return true
+		}
+	}
+	return false
+}
+
+// assignIndexes gives each account and customer of p its index: the one
+// its prefix had before, or one the slot in force does not use.
+func assignIndexes(p admission.Policy, old map[netip.Prefix]bpf.XdpCacAccount) (acct, cust []uint32, err error) {
+	usedA, usedC := map[uint32]bool{}, map[uint32]bool{}
+	for _, v := range old {
+		usedA[v.Account], usedC[v.Customer] = true, true
+	}
+	takenA, takenC := map[uint32]bool{}, map[uint32]bool{}
+	acct = make([]uint32, len(p.Accounts))
+	cust = make([]uint32, len(p.Customers))
+	custSet := make([]bool, len(p.Customers))
+	for i, a := range p.Accounts {
+		if v, ok := old[admission.Mapped(a.Prefix)]; ok && !takenA[v.Account] {
+			acct[i] = v.Account
+			takenA[v.Account] = true
+			if !custSet[a.Customer] && !takenC[v.Customer] {
+				cust[a.Customer], custSet[a.Customer] = v.Customer, true
+				takenC[v.Customer] = true
+			}
+			continue
+		}
+		acct[i] = ^uint32(0)
+	}
+	free := func(used, taken map[uint32]bool, max int) (uint32, error) {
+		for i := uint32(0); i < uint32(max); i++ {
+			if !used[i] && !taken[i] {
+				taken[i] = true
+				return i, nil
+			}
+		}
+		return 0, fmt.Errorf("no free index below %d: apply once more without the removed accounts, or reattach", max)
+	}
+	for i := range acct {
+		if acct[i] == ^uint32(0) {
+			if acct[i], err = free(usedA, takenA, admission.MaxAccounts); err != nil {
+				return nil, nil, err
+			}
+		}
+	}
+	for i := range cust {
+		if !custSet[i] {
+			if cust[i], err = free(usedC, takenC, admission.MaxCustomers); err != nil {
+				return nil, nil, err
+			}
+		}
+	}
+	return acct, cust, nil
 }
 
 // ReadBucket returns the state of one bucket level.

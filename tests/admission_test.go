@@ -181,7 +181,7 @@ func TestConcurrentRate(t *testing.T) {
 	const cps, burst = 200_000, 20_000
 	var p admission.Policy
 	p.Levels[cac.SIPInvite] = mustRate(t, cps, burst)
-	if err := maps.WritePolicy(maps.PolicyMapsOf(&objs), p); err != nil {
+	if err := maps.WritePolicy(maps.PolicyMapsOf(&objs.XdpMaps), p); err != nil {
 		t.Fatal(err)
 	}
 	invite := v4udp(5060, SIPRequest("INVITE", toNoTag))
@@ -287,4 +287,56 @@ func sourcedFrames() [][]byte {
 		)
 	}
 	return out
+}
+
+// TestApplyKeepsState: new limits take effect at once, buckets and
+// counters carry over, and the slot in force switches.
+func TestApplyKeepsState(t *testing.T) {
+	f := newFastPath(t, false)
+	var p admission.Policy
+	p.Levels[cac.SIPInvite] = mustRate(t, 1, 5)
+	p.Customers = []bucket.Limit{mustRate(t, 1, 4)}
+	p.Accounts = []admission.Account{{Prefix: netip.MustParsePrefix("198.51.100.0/24"), Limit: mustRate(t, 1, 3)}}
+	f.setPolicy(t, p)
+	var slot uint32
+	if err := f.objs.PolicySlot.Lookup(uint32(0), &slot); err != nil || slot != 1 {
+		t.Fatalf("after the first write the slot is %d (%v), want 1", slot, err)
+	}
+	invite := v4udp(5060, SIPRequest("INVITE", toNoTag))
+	fromAccount := Frame(Ether{}, IPv4{Src: netip.MustParseAddr("198.51.100.9")}, UDP{Dst: 5060}, SIPRequest("INVITE", toNoTag))
+	frames := [][]byte{invite, invite, invite, fromAccount, fromAccount, fromAccount, fromAccount, invite}
+	for _, fr := range frames {
+		if err := f.check(fr); err != nil {
+			t.Fatal(err)
+		}
+	}
+	before, _ := maps.ReadStats(f.objs.Stats)
+
+	// A larger class bucket and account: the calls already taken still
+	// count, so only the difference passes.
+	p.Levels[cac.SIPInvite] = mustRate(t, 1, 8)
+	p.Accounts[0].Limit = mustRate(t, 1, 4)
+	p.Customers[0] = mustRate(t, 1, 6)
+	f.setPolicy(t, p)
+	if err := f.objs.PolicySlot.Lookup(uint32(0), &slot); err != nil || slot != 0 {
+		t.Fatalf("after apply the slot is %d (%v), want 0", slot, err)
+	}
+	after, _ := maps.ReadStats(f.objs.Stats)
+	if after != before {
+		t.Errorf("apply changed the counters: %+v to %+v", before, after)
+	}
+	admitted := 0
+	for _, fr := range append(frames, frames...) {
+		d, err := f.decide(fr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !d.Rejected {
+			admitted++
+		}
+	}
+	// The class had 5 taken of 5; now 8: 3 more, whichever frames come.
+	if admitted != 3 {
+		t.Errorf("%d INVITEs admitted after apply, want 3", admitted)
+	}
 }

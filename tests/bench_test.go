@@ -95,7 +95,7 @@ func production(b *testing.B, p admission.Policy) *ebpf.Program {
 	if err := maps.WritePorts(objs.UdpPorts, testL2TPPorts, testSIPPorts); err != nil {
 		b.Fatal(err)
 	}
-	if err := maps.WritePolicy(maps.PolicyMapsOf(&objs), p); err != nil {
+	if err := maps.WritePolicy(maps.PolicyMapsOf(&objs.XdpMaps), p); err != nil {
 		b.Fatal(err)
 	}
 	return objs.XdpCac

@@ -451,3 +451,40 @@ customers:
 		t.Errorf("two accounts of one customer: %+v, want 3 from pbx1 and 1 from pbx2 admitted, 7 by account, 9 by customer", inv)
 	}
 }
+
+// TestApplyLive: cacctl apply raises a limit on the attached filter; the
+// calls already admitted still count, and the counters carry over.
+func TestApplyLive(t *testing.T) {
+	tb := newTestbed(t)
+	if _, stderr, err := tb.cacctl(t, "apply", "--config", writeConfig(t, e2eConfig)); err == nil || !strings.Contains(stderr, "attached to no interface") {
+		t.Errorf("apply with nothing attached: %v: %s", err, stderr)
+	}
+	low := writeConfig(t, e2eConfig+"classes:\n  pppoe-padi: {cps: 0.001, burst: 5}\n")
+	high := writeConfig(t, e2eConfig+"classes:\n  pppoe-padi: {cps: 0.001, burst: 12}\n")
+	if _, stderr, err := tb.cacctl(t, "attach", tb.boxIface, "--config", low); err != nil {
+		t.Fatalf("attach: %v: %s", err, stderr)
+	}
+	t.Cleanup(func() { tb.cacctl(t, "detach", tb.boxIface) })
+	padi := Frame(Ether{Broadcast: true}, PPPoE{Code: PADI})
+	send := func(n int) {
+		frames := make([][]byte, n)
+		for i := range frames {
+			frames[i] = padi
+		}
+		testenv.Send(t, tb.peer, tb.peerIfc, frames)
+	}
+	send(10)
+	waitFor(t, func() bool { return tb.stats(t).Classes["pppoe-padi"].Seen == 10 })
+	if got := tb.stats(t).Classes["pppoe-padi"].Admitted; got != 5 {
+		t.Fatalf("%d of 10 PADIs admitted under burst 5", got)
+	}
+	out, stderr, err := tb.cacctl(t, "apply", "--config", high)
+	if err != nil || !strings.Contains(out, "applied") {
+		t.Fatalf("apply: %v: %s%s", err, out, stderr)
+	}
+	send(10)
+	waitFor(t, func() bool { return tb.stats(t).Classes["pppoe-padi"].Seen == 20 })
+	if got := tb.stats(t).Classes["pppoe-padi"]; got.Admitted != 12 || got.Reasons["class"] != 8 {
+		t.Errorf("after raising the burst to 12: %+v, want 12 admitted in all and 8 rejected", got)
+	}
+}

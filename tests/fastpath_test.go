@@ -64,7 +64,7 @@ func newFastPath(t testing.TB, malformedDrop bool) *fastPath {
 // setPolicy gives the program and the model the same limits.
 func (f *fastPath) setPolicy(t testing.TB, p admission.Policy) {
 	t.Helper()
-	if err := maps.WritePolicy(maps.PolicyMapsOf(&f.objs), p); err != nil {
+	if err := maps.WritePolicy(maps.PolicyMapsOf(&f.objs.XdpMaps), p); err != nil {
 		t.Fatal(err)
 	}
 	f.model.Policy = p

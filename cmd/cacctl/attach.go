@@ -18,7 +18,7 @@ func newAttachCmd(g *globals) *cobra.Command {
 		Args:  exactArgs("IFACE"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			iface := args[0]
-			cfg, err := config.Load(cfgFile)
+			cfg, opts, err := loadOptions(cfgFile)
 			if err != nil {
 				return err
 			}
@@ -30,20 +30,9 @@ func newAttachCmd(g *globals) *cobra.Command {
 					}
 				}
 			}
-			policy, err := admission.PolicyOf(cfg)
-			if err != nil {
-				return fmt.Errorf("%s: %w", cfgFile, err)
-			}
 			a := loader.Attachment{Iface: iface, Netns: g.netns}
-			got, err := loader.Attach(a, loader.Options{
-				StateDir:    g.stateDir,
-				Mode:        mode,
-				Settings:    maps.Settings{MalformedDrop: cfg.MalformedDrop},
-				L2TPPorts:   cfg.Ports.L2TP,
-				SIPPorts:    cfg.Ports.SIP,
-				Policy:      policy,
-				SourceTable: cfg.SourceTable,
-			})
+			opts.StateDir, opts.Mode = g.stateDir, mode
+			got, err := loader.Attach(a, opts)
 			if err != nil {
 				return err
 			}
@@ -53,6 +42,48 @@ func newAttachCmd(g *globals) *cobra.Command {
 	}
 	cmd.Flags().StringVar(&cfgFile, "config", "", "configuration file (required)")
 	cmd.Flags().StringVar(&mode, "mode", "", "XDP mode: auto, native or generic (default: the interface's mode in FILE, else auto)")
+	cmd.MarkFlagRequired("config")
+	return cmd
+}
+
+// loadOptions reads a config into what the loader writes to the maps.
+func loadOptions(cfgFile string) (*config.Config, loader.Options, error) {
+	cfg, err := config.Load(cfgFile)
+	if err != nil {
+		return nil, loader.Options{}, err
+	}
+	policy, err := admission.PolicyOf(cfg)
+	if err != nil {
+		return nil, loader.Options{}, fmt.Errorf("%s: %w", cfgFile, err)
+	}
+	return cfg, loader.Options{
+		Settings:    maps.Settings{MalformedDrop: cfg.MalformedDrop},
+		L2TPPorts:   cfg.Ports.L2TP,
+		SIPPorts:    cfg.Ports.SIP,
+		Policy:      policy,
+		SourceTable: cfg.SourceTable,
+	}, nil
+}
+
+func newApplyCmd(g *globals) *cobra.Command {
+	var cfgFile string
+	cmd := &cobra.Command{
+		Use:   "apply --config FILE",
+		Short: "Put new limits in force on every attached interface, keeping buckets and counters",
+		Args:  exactArgs(),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			_, opts, err := loadOptions(cfgFile)
+			if err != nil {
+				return err
+			}
+			done, err := loader.Apply(g.stateDir, opts)
+			for _, a := range done {
+				fmt.Fprintf(cmd.OutOrStdout(), "applied %s to %s\n", cfgFile, a)
+			}
+			return err
+		},
+	}
+	cmd.Flags().StringVar(&cfgFile, "config", "", "configuration file (required)")
 	cmd.MarkFlagRequired("config")
 	return cmd
 }

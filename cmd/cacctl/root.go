@@ -30,6 +30,7 @@ admits or drops it, and shows what it counted.`,
 	root.PersistentFlags().StringVar(&g.stateDir, "state-dir", loader.DefaultStateDir, "bpffs directory holding the pinned state of each attachment")
 	root.AddCommand(
 		newAttachCmd(g),
+		newApplyCmd(g),
 		newDetachCmd(g),
 		newValidateCmd(),
 		newShowCmd(g),
