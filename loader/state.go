@@ -3,11 +3,11 @@ package loader
 import (
 	"errors"
 	"fmt"
-	"reflect"
 	"io/fs"
 	"net/url"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 
 	"github.com/cilium/ebpf"
