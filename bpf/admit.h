@@ -61,7 +61,8 @@ struct level {
 /* The levels in the order of §4 (agents come with session agents). */
 enum { L_SOURCE, L_ACCOUNT, L_CUSTOMER, L_CLASS, L_ENVIRONMENT, L_COUNT };
 
-static __always_inline int admit(struct frame *f, __u32 class)
+/* admit returns ADMITTED or the reason; *now is the time it read, if any. */
+static __always_inline int admit(struct frame *f, __u32 class, __u64 *now_out)
 {
 	__u32 zero = 0, slot = active_slot();
 	struct cac_limits *lim = bpf_map_lookup_elem(&limits, &slot);
@@ -79,6 +80,7 @@ static __always_inline int admit(struct frame *f, __u32 class)
 	if (!bk)
 		return ADMITTED;
 	__u64 now = now_ns();
+	*now_out = now;
 
 	struct level lv[L_COUNT] = {
 		[L_CLASS] = {&lim->level[class], &bk->level[class], CAC_REASON_CLASS},

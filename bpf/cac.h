@@ -101,6 +101,7 @@ struct cac_source {
 	__u8 family;   /* 4 or 6 for an IP source, 0 for a PPPoE one */
 	__u16 vlan[2]; /* outer and inner VLAN ID when they are part of the key */
 	__u8 addr[16]; /* IPv4 in the first 4 bytes, IPv6 cut to the prefix, or a MAC */
+	__u8 _pad[2];  /* 24 bytes, so that what embeds it needs no hidden padding */
 };
 
 /* The per-source limits of one class. */
@@ -117,6 +118,28 @@ struct cac_limits {
 	struct cac_class_limits classes[CAC_NUM_CLASSES];
 	__u32 accounts; /* configured accounts; 0 skips the account lookup */
 	__u32 _pad;
+};
+
+/* Rejects of one source, class and reason, within one second. */
+struct cac_reject_key {
+	struct cac_source source; /* the full source: whole address, MAC and VLANs */
+	__u8 reason;              /* enum cac_reason */
+	__u8 _pad[7];
+};
+
+struct cac_reject {
+	__u64 second;   /* coarse monotonic clock, in seconds */
+	__u64 count;    /* rejects in that second */
+	__u64 first_ns; /* first and last reject, monotonic */
+	__u64 last_ns;
+	__u32 ifindex;
+	__u32 _pad;
+};
+
+/* A finished second of rejects, as the ring buffer carries it. */
+struct cac_reject_event {
+	struct cac_reject_key key;
+	struct cac_reject rec;
 };
 
 #define CAC_MAX_ACCOUNTS 4096

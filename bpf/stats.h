@@ -9,6 +9,7 @@
 #include "bpf_helpers.h"
 #include "parse.h"
 #include "admit.h"
+#include "reject.h"
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -24,9 +25,33 @@ struct {
 	__type(value, struct cac_settings);
 } settings SEC(".maps");
 
+/*
+ * admit_call admits or rejects one first packet and records a reject. It
+ * is a global function, so the verifier checks the admission pipeline once
+ * instead of once for every way through the parsers; where packs the
+ * class and where the source is (a BPF function has five arguments).
+ */
+__noinline int admit_call(struct xdp_md *ctx, __u64 where)
+{
+	struct frame f = {
+		.data = (void *)(long)ctx->data,
+		.data_end = (void *)(long)ctx->data_end,
+		.len = ctx->data_end - ctx->data,
+		.l3off = (where >> 8) & 0xffff,
+		.vlans = (where >> 24) & 0xff,
+		.family = (where >> 32) & 0xff,
+	};
+	__u32 class = where & 0xff;
+	__u64 now = 0;
+	int reason = admit(&f, class, &now);
+	if (reason != ADMITTED)
+		record_reject(ctx, &f, class, reason, now);
+	return reason;
+}
+
 /* verdict admits or rejects a first packet, counts every watched frame,
  * and returns what XDP does with it. */
-static __always_inline int verdict(struct frame *f, int result)
+static __always_inline int verdict(struct xdp_md *ctx, struct frame *f, int result)
 {
 	__u32 zero = 0;
 	struct cac_stats *st = bpf_map_lookup_elem(&stats, &zero);
@@ -38,13 +63,16 @@ static __always_inline int verdict(struct frame *f, int result)
 	case CAC_KIND_CLASS: {
 		if (class >= CAC_NUM_CLASSES)
 			return XDP_PASS;
-		int reason = admit(f, class);
+		__u64 where = class | (__u64)f->l3off << 8 | (__u64)f->vlans << 24 | (__u64)f->family << 32;
+		int reason = admit_call(ctx, where);
 		if (reason == ADMITTED) {
 			st->classes[class].admitted++;
 			return XDP_PASS;
 		}
-		if (reason >= 0 && reason < CAC_NUM_REASONS)
-			st->classes[class].rejected[reason]++;
+		__u32 r = reason;
+		barrier_var(r); /* bound the register that indexes */
+		if (r < CAC_NUM_REASONS)
+			st->classes[class].rejected[r]++;
 		return XDP_DROP;
 	}
 	case CAC_KIND_INDIALOG:

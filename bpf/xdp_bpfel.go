@@ -60,6 +60,23 @@ type XdpCacPrefix struct {
 	Addr      [16]uint8
 }
 
+type XdpCacReject struct {
+	_       structs.HostLayout
+	Second  uint64
+	Count   uint64
+	FirstNs uint64
+	LastNs  uint64
+	Ifindex uint32
+	Pad     uint32
+}
+
+type XdpCacRejectKey struct {
+	_      structs.HostLayout
+	Source XdpCacSource
+	Reason uint8
+	Pad    [7]uint8
+}
+
 type XdpCacSettings struct {
 	_             structs.HostLayout
 	MalformedDrop uint8
@@ -72,6 +89,7 @@ type XdpCacSource struct {
 	Family uint8
 	Vlan   [2]uint16
 	Addr   [16]uint8
+	Pad    [2]uint8
 }
 
 type XdpCacStats struct {
@@ -100,6 +118,8 @@ const (
 	XdpMapCustomerLimits  = "customer_limits"
 	XdpMapLimits          = "limits"
 	XdpMapPolicySlot      = "policy_slot"
+	XdpMapRejectEvents    = "reject_events"
+	XdpMapRejects         = "rejects"
 	XdpMapSettings        = "settings"
 	XdpMapSources         = "sources"
 	XdpMapStats           = "stats"
@@ -167,6 +187,8 @@ type XdpMapSpecs struct {
 	CustomerLimits  *ebpf.MapSpec `ebpf:"customer_limits"`
 	Limits          *ebpf.MapSpec `ebpf:"limits"`
 	PolicySlot      *ebpf.MapSpec `ebpf:"policy_slot"`
+	RejectEvents    *ebpf.MapSpec `ebpf:"reject_events"`
+	Rejects         *ebpf.MapSpec `ebpf:"rejects"`
 	Settings        *ebpf.MapSpec `ebpf:"settings"`
 	Sources         *ebpf.MapSpec `ebpf:"sources"`
 	Stats           *ebpf.MapSpec `ebpf:"stats"`
@@ -210,6 +232,8 @@ type XdpMaps struct {
 	CustomerLimits  *ebpf.Map `ebpf:"customer_limits"`
 	Limits          *ebpf.Map `ebpf:"limits"`
 	PolicySlot      *ebpf.Map `ebpf:"policy_slot"`
+	RejectEvents    *ebpf.Map `ebpf:"reject_events"`
+	Rejects         *ebpf.Map `ebpf:"rejects"`
 	Settings        *ebpf.Map `ebpf:"settings"`
 	Sources         *ebpf.Map `ebpf:"sources"`
 	Stats           *ebpf.Map `ebpf:"stats"`
@@ -228,6 +252,8 @@ func (m *XdpMaps) Close() error {
 		m.CustomerLimits,
 		m.Limits,
 		m.PolicySlot,
+		m.RejectEvents,
+		m.Rejects,
 		m.Settings,
 		m.Sources,
 		m.Stats,

@@ -179,3 +179,31 @@ func ReadAllStats(stateDir string) ([]AttachmentStats, error) {
 	}
 	return out, nil
 }
+
+// ReadAllRejects reads the reject records of every attachment in stateDir.
+func ReadAllRejects(stateDir string) ([]maps.Reject, error) {
+	atts, err := List(stateDir)
+	if err != nil {
+		return nil, err
+	}
+	var out []maps.Reject
+	for _, a := range atts {
+		p, err := Open(stateDir, a)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue // detached while we read
+		}
+		if err != nil {
+			return nil, err
+		}
+		r, err := maps.ReadRejects(p.Rejects)
+		p.Close()
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", a, err)
+		}
+		for i := range r {
+			r[i].Interface = a.Key() // its ifindex means something only in its namespace
+		}
+		out = append(out, r...)
+	}
+	return out, nil
+}

@@ -15,6 +15,7 @@ import (
 	"github.com/xdpcac/xdpcac/bpf"
 	"github.com/xdpcac/xdpcac/cac"
 	"github.com/xdpcac/xdpcac/maps"
+	"github.com/xdpcac/xdpcac/tests/pkt"
 	. "github.com/xdpcac/xdpcac/tests/pkt"
 	"github.com/xdpcac/xdpcac/tests/testenv"
 )
@@ -369,6 +370,36 @@ environment: {cps: 10, burst: 30}
 	}
 	if inv.Reasons["class"] == 0 || inv.Reasons["class"]+inv.Reasons["environment"] != inv.Rejected {
 		t.Errorf("INVITEs must be rejected by their class first: %+v", inv)
+	}
+
+	// One source, so one record per class and reason, counting them all.
+	out, stderr, err := tb.cacctl(t, "show", "rejects", "-o", "json")
+	if err != nil {
+		t.Fatalf("show rejects: %v: %s", err, stderr)
+	}
+	var recorded uint64
+	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+		var r struct {
+			Interface, Class, Source, Reason string
+			Count                            uint64
+		}
+		if err := json.Unmarshal([]byte(line), &r); err != nil {
+			t.Fatalf("show rejects -o json line %q: %v", line, err)
+		}
+		if r.Interface != tb.box+":"+tb.boxIface || (r.Source != pkt.PeerV4.String() && r.Source != "02:00:5e:00:53:01") {
+			t.Errorf("record %+v: want interface %s and the peer's address or MAC", r, tb.boxIface)
+		}
+		recorded += r.Count
+	}
+	if recorded != inv.Rejected+pa.Rejected {
+		t.Errorf("records count %d rejects, stats %d", recorded, inv.Rejected+pa.Rejected)
+	}
+	out, _, err = tb.cacctl(t, "show", "rejects", "--class", "pppoe-padi", "--since", "1m")
+	if err != nil || !strings.Contains(out, "pppoe-padi") || strings.Contains(out, "sip-invite") || !strings.Contains(out, "environment") {
+		t.Errorf("show rejects --class pppoe-padi: %v\n%s", err, out)
+	}
+	if _, stderr, err := tb.cacctl(t, "show", "rejects", "--reason", "bogus"); err == nil || !strings.Contains(stderr, "want one of stale, cpu-limit") {
+		t.Errorf("an unknown reason: %v %s", err, stderr)
 	}
 }
 

@@ -1,0 +1,71 @@
+/* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
+/*
+ * Reject records (DESIGN.md §5): every reject is counted against its
+ * source, class and reason for the current second in an LRU table that
+ * `cacctl show rejects` reads; when a key's second is over and it rejects
+ * again, the finished second goes out on a ring buffer for the daemon. So
+ * at most one record per source, class and reason and second leaves the
+ * kernel, carrying the count it stands for; a flood from one source costs
+ * a lookup and an atomic add per packet.
+ */
+#pragma once
+
+#include "source.h"
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 65536);
+	__type(key, struct cac_reject_key);
+	__type(value, struct cac_reject);
+} rejects SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 256 * 1024);
+} reject_events SEC(".maps");
+
+/* What a record names as the source: everything the frame says. */
+static const struct cac_class_limits full_source = {
+	.source_key = CAC_SOURCE_MAC_VLAN,
+	.ipv6_prefix = 128,
+};
+
+static __always_inline void record_reject(struct xdp_md *ctx, struct frame *f, __u32 class,
+					  int reason, __u64 now)
+{
+	struct cac_reject_key key = {};
+	struct cac_class_limits fs = full_source;
+	if (!source_of(f, class, &fs, &key.source))
+		return;
+	key.reason = reason;
+	__u64 second = now / 1000000000ULL;
+
+	struct cac_reject *r = bpf_map_lookup_elem(&rejects, &key);
+	if (r && r->second == second) {
+		__sync_fetch_and_add(&r->count, 1);
+		r->last_ns = now;
+		return;
+	}
+	if (r) {
+		/* The key's last second is over: send it on, start this one. */
+		struct cac_reject_event *ev = bpf_ringbuf_reserve(&reject_events, sizeof(*ev), 0);
+		if (ev) {
+			ev->key = key;
+			ev->rec = *r;
+			bpf_ringbuf_submit(ev, 0);
+		}
+		r->second = second;
+		r->count = 1;
+		r->first_ns = now;
+		r->last_ns = now;
+		return;
+	}
+	struct cac_reject rec = {
+		.second = second,
+		.count = 1,
+		.first_ns = now,
+		.last_ns = now,
+		.ifindex = ctx->ingress_ifindex,
+	};
+	bpf_map_update_elem(&rejects, &key, &rec, BPF_NOEXIST);
+}

@@ -1,0 +1,124 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"slices"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/xdpcac/xdpcac/cac"
+	"github.com/xdpcac/xdpcac/loader"
+	"github.com/xdpcac/xdpcac/maps"
+	"golang.org/x/sys/unix"
+)
+
+// rejectLine is one record in `show rejects -o json`, one per line.
+type rejectLine struct {
+	Time      time.Time `json:"time"`
+	First     time.Time `json:"first"`
+	Interface string    `json:"interface"`
+	Class     string    `json:"class"`
+	Source    string    `json:"source"`
+	Reason    string    `json:"reason"`
+	Count     uint64    `json:"count"`
+}
+
+func newShowRejectsCmd(g *globals) *cobra.Command {
+	var class, reason string
+	var since time.Duration
+	var out *outputFlag
+	cmd := &cobra.Command{
+		Use:   "rejects [--class C] [--reason R] [--since D] [-o text|json]",
+		Short: "Rejected calls by source, class and reason, newest first",
+		Long: `Every source, class and reason that was rejected has a record of its last
+second with rejects: when it began and ended, and how many calls it stands
+for. -o json prints one JSON object per line.`,
+		Args: exactArgs(),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			keep, err := rejectFilter(class, reason, since)
+			if err != nil {
+				return err
+			}
+			recs, err := loader.ReadAllRejects(g.stateDir)
+			if err != nil {
+				return err
+			}
+			wall, mono := time.Now(), monotonicNow()
+			at := func(ns uint64) time.Time { return wall.Add(-time.Duration(mono - ns)) }
+			var lines []rejectLine
+			for _, r := range recs {
+				if !keep(r, mono) {
+					continue
+				}
+				lines = append(lines, rejectLine{
+					Time: at(r.LastNS), First: at(r.FirstNS), Interface: r.Interface,
+					Class: r.Class.String(), Source: r.Source, Reason: r.Reason.String(), Count: r.Count,
+				})
+			}
+			slices.SortFunc(lines, func(a, b rejectLine) int { return b.Time.Compare(a.Time) })
+			if *out == "json" {
+				enc := json.NewEncoder(cmd.OutOrStdout())
+				for _, l := range lines {
+					if err := enc.Encode(l); err != nil {
+						return err
+					}
+				}
+				return nil
+			}
+			return writeRejectsText(cmd.OutOrStdout(), lines)
+		},
+	}
+	cmd.Flags().StringVar(&class, "class", "", "only this class (pppoe-padi, sip-invite, ...)")
+	cmd.Flags().StringVar(&reason, "reason", "", "only this reason (source, class, environment, ...)")
+	cmd.Flags().DurationVar(&since, "since", 0, "only records whose last reject is this recent (e.g. 5m)")
+	out = addOutputFlag(cmd)
+	return cmd
+}
+
+func rejectFilter(class, reason string, since time.Duration) (func(maps.Reject, uint64) bool, error) {
+	var c cac.Class
+	var r cac.Reason
+	var err error
+	if class != "" {
+		if c, err = cac.ParseClass(class); err != nil {
+			return nil, fmt.Errorf("--class: %w", err)
+		}
+	}
+	if reason != "" {
+		if r, err = cac.ParseReason(reason); err != nil {
+			return nil, fmt.Errorf("--reason: %w", err)
+		}
+	}
+	if since < 0 {
+		return nil, fmt.Errorf("--since must not be negative, got %v", since)
+	}
+	return func(rec maps.Reject, mono uint64) bool {
+		return (class == "" || rec.Class == c) && (reason == "" || rec.Reason == r) &&
+			(since == 0 || mono-rec.LastNS <= uint64(since))
+	}, nil
+}
+
+// monotonicNow reads the clock the fast path stamps records with.
+func monotonicNow() uint64 {
+	var ts unix.Timespec
+	if err := unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts); err != nil {
+		return 0
+	}
+	return uint64(ts.Nano())
+}
+
+func writeRejectsText(w io.Writer, lines []rejectLine) error {
+	if len(lines) == 0 {
+		fmt.Fprintln(w, "no rejected calls")
+		return nil
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "LAST\tINTERFACE\tCLASS\tSOURCE\tREASON\tCOUNT")
+	for _, l := range lines {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\n", l.Time.Format("2006-01-02 15:04:05.000"), l.Interface, l.Class, l.Source, l.Reason, l.Count)
+	}
+	return tw.Flush()
+}
