@@ -63,8 +63,12 @@ static __always_inline int verdict(struct xdp_md *ctx, struct frame *f, int resu
 	case CAC_KIND_CLASS: {
 		if (class >= CAC_NUM_CLASSES)
 			return XDP_PASS;
-		__u64 where = class | (__u64)f->l3off << 8 | (__u64)f->vlans << 24 | (__u64)f->family << 32;
-		int reason = admit_call(ctx, where);
+		int reason = ADMITTED;
+		if (admission_needed(class, f->family)) {
+			__u64 where = class | (__u64)f->l3off << 8 | (__u64)f->vlans << 24 |
+				      (__u64)f->family << 32;
+			reason = admit_call(ctx, where);
+		}
 		if (reason == ADMITTED) {
 			st->classes[class].admitted++;
 			return XDP_PASS;

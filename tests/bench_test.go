@@ -35,6 +35,7 @@ func BenchmarkFastPath(b *testing.B) {
 	p.Levels[cac.SIPInvite] = mustRate(b, 1e9, 1e9) // never empty: every INVITE is admitted
 	admitting := production(b, p)
 	p.Levels[cac.SIPInvite] = mustRate(b, 0.001, 1) // empty after the first INVITE
+	p.Levels[cac.PPPoEPADI] = mustRate(b, 0.001, 1) // likewise for PADIs
 	rejecting := production(b, p)
 	empty := passProgram(b, "empty_pass")
 	invite := v4udp(5060, SIPRequest("INVITE", toNoTag))
@@ -50,6 +51,7 @@ func BenchmarkFastPath(b *testing.B) {
 		{"reinvite", "sip re-INVITE", open, v4udp(5060, SIPRequest("INVITE", toTag))},
 		{"invite-admitted", "sip-invite admitted by a class bucket", admitting, invite},
 		{"invite-rejected", "sip-invite rejected, class bucket empty", rejecting, invite},
+		{"padi-rejected", "pppoe-padi rejected, class bucket empty", rejecting, Frame(Ether{Broadcast: true}, PPPoE{Code: PADI})},
 	}
 	const rounds, repeat = 15, 200_000
 	ns := make([][]float64, len(cases))
