@@ -44,7 +44,7 @@ test: deps check-generate vet
 	XDPCAC_REQUIRE_BPF=1 $(GO) test -count=1 ./...
 
 bench: deps
-	XDPCAC_REQUIRE_BPF=1 $(GO) test -count=1 -run '^$$' -bench FastPath -benchtime 1x ./tests/
+	XDPCAC_REQUIRE_BPF=1 $(GO) test -count=1 -run '^$$' -bench 'FastPath|SourceTable' -benchtime 1x ./tests/
 
 demo:
 	@echo "cacctl demo (a testbed in network namespaces with live traffic and stats) comes in a later change."
