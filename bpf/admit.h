@@ -61,17 +61,14 @@ struct level {
 /* The levels in the order of §4 (agents come with session agents). */
 enum { L_SOURCE, L_ACCOUNT, L_CUSTOMER, L_CLASS, L_ENVIRONMENT, L_COUNT };
 
-/* admission_needed reports whether any level could reject a call of class
- * (a frame of family): the common case of nothing configured costs one
- * lookup, with no call and no clock. */
-static __always_inline int admission_needed(__u32 class, __u8 family)
+/* admission_needed reports whether any level could reject a call of class:
+ * the common case of nothing configured costs one lookup, with no call and
+ * no clock. */
+static __always_inline int admission_needed(__u32 class)
 {
-	__u32 slot = active_slot();
-	struct cac_limits *lim = bpf_map_lookup_elem(&limits, &slot);
-	if (!lim || class >= CAC_NUM_CLASSES)
-		return 0;
-	return lim->level[class].interval_ns || lim->level[CAC_LEVEL_ENVIRONMENT].interval_ns ||
-	       lim->classes[class].per_source.interval_ns || (lim->accounts && family);
+	__u32 zero = 0;
+	__u32 *s = bpf_map_lookup_elem(&policy_slot, &zero);
+	return s && class < CAC_NUM_CLASSES && (*s & POLICY_LIMITED(class));
 }
 
 /* admit returns ADMITTED or the reason; *now is the time it read, if any. */

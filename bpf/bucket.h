@@ -20,8 +20,12 @@
  * Limits are written by the control plane in two slots: it fills the slot
  * not in use, then switches policy_slot (one aligned word), so the fast path
  * sees the old limits or the new, never a mix. The writer then waits before
- * it may write that old slot again, for programs still reading it.
+ * it may write that old slot again, for programs still reading it. The same
+ * word says which classes any level limits (POLICY_LIMITED), so a class with
+ * no limit costs one lookup.
  */
+#define POLICY_SLOT 0x1
+#define POLICY_LIMITED(class) (0x2u << (class))
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(max_entries, 1);
@@ -41,7 +45,7 @@ static __always_inline __u32 active_slot(void)
 {
 	__u32 zero = 0;
 	__u32 *s = bpf_map_lookup_elem(&policy_slot, &zero);
-	return s ? *s & 1 : 0;
+	return s ? *s & POLICY_SLOT : 0;
 }
 
 /* Buckets are written by the fast path; an apply keeps them. */

@@ -64,7 +64,7 @@ static __always_inline int verdict(struct xdp_md *ctx, struct frame *f, int resu
 		if (class >= CAC_NUM_CLASSES)
 			return XDP_PASS;
 		int reason = ADMITTED;
-		if (admission_needed(class, f->family)) {
+		if (admission_needed(class)) {
 			__u64 where = class | (__u64)f->l3off << 8 | (__u64)f->vlans << 24 |
 				      (__u64)f->family << 32;
 			reason = admit_call(ctx, where);

@@ -8,6 +8,7 @@ import (
 
 	"github.com/cilium/ebpf"
 	"github.com/xdpcac/xdpcac/bpf"
+	"github.com/xdpcac/xdpcac/cac"
 	"github.com/xdpcac/xdpcac/cac/admission"
 	"github.com/xdpcac/xdpcac/cac/bucket"
 )
@@ -52,7 +53,7 @@ func WritePolicy(pm PolicyMaps, p admission.Policy) error {
 	if err := pm.Slot.Lookup(uint32(0), &active); err != nil {
 		return fmt.Errorf("read policy slot: %w", err)
 	}
-	active &= 1
+	active &= 1 // the other bits say which classes are limited
 	next := 1 - active
 
 	old, err := readAccounts(pm.Accounts[active])
@@ -115,11 +116,25 @@ func WritePolicy(pm PolicyMaps, p admission.Policy) error {
 		}
 	}
 
-	if err := pm.Slot.Update(uint32(0), next, ebpf.UpdateAny); err != nil {
+	if err := pm.Slot.Update(uint32(0), next|limitedClasses(p), ebpf.UpdateAny); err != nil {
 		return fmt.Errorf("switch policy slot: %w", err)
 	}
 	time.Sleep(Settle)
 	return nil
+}
+
+// limitedClasses are the POLICY_LIMITED bits (bpf/bucket.h) of the classes
+// that some level of p limits.
+func limitedClasses(p admission.Policy) uint32 {
+	var bits uint32
+	for _, c := range cac.Classes() {
+		ipClass := c != cac.PPPoEPADI && c != cac.PPPoEPADR // accounts are IP prefixes
+		if p.Levels[c] != bucket.Unlimited || p.Levels[admission.LevelEnvironment] != bucket.Unlimited ||
+			p.PerSource[c].Limit != bucket.Unlimited || (ipClass && len(p.Accounts) > 0) {
+			bits |= 2 << c
+		}
+	}
+	return bits
 }
 
 // readAccounts reads a trie of account prefixes.
