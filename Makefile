@@ -6,8 +6,10 @@
 #   sudo make bench fast-path cost against an empty XDP program
 
 GO ?= go
-# Debian packages the tests and `make generate` need.
+# Debian packages the tests and `make generate` need; the benchmarks also
+# compare against nftables on a veth.
 DEB_PACKAGES := clang llvm iproute2 git
+BENCH_PACKAGES := nftables ethtool
 
 .PHONY: all build deps generate check-generate vet test bench demo clean
 
@@ -19,7 +21,7 @@ build:
 # deps installs what is missing, so that a fresh machine needs only Go.
 deps:
 	@missing=""; \
-	for p in $(DEB_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	for p in $(DEB_PACKAGES) $(EXTRA_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
 	if [ -n "$$missing" ]; then \
 		echo "installing:$$missing"; \
 		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; \
@@ -43,8 +45,9 @@ vet:
 test: deps check-generate vet
 	XDPCAC_REQUIRE_BPF=1 $(GO) test -count=1 ./...
 
-bench: deps
-	XDPCAC_REQUIRE_BPF=1 $(GO) test -count=1 -run '^$$' -bench 'FastPath|SourceTable' -benchtime 1x ./tests/
+bench:
+	$(MAKE) deps EXTRA_PACKAGES="$(BENCH_PACKAGES)"
+	XDPCAC_REQUIRE_BPF=1 $(GO) test -count=1 -run '^$$' -bench 'FastPath|SourceTable|Flood' -benchtime 1x ./tests/
 
 demo:
 	@echo "cacctl demo (a testbed in network namespaces with live traffic and stats) comes in a later change."

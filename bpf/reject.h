@@ -24,6 +24,45 @@ struct {
 	__uint(max_entries, 256 * 1024);
 } reject_events SEC(".maps");
 
+/*
+ * New records per CPU per second. A flood from spoofed sources would
+ * otherwise insert a record per packet and churn the table; past this many,
+ * rejects from sources without a record are counted in one record whose
+ * source is "other sources" (family CAC_SOURCE_OTHERS), so the counts still
+ * add up and the cost per packet stays a lookup.
+ */
+#define REJECT_NEW_PER_SECOND 1024
+#define CAC_SOURCE_OTHERS 0xff
+
+struct reject_budget {
+	__u64 second;
+	__u64 used;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct reject_budget);
+} reject_budget SEC(".maps");
+
+/* new_record_allowed spends one of this CPU's new records of the second. */
+static __always_inline int new_record_allowed(__u64 second)
+{
+	__u32 zero = 0;
+	struct reject_budget *b = bpf_map_lookup_elem(&reject_budget, &zero);
+	if (!b)
+		return 0;
+	if (b->second != second) {
+		b->second = second;
+		b->used = 0;
+	}
+	if (b->used >= REJECT_NEW_PER_SECOND)
+		return 0;
+	b->used++;
+	return 1;
+}
+
 /* What a record names as the source: everything the frame says. */
 static const struct cac_class_limits full_source = {
 	.source_key = CAC_SOURCE_MAC_VLAN,
@@ -41,6 +80,13 @@ static __always_inline void record_reject(struct xdp_md *ctx, struct frame *f, _
 	__u64 second = now / 1000000000ULL;
 
 	struct cac_reject *r = bpf_map_lookup_elem(&rejects, &key);
+	if (!r && !new_record_allowed(second)) {
+		/* Out of new records this second: count it with other sources. */
+		__builtin_memset(&key.source, 0, sizeof(key.source));
+		key.source.class = class;
+		key.source.family = CAC_SOURCE_OTHERS;
+		r = bpf_map_lookup_elem(&rejects, &key);
+	}
 	if (r && r->second == second) {
 		__sync_fetch_and_add(&r->count, 1);
 		r->last_ns = now;

@@ -105,6 +105,12 @@ type XdpCacStats struct {
 	PassedOther uint64
 }
 
+type XdpRejectBudget struct {
+	_      structs.HostLayout
+	Second uint64
+	Used   uint64
+}
+
 // Names of all BPF objects in the ELF.
 //
 // Used for safe lookups in a Collection or CollectionSpec.
@@ -118,6 +124,7 @@ const (
 	XdpMapCustomerLimits  = "customer_limits"
 	XdpMapLimits          = "limits"
 	XdpMapPolicySlot      = "policy_slot"
+	XdpMapRejectBudget    = "reject_budget"
 	XdpMapRejectEvents    = "reject_events"
 	XdpMapRejects         = "rejects"
 	XdpMapSettings        = "settings"
@@ -187,6 +194,7 @@ type XdpMapSpecs struct {
 	CustomerLimits  *ebpf.MapSpec `ebpf:"customer_limits"`
 	Limits          *ebpf.MapSpec `ebpf:"limits"`
 	PolicySlot      *ebpf.MapSpec `ebpf:"policy_slot"`
+	RejectBudget    *ebpf.MapSpec `ebpf:"reject_budget"`
 	RejectEvents    *ebpf.MapSpec `ebpf:"reject_events"`
 	Rejects         *ebpf.MapSpec `ebpf:"rejects"`
 	Settings        *ebpf.MapSpec `ebpf:"settings"`
@@ -232,6 +240,7 @@ type XdpMaps struct {
 	CustomerLimits  *ebpf.Map `ebpf:"customer_limits"`
 	Limits          *ebpf.Map `ebpf:"limits"`
 	PolicySlot      *ebpf.Map `ebpf:"policy_slot"`
+	RejectBudget    *ebpf.Map `ebpf:"reject_budget"`
 	RejectEvents    *ebpf.Map `ebpf:"reject_events"`
 	Rejects         *ebpf.Map `ebpf:"rejects"`
 	Settings        *ebpf.Map `ebpf:"settings"`
@@ -252,6 +261,7 @@ func (m *XdpMaps) Close() error {
 		m.CustomerLimits,
 		m.Limits,
 		m.PolicySlot,
+		m.RejectBudget,
 		m.RejectEvents,
 		m.Rejects,
 		m.Settings,

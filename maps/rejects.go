@@ -27,9 +27,16 @@ type Reject struct {
 	Interface string
 }
 
+// sourceOthers is CAC_SOURCE_OTHERS: the record of rejects from sources that
+// got no record of their own, when a CPU had made its new records for the
+// second (bpf/reject.h).
+const sourceOthers = 0xff
+
 // SourceString names a source as a record shows it.
 func SourceString(s bpf.XdpCacSource) string {
 	switch s.Family {
+	case sourceOthers:
+		return "other sources"
 	case 4:
 		return netip.AddrFrom4([4]byte(s.Addr[:4])).String()
 	case 6:
