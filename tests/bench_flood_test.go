@@ -141,7 +141,9 @@ func BenchmarkFlood(b *testing.B) {
 	if out, err := exec.Command(cacctlBin, "--netns", tb.box, "--state-dir", tb.state, "attach", tb.boxIface, "--config", cfg).CombinedOutput(); err != nil {
 		b.Fatalf("attach: %v: %s", err, out)
 	}
-	b.Cleanup(func() { exec.Command(cacctlBin, "--netns", tb.box, "--state-dir", tb.state, "detach", tb.boxIface).Run() })
+	b.Cleanup(func() {
+		exec.Command(cacctlBin, "--netns", tb.box, "--state-dir", tb.state, "detach", tb.boxIface).Run()
+	})
 	seen := func() uint64 {
 		out, err := exec.Command(cacctlBin, "--state-dir", tb.state, "show", "stats", "-o", "json").Output()
 		if err != nil {
