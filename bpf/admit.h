@@ -16,6 +16,7 @@
 
 /* No reason: the call is admitted. */
 #define ADMITTED (-1)
+#define EEXIST 17
 
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
@@ -152,9 +153,20 @@ static __always_inline int admit(struct frame *f, __u32 class, __u64 *now_out)
 		return reason;
 	}
 	if (new_source) {
-		/* Admitted: the new source enters with one call taken. */
+		/* Admitted: the new source enters with one call taken. If another
+		 * CPU entered it first, this call takes from that bucket. */
 		struct cac_bucket b = {.tat_ns = now + cls->per_source.interval_ns};
-		bpf_map_update_elem(&sources, &src, &b, BPF_NOEXIST);
+		if (bpf_map_update_elem(&sources, &src, &b, BPF_NOEXIST) == -EEXIST) {
+			struct cac_bucket *sb = bpf_map_lookup_elem(&sources, &src);
+			if (sb && !bucket_take(&cls->per_source, sb, now)) {
+#pragma unroll
+				for (int j = 0; j < L_COUNT; j++) {
+					if (lv[j].limit && lv[j].bucket)
+						bucket_give_back(lv[j].limit, lv[j].bucket);
+				}
+				return CAC_REASON_SOURCE;
+			}
+		}
 	}
 	return ADMITTED;
 }

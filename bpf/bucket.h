@@ -13,9 +13,6 @@
 #include "bpf_helpers.h"
 #include "cac.h"
 
-/* How often a take retries when other CPUs move the same bucket. */
-#define BUCKET_CAS_TRIES 8
-
 /*
  * Limits are written by the control plane in two slots: it fills the slot
  * not in use, then switches policy_slot (one aligned word), so the fast path
@@ -57,29 +54,48 @@ struct {
 	__type(value, struct cac_buckets);
 } buckets SEC(".maps");
 
-/* bucket_conforms reports, without changing anything, whether a call at
- * now would pass. A missing or zero limit is unlimited. */
+/* bucket_normalize brings a TAT back to one interval past a full tolerance.
+ * In steady operation it never is further ahead; after an apply shrank the
+ * bucket, this makes it refill at its new rate instead of serving out the
+ * old backlog. It takes nothing: an empty bucket stays empty. */
+static __always_inline void bucket_normalize(struct cac_limit *l, struct cac_bucket *b, __u64 now)
+{
+	__u64 tat = b->tat_ns, ceiling = now + l->tolerance_ns + l->interval_ns;
+	if (tat > ceiling)
+		__sync_val_compare_and_swap(&b->tat_ns, tat, ceiling);
+}
+
+/* bucket_conforms reports whether a call at now would pass; it takes
+ * nothing. A zero limit is unlimited. */
 static __always_inline int bucket_conforms(struct cac_limit *l, struct cac_bucket *b, __u64 now)
 {
 	if (!l->interval_ns)
 		return 1;
+	bucket_normalize(l, b, now);
 	return b->tat_ns <= now + l->tolerance_ns;
 }
 
-/* bucket_take takes one call's worth if the call still conforms. */
+/*
+ * bucket_take takes one call's worth if the call still conforms. An idle
+ * bucket (TAT behind now) moves to now + interval with compare-and-swap; a
+ * busy one, or one that lost the race, advances with an atomic add, and
+ * gives the interval back if the call no longer conforms. So a call that
+ * conforms is never refused because other CPUs were busy on the bucket.
+ */
 static __always_inline int bucket_take(struct cac_limit *l, struct cac_bucket *b, __u64 now)
 {
 	if (!l->interval_ns)
 		return 1;
 	__u64 interval = l->interval_ns, tolerance = l->tolerance_ns;
-	for (int i = 0; i < BUCKET_CAS_TRIES; i++) {
-		__u64 tat = b->tat_ns;
-		if (tat > now + tolerance)
-			return 0;
-		__u64 next = (tat > now ? tat : now) + interval;
-		if (__sync_val_compare_and_swap(&b->tat_ns, tat, next) == tat)
-			return 1;
-	}
+	__u64 tat = b->tat_ns;
+	if (tat > now + tolerance)
+		return 0;
+	if (tat < now && __sync_val_compare_and_swap(&b->tat_ns, tat, now + interval) == tat)
+		return 1;
+	__u64 old = __sync_fetch_and_add(&b->tat_ns, interval);
+	if (old <= now + tolerance)
+		return 1;
+	__sync_fetch_and_sub(&b->tat_ns, interval);
 	return 0;
 }
 

@@ -87,22 +87,26 @@ static __always_inline void record_reject(struct xdp_md *ctx, struct frame *f, _
 		key.source.family = CAC_SOURCE_OTHERS;
 		r = bpf_map_lookup_elem(&rejects, &key);
 	}
-	if (r && r->second == second) {
-		__sync_fetch_and_add(&r->count, 1);
-		r->last_ns = now;
-		return;
-	}
 	if (r) {
-		/* The key's last second is over: send it on, start this one. */
-		struct cac_reject_event *ev = bpf_ringbuf_reserve(&reject_events, sizeof(*ev), 0);
-		if (ev) {
-			ev->key = key;
-			ev->rec = *r;
-			bpf_ringbuf_submit(ev, 0);
+		__u64 last = r->second;
+		if (last != second &&
+		    __sync_val_compare_and_swap(&r->second, last, second) == last) {
+			/* This CPU closed the key's last second: send it on. The
+			 * exchange keeps every count, whoever added it. */
+			__u64 count = __sync_lock_test_and_set(&r->count, 1);
+			struct cac_reject_event *ev =
+				bpf_ringbuf_reserve(&reject_events, sizeof(*ev), 0);
+			if (ev) {
+				ev->key = key;
+				ev->rec = *r;
+				ev->rec.second = last;
+				ev->rec.count = count;
+				bpf_ringbuf_submit(ev, 0);
+			}
+			r->first_ns = now;
+		} else {
+			__sync_fetch_and_add(&r->count, 1);
 		}
-		r->second = second;
-		r->count = 1;
-		r->first_ns = now;
 		r->last_ns = now;
 		return;
 	}

@@ -44,11 +44,11 @@ func SourceString(s bpf.XdpCacSource) string {
 	}
 	var b strings.Builder
 	b.WriteString(net.HardwareAddr(s.Addr[:6]).String())
-	if s.Vlan[0] != 0 {
+	switch {
+	case s.Vlan[1] != 0: // an outer tag of VLAN 0 (priority only) still counts
+		fmt.Fprintf(&b, " vlan %d.%d", s.Vlan[0], s.Vlan[1])
+	case s.Vlan[0] != 0:
 		fmt.Fprintf(&b, " vlan %d", s.Vlan[0])
-		if s.Vlan[1] != 0 {
-			fmt.Fprintf(&b, ".%d", s.Vlan[1])
-		}
 	}
 	return b.String()
 }

@@ -340,3 +340,35 @@ func TestApplyKeepsState(t *testing.T) {
 		t.Errorf("%d INVITEs admitted after apply, want 3", admitted)
 	}
 }
+
+// TestApplyShrinksBacklog: a bucket drained under a slow limit refills at
+// the new rate once a faster, smaller one is applied.
+func TestApplyShrinksBacklog(t *testing.T) {
+	f := newFastPath(t, false)
+	var p admission.Policy
+	p.Levels[cac.PPPoEPADI] = mustRate(t, 1, 60)
+	f.setPolicy(t, p)
+	padi := Frame(Ether{Broadcast: true}, PPPoE{Code: PADI})
+	for i := 0; i < 61; i++ {
+		if err := f.check(padi); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p.Levels[cac.PPPoEPADI] = mustRate(t, 1000, 10)
+	f.setPolicy(t, p)
+	for _, c := range []struct {
+		at   time.Duration
+		pass bool
+	}{{2 * time.Millisecond, false}, {3 * time.Millisecond, true}} {
+		if err := f.at(uint64(c.at)); err != nil {
+			t.Fatal(err)
+		}
+		d, err := f.decide(padi)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d.Rejected == c.pass {
+			t.Errorf("at %v: %v, want passed %v", c.at, d, c.pass)
+		}
+	}
+}

@@ -41,13 +41,29 @@ func FromRate(cps, burst float64) (Limit, error) {
 
 // Bucket is a bucket's state: its theoretical arrival time. The zero
 // Bucket is full.
+//
+// The fast path (bpf/bucket.h) takes with compare-and-swap when the bucket
+// is idle and with an atomic add otherwise; on one CPU both come to what
+// Take does here.
 type Bucket struct {
 	TATNS uint64
 }
 
-// Conforms reports whether a call at now would pass, changing nothing.
+// normalize brings a TAT back to one interval past a full tolerance. In
+// steady operation it never is further ahead; after new limits shrink a
+// bucket, this makes it refill at the new rate instead of serving out the
+// old backlog. It takes nothing: an empty bucket stays empty.
+func (b *Bucket) normalize(l Limit, now uint64) {
+	b.TATNS = min(b.TATNS, now+l.ToleranceNS+l.IntervalNS)
+}
+
+// Conforms reports whether a call at now would pass; it takes nothing.
 func (b *Bucket) Conforms(l Limit, now uint64) bool {
-	return l.IntervalNS == 0 || b.TATNS <= now+l.ToleranceNS
+	if l.IntervalNS == 0 {
+		return true
+	}
+	b.normalize(l, now)
+	return b.TATNS <= now+l.ToleranceNS
 }
 
 // Take takes one call's worth if the call conforms.

@@ -56,3 +56,23 @@ func TestRejectedTakesNothing(t *testing.T) {
 		t.Error("after one interval one call passes again")
 	}
 }
+
+// TestShrunkBucketRefillsAtNewRate: after new limits, a drained bucket
+// refills at its new rate instead of serving out the old backlog.
+func TestShrunkBucketRefillsAtNewRate(t *testing.T) {
+	slow, _ := FromRate(1, 60)
+	fast, _ := FromRate(1000, 10)
+	var b Bucket
+	for i := 0; i < 60; i++ {
+		b.Take(slow, 0)
+	}
+	if b.Take(slow, 0) {
+		t.Fatal("the slow bucket should be dry")
+	}
+	if b.Take(fast, uint64(2*time.Millisecond)) {
+		t.Error("right after the change the bucket is still empty")
+	}
+	if !b.Take(fast, uint64(3*time.Millisecond)) {
+		t.Error("one interval (1 ms) after raising the rate to 1000 cps a call should pass")
+	}
+}

@@ -2,6 +2,7 @@ package config
 
 import (
 	"fmt"
+	"net/netip"
 	"slices"
 
 	"go.yaml.in/yaml/v3"
@@ -46,10 +47,10 @@ func (c *Config) check(d *decoder, root *yaml.Node) {
 				d.errorf(a.node, apath+".name", "account %s is defined twice", a.Name)
 			}
 			names["account "+a.Name] = true
-			if names["source "+a.Source.String()] && a.Source.IsValid() {
+			if names["source "+mapped(a.Source).String()] && a.Source.IsValid() {
 				d.errorf(a.node, apath+".source", "source %s belongs to two accounts", a.Source)
 			}
-			names["source "+a.Source.String()] = true
+			names["source "+mapped(a.Source).String()] = true
 		}
 	}
 
@@ -59,7 +60,7 @@ func (c *Config) check(d *decoder, root *yaml.Node) {
 		for _, a := range cu.Accounts {
 			for j := i + 1; j < len(c.Customers); j++ {
 				for _, b := range c.Customers[j].Accounts {
-					if a.Source.IsValid() && b.Source.IsValid() && a.Source.Overlaps(b.Source) {
+					if a.Source.IsValid() && b.Source.IsValid() && mapped(a.Source).Overlaps(mapped(b.Source)) {
 						d.errorf(b.node, fmt.Sprintf("customers[%d].accounts", j),
 							"source %s of account %s overlaps %s of account %s in customer %s", b.Source, b.Name, a.Source, a.Name, cu.Name)
 					}
@@ -94,4 +95,13 @@ func (c *Config) check(d *decoder, root *yaml.Node) {
 			}
 		}
 	}
+}
+
+// mapped is a prefix as the fast path's account trie sees it: IPv4 mapped
+// into IPv6, so that 10.0.0.0/8 and ::ffff:10.0.0.0/104 are the same.
+func mapped(p netip.Prefix) netip.Prefix {
+	if p.IsValid() && p.Addr().Is4() {
+		return netip.PrefixFrom(netip.AddrFrom16(p.Addr().As16()), p.Bits()+96)
+	}
+	return p
 }

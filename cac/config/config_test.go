@@ -106,6 +106,8 @@ func TestBadInput(t *testing.T) {
 		{"bad ios line", "call-admission: |\n  call admission limit ten\n", "bad.yaml:2:17: call-admission: call admission limit: the limit must be from 1 to 1000000000"},
 		{"per-source mac on sip", "classes:\n  sip-invite: {per-source: {key: mac, cps: 1}}\n", "classes.sip-invite.per-source.key: must be one of ip"},
 		{"overlapping customers", "customers:\n  - {name: a, accounts: [{name: a1, source: 192.0.2.0/24}]}\n  - {name: b, accounts: [{name: b1, source: 192.0.2.7/32}]}\n", "bad.yaml:3:26: customers[1].accounts: source 192.0.2.7/32 of account b1 overlaps 192.0.2.0/24 of account a1 in customer a"},
+		{"overlap across families", "customers:\n  - {name: a, accounts: [{name: a1, source: 10.0.0.0/8}]}\n  - {name: b, accounts: [{name: b1, source: \"::ffff:10.1.0.0/112\"}]}\n", "overlaps 10.0.0.0/8 of account a1"},
+		{"same prefix two ways", "customers:\n  - {name: a, accounts: [{name: a1, source: 10.0.0.0/8}, {name: a2, source: \"::ffff:10.0.0.0/104\"}]}\n", "belongs to two accounts"},
 		{"source table", "per-source-table: 10\n", "per-source-table: must be from 1024 to 16777216"},
 		{"prefix host bits", "customers: [{name: a, accounts: [{name: b, source: 192.0.2.1/24}]}]\n", "did you mean 192.0.2.0/24"},
 		{"missing realm", "session-agents: [{name: p, hostname: 192.0.2.2, realm-id: core}]\n", `session-agents[0].realm-id: no realm named "core"`},
