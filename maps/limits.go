@@ -60,10 +60,11 @@ func WritePolicy(pm PolicyMaps, p admission.Policy) error {
 	if err != nil {
 		return err
 	}
-	acctIdx, custIdx, err := assignIndexes(p, old)
+	idx, err := admission.AssignIndexes(p, old)
 	if err != nil {
 		return err
 	}
+	acctIdx, custIdx := idx.Accounts, idx.Customers
 
 	// Fill the slot not in use.
 	if err := clearTrie(pm.Accounts[next]); err != nil {
@@ -101,18 +102,14 @@ func WritePolicy(pm PolicyMaps, p admission.Policy) error {
 
 	// New accounts and customers start with full buckets. Their indexes
 	// are not used by the slot in force, so nothing else touches them.
-	for i, a := range p.Accounts {
-		if _, kept := old[admission.Mapped(a.Prefix)]; !kept {
-			if err := pm.AccountBuckets.Update(acctIdx[i], bpf.XdpCacBucket{}, ebpf.UpdateAny); err != nil {
-				return fmt.Errorf("reset bucket of account %s: %w", a.Prefix, err)
-			}
+	for _, i := range idx.FreshAccounts {
+		if err := pm.AccountBuckets.Update(i, bpf.XdpCacBucket{}, ebpf.UpdateAny); err != nil {
+			return fmt.Errorf("reset bucket of account %d: %w", i, err)
 		}
 	}
-	for i, idx := range custIdx {
-		if !custKept(old, idx) {
-			if err := pm.CustomerBuckets.Update(idx, bpf.XdpCacBucket{}, ebpf.UpdateAny); err != nil {
-				return fmt.Errorf("reset bucket of customer %d: %w", i, err)
-			}
+	for _, i := range idx.FreshCustomers {
+		if err := pm.CustomerBuckets.Update(i, bpf.XdpCacBucket{}, ebpf.UpdateAny); err != nil {
+			return fmt.Errorf("reset bucket of customer %d: %w", i, err)
 		}
 	}
 
@@ -138,13 +135,13 @@ func limitedClasses(p admission.Policy) uint32 {
 }
 
 // readAccounts reads a trie of account prefixes.
-func readAccounts(m *ebpf.Map) (map[netip.Prefix]bpf.XdpCacAccount, error) {
-	out := map[netip.Prefix]bpf.XdpCacAccount{}
+func readAccounts(m *ebpf.Map) (map[netip.Prefix]admission.Index, error) {
+	out := map[netip.Prefix]admission.Index{}
 	var key bpf.XdpCacPrefix
 	var val bpf.XdpCacAccount
 	it := m.Iterate()
 	for it.Next(&key, &val) {
-		out[netip.PrefixFrom(netip.AddrFrom16(key.Addr), int(key.Prefixlen))] = val
+		out[netip.PrefixFrom(netip.AddrFrom16(key.Addr), int(key.Prefixlen))] = admission.Index{Account: val.Account, Customer: val.Customer}
 	}
 	if err := it.Err(); err != nil {
 		return nil, fmt.Errorf("read accounts: %w", err)
@@ -169,64 +166,6 @@ func clearTrie(m *ebpf.Map) error {
 		}
 	}
 	return nil
-}
-
-func custKept(old map[netip.Prefix]bpf.XdpCacAccount, idx uint32) bool {
-	for _, v := range old {
-		if v.Customer == idx {
-			return true
-		}
-	}
-	return false
-}
-
-// assignIndexes gives each account and customer of p its index: the one
-// its prefix had before, or one the slot in force does not use.
-func assignIndexes(p admission.Policy, old map[netip.Prefix]bpf.XdpCacAccount) (acct, cust []uint32, err error) {
-	usedA, usedC := map[uint32]bool{}, map[uint32]bool{}
-	for _, v := range old {
-		usedA[v.Account], usedC[v.Customer] = true, true
-	}
-	takenA, takenC := map[uint32]bool{}, map[uint32]bool{}
-	acct = make([]uint32, len(p.Accounts))
-	cust = make([]uint32, len(p.Customers))
-	custSet := make([]bool, len(p.Customers))
-	for i, a := range p.Accounts {
-		if v, ok := old[admission.Mapped(a.Prefix)]; ok && !takenA[v.Account] {
-			acct[i] = v.Account
-			takenA[v.Account] = true
-			if !custSet[a.Customer] && !takenC[v.Customer] {
-				cust[a.Customer], custSet[a.Customer] = v.Customer, true
-				takenC[v.Customer] = true
-			}
-			continue
-		}
-		acct[i] = ^uint32(0)
-	}
-	free := func(used, taken map[uint32]bool, max int) (uint32, error) {
-		for i := uint32(0); i < uint32(max); i++ {
-			if !used[i] && !taken[i] {
-				taken[i] = true
-				return i, nil
-			}
-		}
-		return 0, fmt.Errorf("no free index below %d: apply once more without the removed accounts, or reattach", max)
-	}
-	for i := range acct {
-		if acct[i] == ^uint32(0) {
-			if acct[i], err = free(usedA, takenA, admission.MaxAccounts); err != nil {
-				return nil, nil, err
-			}
-		}
-	}
-	for i := range cust {
-		if !custSet[i] {
-			if cust[i], err = free(usedC, takenC, admission.MaxCustomers); err != nil {
-				return nil, nil, err
-			}
-		}
-	}
-	return acct, cust, nil
 }
 
 // ReadBucket returns the state of one bucket level.

@@ -133,6 +133,10 @@ func TestAdmissionDifferential(t *testing.T) {
 		f.setPolicy(t, randomPolicy(t, rng))
 		now := uint64(rng.IntN(1 << 40))
 		for i := 0; i < 2000; i++ {
+			if i == 1000 {
+				// A live apply halfway: buckets carry over, to the model too.
+				f.setPolicy(t, randomPolicy(t, rng))
+			}
 			switch rng.IntN(10) {
 			case 0: // an idle gap
 				now += uint64(rng.IntN(int(10 * time.Second)))

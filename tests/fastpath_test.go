@@ -67,7 +67,9 @@ func (f *fastPath) setPolicy(t testing.TB, p admission.Policy) {
 	if err := maps.WritePolicy(maps.PolicyMapsOf(&f.objs.XdpMaps), p); err != nil {
 		t.Fatal(err)
 	}
-	f.model.Policy = p
+	if err := f.model.SetPolicy(p); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // at sets the clock of the program, and of the model, to now (ns).

@@ -13,11 +13,34 @@ import (
 type Model struct {
 	Ports         *fsol.Ports
 	MalformedDrop bool
-	Policy        Policy
+	policy        Policy
+	index         Indexes                // of policy's accounts and customers
+	prefixes      map[netip.Prefix]Index // in force, as the fast path's trie holds them
 	levels        [NumLevels]bucket.Bucket
 	accounts      [MaxAccounts]bucket.Bucket
 	customers     [MaxCustomers]bucket.Bucket
 	sources       map[sourceKey]*bucket.Bucket
+}
+
+// SetPolicy puts a policy in force as maps.WritePolicy does: buckets are
+// kept, accounts and customers keep theirs by AssignIndexes.
+func (m *Model) SetPolicy(p Policy) error {
+	ix, err := AssignIndexes(p, m.prefixes)
+	if err != nil {
+		return err
+	}
+	for _, i := range ix.FreshAccounts {
+		m.accounts[i] = bucket.Bucket{}
+	}
+	for _, i := range ix.FreshCustomers {
+		m.customers[i] = bucket.Bucket{}
+	}
+	m.prefixes = map[netip.Prefix]Index{}
+	for i, a := range p.Accounts {
+		m.prefixes[Mapped(a.Prefix)] = Index{Account: ix.Accounts[i], Customer: ix.Customers[a.Customer]}
+	}
+	m.policy, m.index = p, ix
+	return nil
 }
 
 // sourceKey is struct cac_source: a source as the per-source table knows it.
@@ -84,11 +107,11 @@ func (m *Model) Admit(c cac.Class, src fsol.Source, now uint64) (reason cac.Reas
 	}
 	var levels []level
 	acct := -1
-	if len(m.Policy.Accounts) > 0 && src.Family != 0 {
-		acct = m.Policy.accountOf(addrOf(src))
+	if len(m.policy.Accounts) > 0 && src.Family != 0 {
+		acct = m.policy.accountOf(addrOf(src))
 	}
 	var newSource *sourceKey
-	ps := m.Policy.PerSource[c]
+	ps := m.policy.PerSource[c]
 	if ps.Limit != bucket.Unlimited && acct < 0 {
 		k := keyOf(c, ps, src)
 		if b, ok := m.sources[k]; ok {
@@ -98,14 +121,14 @@ func (m *Model) Admit(c cac.Class, src fsol.Source, now uint64) (reason cac.Reas
 		}
 	}
 	if acct >= 0 {
-		a := m.Policy.Accounts[acct]
+		a := m.policy.Accounts[acct]
 		levels = append(levels,
-			level{a.Limit, &m.accounts[acct], cac.ReasonAccount},
-			level{m.Policy.Customers[a.Customer], &m.customers[a.Customer], cac.ReasonCustomer})
+			level{a.Limit, &m.accounts[m.index.Accounts[acct]], cac.ReasonAccount},
+			level{m.policy.Customers[a.Customer], &m.customers[m.index.Customers[a.Customer]], cac.ReasonCustomer})
 	}
 	levels = append(levels,
-		level{m.Policy.Levels[c], &m.levels[c], cac.ReasonClass},
-		level{m.Policy.Levels[LevelEnvironment], &m.levels[LevelEnvironment], cac.ReasonEnvironment})
+		level{m.policy.Levels[c], &m.levels[c], cac.ReasonClass},
+		level{m.policy.Levels[LevelEnvironment], &m.levels[LevelEnvironment], cac.ReasonEnvironment})
 
 	for _, l := range levels {
 		if !l.bucket.Conforms(l.limit, now) {
