@@ -155,55 +155,52 @@ type AttachmentStats struct {
 	Stats maps.Stats
 }
 
-// ReadAllStats reads the counters of every attachment in stateDir.
-func ReadAllStats(stateDir string) ([]AttachmentStats, error) {
+// eachPinned opens every attachment in stateDir in turn for fn, skipping
+// one that is detached while we read; it takes no lock, so reading never
+// waits for a command that changes things.
+func eachPinned(stateDir string, fn func(*Pinned) error) error {
 	atts, err := List(stateDir)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	out := make([]AttachmentStats, 0, len(atts))
 	for _, a := range atts {
 		p, err := Open(stateDir, a)
 		if errors.Is(err, fs.ErrNotExist) {
-			continue // detached while we read
+			continue
 		}
 		if err != nil {
-			return nil, err
+			return err
 		}
-		s, err := maps.ReadStats(p.Stats)
+		err = fn(p)
 		p.Close()
 		if err != nil {
-			return nil, fmt.Errorf("%s: %w", a, err)
+			return fmt.Errorf("%s: %w", a, err)
 		}
-		out = append(out, AttachmentStats{Attachment: a, Stats: s})
 	}
-	return out, nil
+	return nil
+}
+
+// ReadAllStats reads the counters of every attachment in stateDir.
+func ReadAllStats(stateDir string) ([]AttachmentStats, error) {
+	var out []AttachmentStats
+	err := eachPinned(stateDir, func(p *Pinned) error {
+		s, err := maps.ReadStats(p.Stats)
+		out = append(out, AttachmentStats{Attachment: p.Attachment, Stats: s})
+		return err
+	})
+	return out, err
 }
 
 // ReadAllRejects reads the reject records of every attachment in stateDir.
 func ReadAllRejects(stateDir string) ([]maps.Reject, error) {
-	atts, err := List(stateDir)
-	if err != nil {
-		return nil, err
-	}
 	var out []maps.Reject
-	for _, a := range atts {
-		p, err := Open(stateDir, a)
-		if errors.Is(err, fs.ErrNotExist) {
-			continue // detached while we read
-		}
-		if err != nil {
-			return nil, err
-		}
+	err := eachPinned(stateDir, func(p *Pinned) error {
 		r, err := maps.ReadRejects(p.Rejects)
-		p.Close()
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", a, err)
-		}
 		for i := range r {
-			r[i].Interface = a.Key() // its ifindex means something only in its namespace
+			r[i].Interface = p.Key() // its ifindex means something only in its namespace
 		}
 		out = append(out, r...)
-	}
-	return out, nil
+		return err
+	})
+	return out, err
 }

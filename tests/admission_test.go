@@ -3,9 +3,7 @@ package tests
 import (
 	"math/rand/v2"
 	"net/netip"
-	"os"
 	"runtime"
-	"strconv"
 	"testing"
 	"time"
 
@@ -112,15 +110,7 @@ func TestRejectedConsumesNothing(t *testing.T) {
 // times to the program and the model under random limits: bursts, idle
 // gaps, fractional rates, one-call buckets. XDPCAC_DIFF_SEED replays one.
 func TestAdmissionDifferential(t *testing.T) {
-	seed := rand.Uint64()
-	if s := os.Getenv("XDPCAC_DIFF_SEED"); s != "" {
-		v, err := strconv.ParseUint(s, 10, 64)
-		if err != nil {
-			t.Fatalf("XDPCAC_DIFF_SEED=%q: %v", s, err)
-		}
-		seed = v
-	}
-	t.Logf("seed %d", seed)
+	seed := diffSeed(t)
 	rng := rand.New(rand.NewPCG(seed, 7))
 	var frames [][]byte
 	for _, c := range append(sessionFrames(), edgeFrames()...) {

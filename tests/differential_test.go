@@ -25,10 +25,9 @@ func differentialFrames(t *testing.T) int {
 	return n
 }
 
-// TestDifferential holds the XDP object to the reference model over random
-// and mutated frames. The seed is logged, and XDPCAC_DIFF_SEED replays it.
-func TestDifferential(t *testing.T) {
-	f := newFastPath(t, false)
+// diffSeed is a random seed for a differential test, or XDPCAC_DIFF_SEED
+// to replay one; it is logged either way.
+func diffSeed(t *testing.T) uint64 {
 	seed := rand.Uint64()
 	if s := os.Getenv("XDPCAC_DIFF_SEED"); s != "" {
 		v, err := strconv.ParseUint(s, 10, 64)
@@ -38,6 +37,14 @@ func TestDifferential(t *testing.T) {
 		seed = v
 	}
 	t.Logf("seed %d (XDPCAC_DIFF_SEED=%d replays this run)", seed, seed)
+	return seed
+}
+
+// TestDifferential holds the XDP object to the reference model over random
+// and mutated frames. The seed is logged, and XDPCAC_DIFF_SEED replays it.
+func TestDifferential(t *testing.T) {
+	f := newFastPath(t, false)
+	seed := diffSeed(t)
 	rng := rand.New(rand.NewPCG(seed, 0x9e3779b97f4a7c15))
 
 	seeds := append(sessionFrames(), edgeFrames()...)
