@@ -62,31 +62,37 @@ struct level {
 /* The levels in the order of §4 (agents come with session agents). */
 enum { L_SOURCE, L_ACCOUNT, L_CUSTOMER, L_CLASS, L_ENVIRONMENT, L_COUNT };
 
-/* admission_needed reports whether any level could reject a call of class:
- * the common case of nothing configured costs one lookup, with no call and
- * no clock. */
-static __always_inline int admission_needed(__u32 class)
+/* policy_word reads policy_slot: the slot in force, and which classes any
+ * level limits. A class with no limit costs this one lookup, with no call
+ * and no clock. */
+static __always_inline __u32 policy_word(void)
 {
 	__u32 zero = 0;
 	__u32 *s = bpf_map_lookup_elem(&policy_slot, &zero);
-	return s && class < CAC_NUM_CLASSES && (*s & POLICY_LIMITED(class));
+	return s ? *s : 0;
 }
 
-/* admit returns ADMITTED or the reason; *now is the time it read, if any. */
-static __always_inline int admit(struct frame *f, __u32 class, __u64 *now_out)
+/* give_back returns what the first n levels took. */
+static __always_inline void give_back(struct level *lv, int n)
 {
-	__u32 zero = 0, slot = active_slot();
+#pragma unroll
+	for (int j = 0; j < L_COUNT; j++) {
+		if (j < n && lv[j].limit && lv[j].bucket)
+			bucket_give_back(lv[j].limit, lv[j].bucket);
+	}
+}
+
+/* admit returns ADMITTED or the reason for a call of class under the
+ * limits of slot; *now_out is the time it read. */
+static __always_inline int admit(struct frame *f, __u32 class, __u32 slot, __u64 *now_out)
+{
+	__u32 zero = 0;
 	struct cac_limits *lim = bpf_map_lookup_elem(&limits, &slot);
 	if (!lim || class >= CAC_NUM_CLASSES)
 		return ADMITTED;
 	struct cac_class_limits *cls = &lim->classes[class];
 	int per_source = cls->per_source.interval_ns != 0;
 	int by_account = lim->accounts && f->family;
-
-	/* Nothing to check: no clock to read, no bucket to touch. */
-	if (!per_source && !by_account && !lim->level[class].interval_ns &&
-	    !lim->level[CAC_LEVEL_ENVIRONMENT].interval_ns)
-		return ADMITTED;
 	struct cac_buckets *bk = bpf_map_lookup_elem(&buckets, &zero);
 	if (!bk)
 		return ADMITTED;
@@ -144,12 +150,7 @@ static __always_inline int admit(struct frame *f, __u32 class, __u64 *now_out)
 		}
 	}
 	if (reason != ADMITTED) {
-		/* Another CPU got there first: give back what this call took. */
-#pragma unroll
-		for (int j = 0; j < L_COUNT; j++) {
-			if (j < taken && lv[j].limit && lv[j].bucket)
-				bucket_give_back(lv[j].limit, lv[j].bucket);
-		}
+		give_back(lv, taken); /* another CPU got there first */
 		return reason;
 	}
 	if (new_source) {
@@ -159,11 +160,7 @@ static __always_inline int admit(struct frame *f, __u32 class, __u64 *now_out)
 		if (bpf_map_update_elem(&sources, &src, &b, BPF_NOEXIST) == -EEXIST) {
 			struct cac_bucket *sb = bpf_map_lookup_elem(&sources, &src);
 			if (sb && !bucket_take(&cls->per_source, sb, now)) {
-#pragma unroll
-				for (int j = 0; j < L_COUNT; j++) {
-					if (lv[j].limit && lv[j].bucket)
-						bucket_give_back(lv[j].limit, lv[j].bucket);
-				}
+				give_back(lv, L_COUNT);
 				return CAC_REASON_SOURCE;
 			}
 		}

@@ -37,13 +37,6 @@ struct {
 	__type(value, struct cac_limits);
 } limits SEC(".maps");
 
-/* active_slot returns the slot of limits in force: 0 or 1. */
-static __always_inline __u32 active_slot(void)
-{
-	__u32 zero = 0;
-	__u32 *s = bpf_map_lookup_elem(&policy_slot, &zero);
-	return s ? *s & POLICY_SLOT : 0;
-}
 
 /* Buckets are written by the fast path; an apply keeps them. */
 

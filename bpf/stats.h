@@ -29,7 +29,8 @@ struct {
  * admit_call admits or rejects one first packet and records a reject. It
  * is a global function, so the verifier checks the admission pipeline once
  * instead of once for every way through the parsers; where packs the
- * class and where the source is (a BPF function has five arguments).
+ * class, where the source is and the slot of limits in force (a BPF
+ * function has five arguments).
  */
 __noinline int admit_call(struct xdp_md *ctx, __u64 where)
 {
@@ -43,7 +44,7 @@ __noinline int admit_call(struct xdp_md *ctx, __u64 where)
 	};
 	__u32 class = where & 0xff;
 	__u64 now = 0;
-	int reason = admit(&f, class, &now);
+	int reason = admit(&f, class, (where >> 40) & POLICY_SLOT, &now);
 	if (reason != ADMITTED)
 		record_reject(ctx, &f, class, reason, now);
 	return reason;
@@ -64,9 +65,10 @@ static __always_inline int verdict(struct xdp_md *ctx, struct frame *f, int resu
 		if (class >= CAC_NUM_CLASSES)
 			return XDP_PASS;
 		int reason = ADMITTED;
-		if (admission_needed(class)) {
+		__u32 policy = policy_word();
+		if (policy & POLICY_LIMITED(class)) {
 			__u64 where = class | (__u64)f->l3off << 8 | (__u64)f->vlans << 24 |
-				      (__u64)f->family << 32;
+				      (__u64)f->family << 32 | (__u64)(policy & POLICY_SLOT) << 40;
 			reason = admit_call(ctx, where);
 		}
 		if (reason == ADMITTED) {
