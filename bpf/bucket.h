@@ -23,6 +23,7 @@
  */
 #define POLICY_SLOT 0x1
 #define POLICY_LIMITED(class) (0x2u << (class))
+
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(max_entries, 1);
@@ -37,9 +38,7 @@ struct {
 	__type(value, struct cac_limits);
 } limits SEC(".maps");
 
-
 /* Buckets are written by the fast path; an apply keeps them. */
-
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(max_entries, 1);
