@@ -157,11 +157,26 @@ func TestAdmissionDifferential(t *testing.T) {
 // TestConcurrentRate: both CPUs run INVITEs into the same class bucket on
 // the kernel clock for a second; the admitted rate must be within 3 % of
 // the configured one. On one CPU the differential tests show it is exact.
+// A second try is allowed, since a host that takes both CPUs away for more
+// than the bucket's 100 ms loses capacity no program could use.
 func TestConcurrentRate(t *testing.T) {
 	testenv.RequireBPF(t)
 	if runtime.NumCPU() < 2 {
 		t.Skip("needs two CPUs")
 	}
+	for try := 1; try <= 2; try++ {
+		ratio := concurrentRate(t)
+		if ratio >= 0.97 && ratio <= 1.03 {
+			return
+		}
+		t.Logf("try %d: admitted %.4f of the configured rate", try, ratio)
+	}
+	t.Error("admitted rate not within 3 % of the configured one in two tries")
+}
+
+// concurrentRate floods one bucket from both CPUs for a second and returns
+// the admitted calls over what the bucket allows in that time.
+func concurrentRate(t *testing.T) float64 {
 	var objs bpf.XdpObjects
 	if err := bpf.LoadXdpObjects(&objs, nil); err != nil {
 		t.Fatal(err)
@@ -213,15 +228,12 @@ func TestConcurrentRate(t *testing.T) {
 	}
 	inv := s.Classes[cac.SIPInvite]
 	want := burst + cps*elapsed.Seconds()
-	ratio := float64(inv.Admitted) / want
 	t.Logf("%d INVITEs in %v on 2 CPUs: %d admitted, %.0f expected (%.4f), %d rejected",
-		inv.Seen(), elapsed, inv.Admitted, want, ratio, inv.RejectedTotal())
+		inv.Seen(), elapsed, inv.Admitted, want, float64(inv.Admitted)/want, inv.RejectedTotal())
 	if inv.RejectedTotal() == 0 {
 		t.Fatal("the flood never reached the limit: the test measured nothing")
 	}
-	if ratio < 0.97 || ratio > 1.03 {
-		t.Errorf("admitted %.4f of the configured rate, want within 3 %%", ratio)
-	}
+	return float64(inv.Admitted) / want
 }
 
 // randomRate is a limit as an operator might write it: fractional rates,
