@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
 /*
- * Counters and the one exit every watched frame takes. Counters are per CPU
- * and plain increments: no atomics, no shared cache lines. Unwatched
- * traffic never gets here, so it writes nothing.
+ * Counters and the one exit every watched frame takes: a first packet goes
+ * through admission here. Counters are per CPU and plain increments: no
+ * atomics, no shared cache lines. Unwatched traffic never gets here, so it
+ * writes nothing.
  */
 #pragma once
 
