@@ -4,5 +4,6 @@
 // are those of bpf/cac.h; a test holds the two together.
 //
 // Subpackages hold the control plane: config (the YAML file), fsol (the
-// reference classifier, oracle of the XDP program).
+// reference classifier), bucket (the token bucket) and admission (the
+// reference model of the whole fast path), the oracles of the XDP program.
 package cac
