@@ -26,10 +26,11 @@ struct {
 
 /*
  * New records per CPU per second. A flood from spoofed sources would
- * otherwise insert a record per packet and churn the table; past this many,
- * rejects from sources without a record are counted in one record whose
- * source is "other sources" (family CAC_SOURCE_OTHERS), so the counts still
- * add up and the cost per packet stays a lookup.
+ * otherwise insert a record per packet and churn the table. Once a CPU has
+ * made this many in a second, every further reject it sees in that second
+ * is counted in one record whose source is "other sources" (family
+ * CAC_SOURCE_OTHERS), without looking for its own: the counts still add
+ * up, and a spoofed flood costs what a single-source one does.
  */
 #define REJECT_NEW_PER_SECOND 1024
 #define CAC_SOURCE_OTHERS 0xff
@@ -46,21 +47,16 @@ struct {
 	__type(value, struct reject_budget);
 } reject_budget SEC(".maps");
 
-/* new_record_allowed spends one of this CPU's new records of the second. */
-static __always_inline int new_record_allowed(__u64 second)
+/* this_cpu_budget returns this CPU's new-record budget for the second. */
+static __always_inline struct reject_budget *this_cpu_budget(__u64 second)
 {
 	__u32 zero = 0;
 	struct reject_budget *b = bpf_map_lookup_elem(&reject_budget, &zero);
-	if (!b)
-		return 0;
-	if (b->second != second) {
+	if (b && b->second != second) {
 		b->second = second;
 		b->used = 0;
 	}
-	if (b->used >= REJECT_NEW_PER_SECOND)
-		return 0;
-	b->used++;
-	return 1;
+	return b;
 }
 
 /* What a record names as the source: everything the frame says. */
@@ -79,8 +75,19 @@ static __always_inline void record_reject(struct xdp_md *ctx, struct frame *f, _
 	key.reason = reason;
 	__u64 second = now / 1000000000ULL;
 
-	struct cac_reject *r = bpf_map_lookup_elem(&rejects, &key);
-	if (!r && !new_record_allowed(second)) {
+	struct reject_budget *budget = this_cpu_budget(second);
+	if (!budget)
+		return;
+	struct cac_reject *r = NULL;
+	int fresh = 0;
+	if (budget->used < REJECT_NEW_PER_SECOND) {
+		r = bpf_map_lookup_elem(&rejects, &key);
+		if (!r) {
+			budget->used++; /* a new record follows below */
+			fresh = 1;
+		}
+	}
+	if (!r && !fresh) {
 		/* Out of new records this second: count it with other sources. */
 		__builtin_memset(&key.source, 0, sizeof(key.source));
 		key.source.class = class;

@@ -2,6 +2,7 @@ package tests
 
 import (
 	"net/netip"
+	"runtime"
 	"testing"
 	"time"
 
@@ -10,6 +11,7 @@ import (
 	"github.com/xdpcac/xdpcac/cac/admission"
 	"github.com/xdpcac/xdpcac/maps"
 	. "github.com/xdpcac/xdpcac/tests/pkt"
+	"golang.org/x/sys/unix"
 )
 
 // TestRejectRecords: rejects are counted per source, class and reason for
@@ -78,5 +80,49 @@ func TestRejectRecords(t *testing.T) {
 	}
 	if got.Source != "203.0.113.1" || got.Class != cac.SIPInvite || got.Reason != cac.ReasonClass || got.Count != 5 || second != 1 {
 		t.Errorf("event %+v (second %d), want 5 class rejects of 203.0.113.1 in second 1", got, second)
+	}
+}
+
+// TestRejectRecordBudget: past 1,024 new records on a CPU in a second,
+// further rejects count in one "other sources" record, and no count is lost.
+func TestRejectRecordBudget(t *testing.T) {
+	// The budget is per CPU: stay on one. The thread stays locked, so it
+	// ends with the test instead of going back pinned to one CPU.
+	runtime.LockOSThread()
+	var set unix.CPUSet
+	set.Set(0)
+	if err := unix.SchedSetaffinity(0, &set); err != nil {
+		t.Fatal(err)
+	}
+	f := newFastPath(t, false)
+	var p admission.Policy
+	p.Levels[cac.SIPInvite] = mustRate(t, 0.001, 1)
+	f.setPolicy(t, p)
+	if err := f.at(uint64(time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	const sources = 1100
+	for i := 0; i <= sources; i++ { // the first INVITE is admitted
+		src := netip.AddrFrom4([4]byte{198, 51, 100 + byte(i>>8), byte(i)})
+		if _, err := f.run(Frame(Ether{}, IPv4{Src: src}, UDP{Dst: 5060}, SIPRequest("INVITE", toNoTag))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	recs, err := maps.ReadRejects(f.objs.Rejects)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var own, others, total uint64
+	for _, r := range recs {
+		total += r.Count
+		if r.Source == "other sources" {
+			others += r.Count
+		} else {
+			own++
+		}
+	}
+	if own != 1024 || total != sources || others != sources-1024 {
+		t.Errorf("%d records of their own, %d rejects in other sources, %d in all; want 1024, %d, %d",
+			own, others, total, sources-1024, sources)
 	}
 }
