@@ -252,15 +252,3 @@ func Detach(a Attachment, stateDir string) error {
 	}
 	return nil
 }
-
-// XDPProgramID reports the id of the XDP program on an interface, 0 for none.
-func XDPProgramID(a Attachment) (uint32, error) {
-	l, err := linkByName(a.Netns, a.Iface)
-	if err != nil {
-		return 0, err
-	}
-	if x := l.Attrs().Xdp; x != nil && x.Attached {
-		return x.ProgId, nil
-	}
-	return 0, nil
-}

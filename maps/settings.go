@@ -26,14 +26,6 @@ func WriteSettings(m *ebpf.Map, s Settings) error {
 	return nil
 }
 
-// ReadSettings returns the settings in force.
-func ReadSettings(m *ebpf.Map) (Settings, error) {
-	var v bpf.XdpCacSettings
-	if err := m.Lookup(uint32(0), &v); err != nil {
-		return Settings{}, fmt.Errorf("read settings map: %w", err)
-	}
-	return Settings{MalformedDrop: v.MalformedDrop != 0}, nil
-}
 
 // WritePorts replaces the UDP port table with the given L2TP and SIP ports.
 // The kernel copies the value word by word, so while it is written a port
@@ -53,21 +45,4 @@ func WritePorts(m *ebpf.Map, l2tp, sip []uint16) error {
 		return fmt.Errorf("write udp_ports map: %w", err)
 	}
 	return nil
-}
-
-// ReadPorts returns the L2TP and SIP ports in force.
-func ReadPorts(m *ebpf.Map) (l2tp, sip []uint16, err error) {
-	var v bpf.XdpCacPorts
-	if err := m.Lookup(uint32(0), &v); err != nil {
-		return nil, nil, fmt.Errorf("read udp_ports map: %w", err)
-	}
-	for p, k := range v.Kind {
-		switch cac.PortKind(k) {
-		case cac.PortL2TP:
-			l2tp = append(l2tp, uint16(p))
-		case cac.PortSIP:
-			sip = append(sip, uint16(p))
-		}
-	}
-	return l2tp, sip, nil
 }
