@@ -26,7 +26,6 @@ func WriteSettings(m *ebpf.Map, s Settings) error {
 	return nil
 }
 
-
 // WritePorts replaces the UDP port table with the given L2TP and SIP ports.
 // The kernel copies the value word by word, so while it is written a port
 // is seen either as it was or as it will be, never as anything else.
