@@ -5,6 +5,14 @@ import (
 	"net/netip"
 )
 
+// orAddr is a, or def when a is the zero Addr.
+func orAddr(a, def netip.Addr) netip.Addr {
+	if a.IsValid() {
+		return a
+	}
+	return def
+}
+
 func innerProto(inner Layer, set uint8) uint8 {
 	if set != 0 {
 		return set
@@ -31,13 +39,7 @@ type IPv4 struct {
 func (IPv4) etherType() uint16 { return 0x0800 }
 
 func (h IPv4) wrap(p []byte, inner Layer) []byte {
-	src, dst := h.Src, h.Dst
-	if !src.IsValid() {
-		src = PeerV4
-	}
-	if !dst.IsValid() {
-		dst = LocalV4
-	}
+	src, dst := orAddr(h.Src, PeerV4), orAddr(h.Dst, LocalV4)
 	opts := append([]byte(nil), h.Options...)
 	for len(opts)%4 != 0 {
 		opts = append(opts, 0) // end of options list
@@ -106,13 +108,7 @@ type Ext struct {
 }
 
 func (h IPv6) wrap(p []byte, inner Layer) []byte {
-	src, dst := h.Src, h.Dst
-	if !src.IsValid() {
-		src = PeerV6
-	}
-	if !dst.IsValid() {
-		dst = LocalV6
-	}
+	src, dst := orAddr(h.Src, PeerV6), orAddr(h.Dst, LocalV6)
 	next := innerProto(inner, h.Next)
 	var ext []byte
 	for i := len(h.Ext) - 1; i >= 0; i-- {
