@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
 /*
- * The admission pipeline of DESIGN.md §4, as far as it is built: source,
- * account, customer, class, environment. The first level that fails names
+ * The admission pipeline of DESIGN.md §4, as far as it is built: the call
+ * admission gates (stale, CPU, buffers), then the buckets of source,
+ * account, customer, class and environment, then the charge budget (agents
+ * come with session agents). The first level that fails names
  * the reason, and a rejected call consumes nothing at any level: every
  * level is checked before any is taken, and a take that loses a race to
  * another CPU gives back what was taken before it. A new source enters the
@@ -11,11 +13,10 @@
 #pragma once
 
 #include "bucket.h"
+#include "charge.h"
 #include "clock.h"
 #include "source.h"
 
-/* No reason: the call is admitted. */
-#define ADMITTED (-1)
 #define EEXIST 17
 
 struct {
@@ -99,6 +100,17 @@ static __always_inline int admit(struct frame *f, __u32 class, __u32 slot, __u64
 	__u64 now = now_ns();
 	*now_out = now;
 
+	/* Call admission applies to calls (every class but sip-options) once
+	 * a limit makes it operational; its gates come before any bucket. */
+	struct cac_admission *ca = &lim->cac;
+	int charged = ca->limit_milli && call_type_of(class) >= 0;
+	struct measured m = {};
+	if (charged) {
+		int r = cac_gates(ca, now, &m);
+		if (r != ADMITTED)
+			return r;
+	}
+
 	struct level lv[L_COUNT] = {
 		[L_CLASS] = {&lim->level[class], &bk->level[class], CAC_REASON_CLASS},
 		[L_ENVIRONMENT] = {&lim->level[CAC_LEVEL_ENVIRONMENT],
@@ -153,6 +165,13 @@ static __always_inline int admit(struct frame *f, __u32 class, __u32 slot, __u64
 		give_back(lv, taken); /* another CPU got there first */
 		return reason;
 	}
+	if (charged) {
+		reason = charge_take(ca, &m, class, now);
+		if (reason != ADMITTED) {
+			give_back(lv, L_COUNT);
+			return reason;
+		}
+	}
 	if (new_source) {
 		/* Admitted: the new source enters with one call taken. If another
 		 * CPU entered it first, this call takes from that bucket. */
@@ -161,6 +180,8 @@ static __always_inline int admit(struct frame *f, __u32 class, __u32 slot, __u64
 			struct cac_bucket *sb = bpf_map_lookup_elem(&sources, &src);
 			if (sb && !bucket_take(&cls->per_source, sb, now)) {
 				give_back(lv, L_COUNT);
+				if (charged)
+					charge_give_back(ca, class);
 				return CAC_REASON_SOURCE;
 			}
 		}

@@ -34,6 +34,9 @@ enum cac_reason {
 	CAC_NUM_REASONS = 11,
 };
 
+/* No reason: the call is admitted. */
+#define ADMITTED (-1)
+
 /* What the classifier made of a frame. */
 enum cac_verdict_kind {
 	CAC_KIND_UNWATCHED = 0,  /* not on a watched carrier: passed, never counted */
@@ -112,12 +115,72 @@ struct cac_class_limits {
 	__u8 _pad[6];
 };
 
+/* The Cisco call types of the charge budget, and the classes each holds. */
+enum cac_call_type {
+	CAC_CALL_PPPOE = 0, /* pppoe-padi, pppoe-padr */
+	CAC_CALL_VPDN = 1,  /* l2tp-sccrq, l2tp-icrq */
+	CAC_CALL_SIP = 2,   /* sip-invite; sip-options is no call */
+	CAC_NUM_CALL_TYPES = 3,
+};
+
+/* Charges in force are summed per tick of 100 ms; a ring remembers 4096
+ * ticks, and lifetimes reach 300 s (3000 ticks), so the whole window of
+ * the longest lifetime is always in the ring. */
+#define CAC_TICK_NS 100000000ULL
+#define CAC_RING 4096
+#define CAC_MAX_LIFETIME_TICKS 3000
+_Static_assert(CAC_MAX_LIFETIME_TICKS < CAC_RING, "a lifetime fits the ring");
+
+/* What each admitted call of a type costs, and for how many ticks. */
+struct cac_charge {
+	__u32 charge; /* 0: the type has no charge line */
+	__u32 lifetime_ticks;
+};
+
+/* What the fast path does while the control plane is stale. */
+enum cac_on_stale {
+	CAC_STALE_STATIC = 0, /* keep the last measurements */
+	CAC_STALE_OPEN = 1,   /* ignore CPU and buffer measurements */
+	CAC_STALE_CLOSED = 2, /* reject every call */
+};
+
+/* Cisco call admission (the charge budget), part of the limits so that an
+ * apply switches it with them. Charges are in thousandths. */
+struct cac_admission {
+	__u64 limit_milli;    /* 0: CAC not operational */
+	__u64 stale_after_ns; /* 0: never stale */
+	struct cac_charge type[CAC_NUM_CALL_TYPES];
+	__u32 cpu_limit_milli; /* new model: CPU at or over this rejects; 0: no gate */
+	__u8 new_model;
+	__u8 on_stale; /* enum cac_on_stale */
+	__u8 _pad[2];
+};
+
 /* Every level's limit in one map value, so one lookup finds them all. */
 struct cac_limits {
 	struct cac_limit level[CAC_NUM_LEVELS];
 	struct cac_class_limits classes[CAC_NUM_CLASSES];
 	__u32 accounts; /* configured accounts; 0 skips the account lookup */
 	__u32 _pad;
+	struct cac_admission cac;
+};
+
+/* What the control plane measured, written whole into the slot not in
+ * use and then switched to, as limits are. */
+struct cac_inputs {
+	__u64 heartbeat_ns; /* monotonic time of the write; 0: no control plane */
+	__u64 load_milli;   /* load charge, thousandths */
+	__u32 cpu_milli;    /* CPU percent of the last interval, thousandths */
+	__u32 buffers_full; /* nonzero: a watched receive buffer is full */
+};
+
+/* The calls a type admitted, and where that total stood at the start of
+ * each recent tick: calls in force = total - snap[first tick of the
+ * lifetime]. A lifetime change needs no new state. */
+struct cac_charge_ring {
+	__u64 total;
+	__u64 tick;           /* newest tick whose snapshot is written */
+	__u64 snap[CAC_RING]; /* at tick % CAC_RING */
 };
 
 /* Rejects of one source, class and reason, within one second. */

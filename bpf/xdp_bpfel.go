@@ -19,6 +19,21 @@ type XdpCacAccount struct {
 	Customer uint32
 }
 
+type XdpCacAdmission struct {
+	_            structs.HostLayout
+	LimitMilli   uint64
+	StaleAfterNs uint64
+	Type         [3]struct {
+		_             structs.HostLayout
+		Charge        uint32
+		LifetimeTicks uint32
+	}
+	CpuLimitMilli uint32
+	NewModel      uint8
+	OnStale       uint8
+	Pad           [2]uint8
+}
+
 type XdpCacBucket struct {
 	_     structs.HostLayout
 	TatNs uint64
@@ -27,6 +42,21 @@ type XdpCacBucket struct {
 type XdpCacBuckets struct {
 	_     structs.HostLayout
 	Level [7]XdpCacBucket
+}
+
+type XdpCacChargeRing struct {
+	_     structs.HostLayout
+	Total uint64
+	Tick  uint64
+	Snap  [4096]uint64
+}
+
+type XdpCacInputs struct {
+	_           structs.HostLayout
+	HeartbeatNs uint64
+	LoadMilli   uint64
+	CpuMilli    uint32
+	BuffersFull uint32
 }
 
 type XdpCacLimit struct {
@@ -47,6 +77,7 @@ type XdpCacLimits struct {
 	}
 	Accounts uint32
 	Pad      uint32
+	Cac      XdpCacAdmission
 }
 
 type XdpCacPorts struct {
@@ -120,8 +151,11 @@ const (
 	XdpMapAccounts0       = "accounts0"
 	XdpMapAccounts1       = "accounts1"
 	XdpMapBuckets         = "buckets"
+	XdpMapChargeRings     = "charge_rings"
 	XdpMapCustomerBuckets = "customer_buckets"
 	XdpMapCustomerLimits  = "customer_limits"
+	XdpMapInputs          = "inputs"
+	XdpMapInputsSlot      = "inputs_slot"
 	XdpMapLimits          = "limits"
 	XdpMapPolicySlot      = "policy_slot"
 	XdpMapRejectBudget    = "reject_budget"
@@ -190,8 +224,11 @@ type XdpMapSpecs struct {
 	Accounts0       *ebpf.MapSpec `ebpf:"accounts0"`
 	Accounts1       *ebpf.MapSpec `ebpf:"accounts1"`
 	Buckets         *ebpf.MapSpec `ebpf:"buckets"`
+	ChargeRings     *ebpf.MapSpec `ebpf:"charge_rings"`
 	CustomerBuckets *ebpf.MapSpec `ebpf:"customer_buckets"`
 	CustomerLimits  *ebpf.MapSpec `ebpf:"customer_limits"`
+	Inputs          *ebpf.MapSpec `ebpf:"inputs"`
+	InputsSlot      *ebpf.MapSpec `ebpf:"inputs_slot"`
 	Limits          *ebpf.MapSpec `ebpf:"limits"`
 	PolicySlot      *ebpf.MapSpec `ebpf:"policy_slot"`
 	RejectBudget    *ebpf.MapSpec `ebpf:"reject_budget"`
@@ -236,8 +273,11 @@ type XdpMaps struct {
 	Accounts0       *ebpf.Map `ebpf:"accounts0"`
 	Accounts1       *ebpf.Map `ebpf:"accounts1"`
 	Buckets         *ebpf.Map `ebpf:"buckets"`
+	ChargeRings     *ebpf.Map `ebpf:"charge_rings"`
 	CustomerBuckets *ebpf.Map `ebpf:"customer_buckets"`
 	CustomerLimits  *ebpf.Map `ebpf:"customer_limits"`
+	Inputs          *ebpf.Map `ebpf:"inputs"`
+	InputsSlot      *ebpf.Map `ebpf:"inputs_slot"`
 	Limits          *ebpf.Map `ebpf:"limits"`
 	PolicySlot      *ebpf.Map `ebpf:"policy_slot"`
 	RejectBudget    *ebpf.Map `ebpf:"reject_budget"`
@@ -257,8 +297,11 @@ func (m *XdpMaps) Close() error {
 		m.Accounts0,
 		m.Accounts1,
 		m.Buckets,
+		m.ChargeRings,
 		m.CustomerBuckets,
 		m.CustomerLimits,
+		m.Inputs,
+		m.InputsSlot,
 		m.Limits,
 		m.PolicySlot,
 		m.RejectBudget,

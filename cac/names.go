@@ -171,3 +171,47 @@ func (v Verdict) String() string {
 	}
 	return fmt.Sprintf("xdp-action(%d)", uint32(v))
 }
+
+// CallType is a Cisco call type of the charge budget: enum cac_call_type.
+type CallType uint8
+
+// The call types, in the order of enum cac_call_type.
+const (
+	CallPPPoE CallType = iota
+	CallVPDN
+	CallSIP
+	NumCallTypes int = iota
+)
+
+var callTypeNames = [NumCallTypes]string{CallPPPoE: "pppoe", CallVPDN: "vpdn", CallSIP: "sip"}
+
+func (t CallType) String() string {
+	if int(t) < NumCallTypes {
+		return callTypeNames[t]
+	}
+	return fmt.Sprintf("call-type(%d)", uint8(t))
+}
+
+// ParseCallType returns the call type of an IOS name such as "vpdn".
+func ParseCallType(name string) (CallType, error) {
+	for i, n := range callTypeNames {
+		if n == name {
+			return CallType(i), nil
+		}
+	}
+	return 0, fmt.Errorf("unknown call type %q (want one of %s)", name, strings.Join(callTypeNames[:], ", "))
+}
+
+// CallTypeOf is the call type a class is charged as; sip-options opens no
+// call and has none.
+func CallTypeOf(c Class) (CallType, bool) {
+	switch c {
+	case PPPoEPADI, PPPoEPADR:
+		return CallPPPoE, true
+	case L2TPSCCRQ, L2TPICRQ:
+		return CallVPDN, true
+	case SIPInvite:
+		return CallSIP, true
+	}
+	return 0, false
+}

@@ -41,6 +41,8 @@ func TestNamesMatchC(t *testing.T) {
 		"CAC_KIND_FRAGMENT": int(Fragment), "CAC_KIND_MALFORMED": int(Malformed),
 		"CAC_PORT_NONE": int(PortNone), "CAC_PORT_L2TP": int(PortL2TP), "CAC_PORT_SIP": int(PortSIP),
 		"CAC_LEVEL_ENVIRONMENT": NumClasses, "CAC_NUM_LEVELS": NumClasses + 1,
+		"CAC_CALL_PPPOE": int(CallPPPoE), "CAC_CALL_VPDN": int(CallVPDN), "CAC_CALL_SIP": int(CallSIP),
+		"CAC_NUM_CALL_TYPES": NumCallTypes,
 	} {
 		if got, ok := c[name]; !ok || got != want {
 			t.Errorf("%s is %d in Go, %d (found %v) in C", name, want, got, ok)

@@ -96,6 +96,7 @@ func WritePolicy(pm PolicyMaps, p admission.Policy) error {
 		v.Classes[c].Ipv6Prefix = uint8(ps.IPv6Prefix)
 	}
 	v.Accounts = uint32(len(p.Accounts))
+	v.Cac = admissionOf(p.CallAdmission)
 	if err := pm.Limits.Update(next, &v, ebpf.UpdateAny); err != nil {
 		return fmt.Errorf("write limits: %w", err)
 	}
@@ -121,13 +122,15 @@ func WritePolicy(pm PolicyMaps, p admission.Policy) error {
 }
 
 // limitedClasses are the POLICY_LIMITED bits (bpf/bucket.h) of the classes
-// that some level of p limits.
+// that some level of p limits, call admission included.
 func limitedClasses(p admission.Policy) uint32 {
 	var bits uint32
 	for _, c := range cac.Classes() {
 		ipClass := c != cac.PPPoEPADI && c != cac.PPPoEPADR // accounts are IP prefixes
+		_, call := cac.CallTypeOf(c)
 		if p.Levels[c] != bucket.Unlimited || p.Levels[admission.LevelEnvironment] != bucket.Unlimited ||
-			p.PerSource[c].Limit != bucket.Unlimited || (ipClass && len(p.Accounts) > 0) {
+			p.PerSource[c].Limit != bucket.Unlimited || (ipClass && len(p.Accounts) > 0) ||
+			(call && p.CallAdmission.Operational()) {
 			bits |= 2 << c
 		}
 	}

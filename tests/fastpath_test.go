@@ -72,6 +72,26 @@ func (f *fastPath) setPolicy(t testing.TB, p admission.Policy) {
 	}
 }
 
+// setInputs gives the program and the model the same measurements of the
+// control plane.
+func (f *fastPath) setInputs(t testing.TB, in admission.Inputs) {
+	t.Helper()
+	if err := maps.WriteInputs(maps.InputMapsOf(&f.objs.XdpMaps), in); err != nil {
+		t.Fatal(err)
+	}
+	f.model.SetInputs(in)
+}
+
+// stats reads the program's counters.
+func (f *fastPath) stats(t testing.TB) maps.Stats {
+	t.Helper()
+	st, err := maps.ReadStats(f.objs.Stats)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st
+}
+
 // at sets the clock of the program, and of the model, to now (ns).
 func (f *fastPath) at(now uint64) error {
 	f.now = now

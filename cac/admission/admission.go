@@ -20,6 +20,8 @@ type Model struct {
 	accounts      [MaxAccounts]bucket.Bucket
 	customers     [MaxCustomers]bucket.Bucket
 	sources       map[sourceKey]*bucket.Bucket
+	inputs        Inputs
+	rings         [cac.NumCallTypes]ChargeRing
 }
 
 // SetPolicy puts a policy in force as maps.WritePolicy does: buckets are
@@ -96,10 +98,19 @@ func (d Decision) String() string {
 }
 
 // Admit runs a first packet of class c from src at now through the levels
-// in order: the first that fails names the reason, and a rejected call
-// takes nothing. A new source enters the per-source table only when
+// in order: the call admission gates, the buckets, the charge budget. The
+// first that fails names the reason, and a rejected call takes nothing. A new source enters the per-source table only when
 // admitted; a source in an account never does.
 func (m *Model) Admit(c cac.Class, src fsol.Source, now uint64) (reason cac.Reason, rejected bool) {
+	_, call := cac.CallTypeOf(c)
+	charged := call && m.policy.CallAdmission.Operational()
+	var in Inputs
+	if charged {
+		var r cac.Reason
+		if in, r, rejected = m.gates(now); rejected {
+			return r, true
+		}
+	}
 	type level struct {
 		limit  bucket.Limit
 		bucket *bucket.Bucket
@@ -133,6 +144,11 @@ func (m *Model) Admit(c cac.Class, src fsol.Source, now uint64) (reason cac.Reas
 	for _, l := range levels {
 		if !l.bucket.Conforms(l.limit, now) {
 			return l.reason, true
+		}
+	}
+	if charged {
+		if r, rejected := m.chargeTake(c, in, now); rejected {
+			return r, true
 		}
 	}
 	for _, l := range levels {

@@ -55,6 +55,8 @@ type Policy struct {
 	PerSource [cac.NumClasses]PerSource
 	Accounts  []Account
 	Customers []bucket.Limit
+	// CallAdmission is the Cisco charge budget and its gates.
+	CallAdmission CallAdmission
 }
 
 func limitOf(what string, lim config.Limit) (bucket.Limit, error) {
@@ -102,6 +104,9 @@ func PolicyOf(cfg *config.Config) (Policy, error) {
 			}
 			p.Accounts = append(p.Accounts, Account{Prefix: a.Source, Limit: al, Customer: len(p.Customers) - 1})
 		}
+	}
+	if p.CallAdmission, err = callAdmissionOf(cfg); err != nil {
+		return p, err
 	}
 	if len(p.Accounts) > MaxAccounts || len(p.Customers) > MaxCustomers {
 		return p, fmt.Errorf("%d accounts in %d customers: at most %d and %d", len(p.Accounts), len(p.Customers), MaxAccounts, MaxCustomers)

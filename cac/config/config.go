@@ -118,6 +118,9 @@ type CPU struct {
 	SampleInterval time.Duration
 }
 
+// MinSampleInterval is the shortest CPU sample interval.
+const MinSampleInterval = 100 * time.Millisecond
+
 // Buffers lists the sockets whose receive queues make the buffer charge.
 type Buffers struct {
 	UDPPorts        []uint16
@@ -212,7 +215,12 @@ func (c *Config) fields(d *decoder) fields {
 		"cpu": func(p string, v *yaml.Node) {
 			d.mapping(v, p, fields{
 				"source":          func(p string, v *yaml.Node) { d.cpuSource(v, p, &c.CPU.Source) },
-				"sample-interval": func(p string, v *yaml.Node) { d.duration(v, p, &c.CPU.SampleInterval) },
+				"sample-interval": func(p string, v *yaml.Node) {
+					d.duration(v, p, &c.CPU.SampleInterval)
+					if c.CPU.SampleInterval < MinSampleInterval {
+						d.errorf(v, p, "must be at least %v (the charge budget counts in ticks of 100 ms), got %q", MinSampleInterval, v.Value)
+					}
+				},
 			})
 		},
 		"buffers": func(p string, v *yaml.Node) {

@@ -24,6 +24,11 @@ type Charge struct {
 	Lifetime time.Duration
 }
 
+// MaxChargeLifetime is the longest lifetime of a call's charge, in
+// seconds: the fast path counts charges in force in a ring of 100 ms ticks
+// that holds 300 s of them (bpf/cac.h).
+const MaxChargeLifetime = 300
+
 // The call types of `call admission <type> <charge> <lifetime>`.
 var callTypes = []string{"pppoe", "vpdn", "sip"}
 
@@ -106,9 +111,9 @@ func (d *decoder) callAdmissionLine(at *yaml.Node, path string, w []string, ca *
 	case "pppoa":
 		d.errorf(at, path, "call admission pppoa: PPPoA runs over ATM, not Ethernet; xdpcac cannot see it (use pppoe, vpdn or sip)")
 	case "pppoe", "vpdn", "sip":
-		if args(2, "<charge 1-1000000> <lifetime 1-3600>") {
+		if args(2, "<charge 1-1000000> <lifetime 1-300>") {
 			c, ok1 := num(w[1], "the charge", 1, 1e6)
-			l, ok2 := num(w[2], "the lifetime in seconds", 1, 3600)
+			l, ok2 := num(w[2], "the lifetime in seconds", 1, MaxChargeLifetime)
 			if ok1 && ok2 {
 				ca.Charges[w[0]] = Charge{Charge: uint32(c), Lifetime: time.Duration(l) * time.Second}
 			}

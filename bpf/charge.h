@@ -1,0 +1,203 @@
+/* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
+/*
+ * Cisco broadband call admission (DESIGN.md §4): the stale, CPU and buffer
+ * gates that come before the buckets, and the charge budget that comes
+ * after them. Each admitted call holds its type's charge for the type's
+ * lifetime; the charges in force are counted per 100 ms tick from a
+ * running total and a ring of snapshots of it, so a check reads a few
+ * words and takes no lock. cac/admission is the same arithmetic in Go.
+ */
+#pragma once
+
+#include "uapi.h"
+#include "bpf_helpers.h"
+#include "cac.h"
+
+/* Measurements, in two slots like the limits: the control plane fills the
+ * slot not in use and then switches inputs_slot, so no check sees a
+ * heartbeat from one write and a load from another. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 2);
+	__type(key, __u32);
+	__type(value, struct cac_inputs);
+} inputs SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u32);
+} inputs_slot SEC(".maps");
+
+/* One ring per call type; written by the fast path, kept by an apply. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, CAC_NUM_CALL_TYPES);
+	__type(key, __u32);
+	__type(value, struct cac_charge_ring);
+} charge_rings SEC(".maps");
+
+/* The measurements a check uses, after the on-stale rule. */
+struct measured {
+	__u64 load_milli;
+	__u32 cpu_milli;
+	__u32 buffers_full;
+};
+
+/* call_type_of maps a class to its call type, or -1 for sip-options,
+ * which opens no call. */
+static __always_inline int call_type_of(__u32 class)
+{
+	switch (class) {
+	case CAC_CLASS_PPPOE_PADI:
+	case CAC_CLASS_PPPOE_PADR:
+		return CAC_CALL_PPPOE;
+	case CAC_CLASS_L2TP_SCCRQ:
+	case CAC_CLASS_L2TP_ICRQ:
+		return CAC_CALL_VPDN;
+	case CAC_CLASS_SIP_INVITE:
+		return CAC_CALL_SIP;
+	}
+	return -1;
+}
+
+/*
+ * cac_gates applies the checks that come before any bucket: a stale
+ * control plane (reason stale when on-stale is closed), then in the new
+ * model the CPU gate and full buffers. It fills *m for the charge check.
+ */
+static __always_inline int cac_gates(struct cac_admission *ca, __u64 now, struct measured *m)
+{
+	__u32 zero = 0;
+	__u32 *s = bpf_map_lookup_elem(&inputs_slot, &zero);
+	__u32 slot = s ? *s & 1 : 0;
+	struct cac_inputs *in = bpf_map_lookup_elem(&inputs, &slot);
+	if (!in)
+		return ADMITTED;
+	m->load_milli = in->load_milli;
+	m->cpu_milli = in->cpu_milli;
+	m->buffers_full = in->buffers_full;
+
+	/* A heartbeat of 0 is no control plane at all (cacctl attach): its
+	 * measurements are zero and cannot go stale. */
+	__u64 beat = in->heartbeat_ns;
+	if (beat && ca->stale_after_ns && now > beat + ca->stale_after_ns) {
+		if (ca->on_stale == CAC_STALE_CLOSED)
+			return CAC_REASON_STALE;
+		if (ca->on_stale == CAC_STALE_OPEN) {
+			m->load_milli = 0;
+			m->cpu_milli = 0;
+			m->buffers_full = 0;
+		}
+	}
+	if (ca->new_model) {
+		if (ca->cpu_limit_milli && m->cpu_milli >= ca->cpu_limit_milli)
+			return CAC_REASON_CPU_LIMIT;
+		if (m->buffers_full)
+			return CAC_REASON_BUFFERS;
+	}
+	return ADMITTED;
+}
+
+/*
+ * charge_advance writes the snapshots of the ticks since a type's ring was
+ * last written, up to tick: the total stood still over them, since nothing
+ * was admitted. Only the last CAC_MAX_LIFETIME_TICKS can be read, so an
+ * idle ring costs at most that many stores once. Two CPUs crossing a tick
+ * together write the same total, or one a call newer: a call counted a
+ * tick later, held at most 100 ms longer. A global function, so the
+ * verifier walks its loop once.
+ */
+__noinline int charge_advance(__u32 type, __u64 tick)
+{
+	struct cac_charge_ring *r = bpf_map_lookup_elem(&charge_rings, &type);
+	if (!r)
+		return 0;
+	__u64 last = r->tick;
+	if (tick <= last)
+		return 0;
+	__u64 gap = tick - last, total = r->total;
+	for (__u32 i = 0; i < CAC_MAX_LIFETIME_TICKS; i++) {
+		if (i >= gap)
+			break;
+		r->snap[(tick - i) & (CAC_RING - 1)] = total;
+	}
+	/* Publish only after the snapshots: a reader that sees the new tick
+	 * finds them written. A slower CPU may lower it; the next packet
+	 * raises it again, writing the same totals. */
+	__sync_val_compare_and_swap(&r->tick, last, tick);
+	return 0;
+}
+
+/* in_force is how many calls of a ring hold their charge at tick. */
+static __always_inline __u64 in_force(struct cac_charge_ring *r, __u64 tick, __u32 lifetime)
+{
+	__u64 total = r->total, then = r->snap[(tick - lifetime + 1) & (CAC_RING - 1)];
+	return total > then ? total - then : 0;
+}
+
+/*
+ * charge_take admits a call of class against the charge budget, or names
+ * the reason: old model, session charges + load + this call's charge
+ * within the limit, full buffers rejecting everything; new model, session
+ * charges + this call's charge within the limit. An admitted call adds
+ * itself to its type's total with an atomic add; if another CPU's call got
+ * in between and the sum no longer fits, it takes itself out again.
+ */
+static __always_inline int charge_take(struct cac_admission *ca, struct measured *m, __u32 class, __u64 now)
+{
+	int reason = ca->new_model ? CAC_REASON_SESSION_CHARGES : CAC_REASON_TOTAL_CHARGE;
+	if (!ca->new_model && m->buffers_full)
+		return reason;
+	__u64 tick = now / CAC_TICK_NS;
+	int type = call_type_of(class);
+	__u64 budget = ca->limit_milli, used = ca->new_model ? 0 : m->load_milli;
+	struct cac_charge_ring *mine = NULL;
+	__u64 mine_total = 0, charge = 0;
+
+#pragma unroll
+	for (__u32 t = 0; t < CAC_NUM_CALL_TYPES; t++) {
+		struct cac_charge *c = &ca->type[t];
+		__u32 lifetime = c->lifetime_ticks;
+		if (!c->charge || !lifetime || lifetime > CAC_MAX_LIFETIME_TICKS)
+			continue;
+		charge_advance(t, tick);
+		__u32 key = t;
+		struct cac_charge_ring *r = bpf_map_lookup_elem(&charge_rings, &key);
+		if (!r)
+			continue;
+		used += in_force(r, tick, lifetime) * c->charge * 1000;
+		if (t == (__u32)type) {
+			mine = r;
+			mine_total = r->total;
+			charge = (__u64)c->charge * 1000;
+		}
+	}
+	if (used + charge > budget)
+		return reason;
+	if (!mine)
+		return ADMITTED; /* a call with no charge line holds nothing */
+	__u64 before = __sync_fetch_and_add(&mine->total, 1);
+	if (before > mine_total && used + (before - mine_total) * charge + charge > budget) {
+		__sync_fetch_and_sub(&mine->total, 1);
+		return reason;
+	}
+	return ADMITTED;
+}
+
+/* charge_give_back takes back a call charge_take admitted, when a race on
+ * a new source rejects it after all. */
+static __always_inline void charge_give_back(struct cac_admission *ca, __u32 class)
+{
+	int type = call_type_of(class);
+	if (type < 0 || type >= CAC_NUM_CALL_TYPES)
+		return;
+	struct cac_charge *c = &ca->type[type];
+	if (!c->charge || !c->lifetime_ticks || c->lifetime_ticks > CAC_MAX_LIFETIME_TICKS)
+		return; /* charge_take added nothing */
+	__u32 key = type;
+	struct cac_charge_ring *r = bpf_map_lookup_elem(&charge_rings, &key);
+	if (r)
+		__sync_fetch_and_sub(&r->total, 1);
+}

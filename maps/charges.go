@@ -1,0 +1,111 @@
+package maps
+
+import (
+	"fmt"
+
+	"github.com/cilium/ebpf"
+	"github.com/xdpcac/xdpcac/bpf"
+	"github.com/xdpcac/xdpcac/cac"
+	"github.com/xdpcac/xdpcac/cac/admission"
+)
+
+func admissionOf(ca admission.CallAdmission) bpf.XdpCacAdmission {
+	v := bpf.XdpCacAdmission{
+		LimitMilli:    ca.LimitMilli,
+		StaleAfterNs:  ca.StaleAfterNS,
+		CpuLimitMilli: ca.CPULimitMilli,
+		OnStale:       uint8(ca.OnStale),
+	}
+	if ca.NewModel {
+		v.NewModel = 1
+	}
+	for t, c := range ca.Charges {
+		v.Type[t].Charge = c.Charge
+		v.Type[t].LifetimeTicks = c.LifetimeTicks
+	}
+	return v
+}
+
+// InputMaps are the maps the control plane writes its measurements to.
+type InputMaps struct {
+	Slot   *ebpf.Map // inputs_slot: the slot in force
+	Inputs *ebpf.Map // two slots of struct cac_inputs
+}
+
+// InputMapsOf picks the input maps out of the program's maps.
+func InputMapsOf(o *bpf.XdpMaps) InputMaps {
+	return InputMaps{Slot: o.InputsSlot, Inputs: o.Inputs}
+}
+
+// WriteInputs puts measurements in force as WritePolicy puts limits: into
+// the slot not in use, then a switch of one word, so that no check sees a
+// heartbeat of one write with the load of another. Writes come at most
+// every 100 ms, far longer than a program holds a slot, so the slot it
+// fills is never still being read.
+func WriteInputs(im InputMaps, in admission.Inputs) error {
+	var active uint32
+	if err := im.Slot.Lookup(uint32(0), &active); err != nil {
+		return fmt.Errorf("read inputs slot: %w", err)
+	}
+	next := 1 - active&1
+	v := bpf.XdpCacInputs{HeartbeatNs: in.HeartbeatNS, LoadMilli: in.LoadMilli, CpuMilli: in.CPUMilli}
+	if in.BuffersFull {
+		v.BuffersFull = 1
+	}
+	if err := im.Inputs.Update(next, &v, ebpf.UpdateAny); err != nil {
+		return fmt.Errorf("write inputs: %w", err)
+	}
+	if err := im.Slot.Update(uint32(0), next, ebpf.UpdateAny); err != nil {
+		return fmt.Errorf("switch inputs slot: %w", err)
+	}
+	return nil
+}
+
+// ReadInputs returns the measurements in force.
+func ReadInputs(im InputMaps) (admission.Inputs, error) {
+	var slot uint32
+	if err := im.Slot.Lookup(uint32(0), &slot); err != nil {
+		return admission.Inputs{}, fmt.Errorf("read inputs slot: %w", err)
+	}
+	var v bpf.XdpCacInputs
+	if err := im.Inputs.Lookup(slot&1, &v); err != nil {
+		return admission.Inputs{}, fmt.Errorf("read inputs: %w", err)
+	}
+	return admission.Inputs{HeartbeatNS: v.HeartbeatNs, LoadMilli: v.LoadMilli, CPUMilli: v.CpuMilli, BuffersFull: v.BuffersFull != 0}, nil
+}
+
+// ReadChargeRings returns the charge ring of every call type.
+func ReadChargeRings(m *ebpf.Map) (*[cac.NumCallTypes]admission.ChargeRing, error) {
+	var rings [cac.NumCallTypes]admission.ChargeRing
+	for t := range rings {
+		var v bpf.XdpCacChargeRing
+		if err := m.Lookup(uint32(t), &v); err != nil {
+			return nil, fmt.Errorf("read charge ring of %v: %w", cac.CallType(t), err)
+		}
+		rings[t] = admission.ChargeRing{Total: v.Total, Tick: v.Tick, Snap: v.Snap}
+	}
+	return &rings, nil
+}
+
+// ReadCallAdmission returns the call admission in force.
+func ReadCallAdmission(pm PolicyMaps) (admission.CallAdmission, error) {
+	var slot uint32
+	if err := pm.Slot.Lookup(uint32(0), &slot); err != nil {
+		return admission.CallAdmission{}, fmt.Errorf("read policy slot: %w", err)
+	}
+	var v bpf.XdpCacLimits
+	if err := pm.Limits.Lookup(slot&1, &v); err != nil {
+		return admission.CallAdmission{}, fmt.Errorf("read limits: %w", err)
+	}
+	ca := admission.CallAdmission{
+		LimitMilli:    v.Cac.LimitMilli,
+		NewModel:      v.Cac.NewModel != 0,
+		CPULimitMilli: v.Cac.CpuLimitMilli,
+		OnStale:       admission.OnStale(v.Cac.OnStale),
+		StaleAfterNS:  v.Cac.StaleAfterNs,
+	}
+	for t := range ca.Charges {
+		ca.Charges[t] = admission.Charge{Charge: v.Cac.Type[t].Charge, LifetimeTicks: v.Cac.Type[t].LifetimeTicks}
+	}
+	return ca, nil
+}
