@@ -214,7 +214,7 @@ func (c *Config) fields(d *decoder) fields {
 		"call-admission": func(p string, v *yaml.Node) { c.CallAdmission = d.callAdmission(p, v) },
 		"cpu": func(p string, v *yaml.Node) {
 			d.mapping(v, p, fields{
-				"source":          func(p string, v *yaml.Node) { d.cpuSource(v, p, &c.CPU.Source) },
+				"source": func(p string, v *yaml.Node) { d.cpuSource(v, p, &c.CPU.Source) },
 				"sample-interval": func(p string, v *yaml.Node) {
 					d.duration(v, p, &c.CPU.SampleInterval)
 					if c.CPU.SampleInterval < MinSampleInterval {
