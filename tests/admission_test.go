@@ -134,15 +134,8 @@ func TestAdmissionDifferential(t *testing.T) {
 			default:
 				now += uint64(rng.IntN(int(50 * time.Millisecond)))
 			}
-			if err := f.at(now); err != nil {
-				t.Fatal(err)
-			}
-			d, err := f.decide(frames[rng.IntN(len(frames))])
-			if err != nil {
+			if err := f.tally(frames[rng.IntN(len(frames))], now, rejected); err != nil {
 				t.Fatalf("seed %d round %d frame %d at %d: %v", seed, round, i, now, err)
-			}
-			if d.Rejected {
-				rejected[d.Reason]++
 			}
 		}
 	}

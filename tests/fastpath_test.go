@@ -175,6 +175,18 @@ func (f *fastPath) decide(frame []byte) (admission.Decision, error) {
 	return got, nil
 }
 
+// tally is decide at now, counting a reject by its reason.
+func (f *fastPath) tally(frame []byte, now uint64, rejected map[cac.Reason]int) error {
+	if err := f.at(now); err != nil {
+		return err
+	}
+	d, err := f.decide(frame)
+	if d.Rejected {
+		rejected[d.Reason]++
+	}
+	return err
+}
+
 // passProgram is an XDP program that only returns XDP_PASS: the baseline of
 // the benchmark, and a stand-in for another tool's program.
 func passProgram(t testing.TB, name string) *ebpf.Program {

@@ -203,3 +203,6 @@ func (m *Model) chargeTake(c cac.Class, in Inputs, now uint64) (cac.Reason, bool
 // SetInputs puts the control plane's measurements in force, as
 // maps.WriteInputs does.
 func (m *Model) SetInputs(in Inputs) { m.inputs = in }
+
+// ChargeRings returns a copy of the model's charge rings.
+func (m *Model) ChargeRings() [cac.NumCallTypes]ChargeRing { return m.rings }

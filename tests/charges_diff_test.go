@@ -1,0 +1,154 @@
+package tests
+
+import (
+	"math/rand/v2"
+	"testing"
+
+	"github.com/xdpcac/xdpcac/cac"
+	"github.com/xdpcac/xdpcac/cac/admission"
+	"github.com/xdpcac/xdpcac/cac/bucket"
+	"github.com/xdpcac/xdpcac/maps"
+)
+
+// randomCallAdmission is a charge budget as an operator might write it:
+// either model, small and large limits, lifetimes from 100 ms to the
+// longest, types with and without a charge line, and a stale rule.
+func randomCallAdmission(rng *rand.Rand) admission.CallAdmission {
+	ca := admission.CallAdmission{
+		LimitMilli:   []uint64{0, 50_000, 72_000, 300_000, 400_000}[rng.IntN(5)],
+		NewModel:     rng.IntN(2) == 0,
+		OnStale:      admission.OnStale(rng.IntN(3)),
+		StaleAfterNS: []uint64{0, 200_000_000, 5 * second}[rng.IntN(3)],
+	}
+	if rng.IntN(3) > 0 {
+		ca.CPULimitMilli = uint32(1000 * (20 + rng.IntN(60)))
+	}
+	for t := range ca.Charges {
+		if rng.IntN(3) > 0 {
+			ca.Charges[t] = admission.Charge{
+				Charge:        []uint32{1, 5, 10, 33}[rng.IntN(4)],
+				LifetimeTicks: []uint32{1, 3, 10, 25, admission.MaxLifetimeTicks}[rng.IntN(5)],
+			}
+		}
+	}
+	return ca
+}
+
+// randomInputs are measurements as the control plane writes them: a CPU
+// on either side of the gate, a load charge, now and then full buffers,
+// and a heartbeat that is fresh, old, or absent.
+func randomInputs(rng *rand.Rand, now uint64) admission.Inputs {
+	pcpu := rng.Float64() * 100
+	in := admission.Inputs{
+		LoadMilli:   admission.Milli((pcpu + 95) * float64([]int{0, 10, 100}[rng.IntN(3)]) / 200),
+		CPUMilli:    uint32(admission.Milli(pcpu)),
+		BuffersFull: rng.IntN(6) == 0,
+	}
+	switch rng.IntN(4) {
+	case 0: // no control plane: attached with cacctl attach
+	case 1:
+		in.HeartbeatNS = max(1, now-uint64(rng.IntN(int(10*second))))
+	default:
+		in.HeartbeatNS = now
+	}
+	return in
+}
+
+// TestChargeDifferential holds the program to the model under random
+// charge budgets, measurements and buckets: bursts, gaps inside a lifetime,
+// idle gaps longer than the ring, live applies and stale control planes.
+func TestChargeDifferential(t *testing.T) {
+	seed := diffSeed(t)
+	rng := rand.New(rand.NewPCG(seed, 11))
+	frames := sourcedFrames()
+	rejected := map[cac.Reason]int{}
+	for round := 0; round < 16; round++ {
+		f := newFastPath(t, false)
+		policy := func() admission.Policy {
+			var p admission.Policy
+			if rng.IntN(3) == 0 {
+				p = randomPolicy(t, rng)
+			}
+			p.CallAdmission = randomCallAdmission(rng)
+			return p
+		}
+		f.setPolicy(t, policy())
+		now := uint64(rng.IntN(1 << 40))
+		f.setInputs(t, randomInputs(rng, now))
+		for i := 0; i < 1500; i++ {
+			switch rng.IntN(40) {
+			case 0:
+				f.setPolicy(t, policy()) // a live apply: rings carry over
+			case 1, 2:
+				f.setInputs(t, randomInputs(rng, now))
+			case 3: // idle longer than the longest lifetime
+				now += uint64(rng.IntN(int(400 * second)))
+			case 4, 5: // a gap inside a lifetime
+				now += uint64(rng.IntN(int(3 * second)))
+			case 6, 7, 8, 9, 10: // the same instant
+			default:
+				now += uint64(rng.IntN(30_000_000))
+			}
+			if err := f.tally(frames[rng.IntN(len(frames))], now, rejected); err != nil {
+				t.Fatalf("seed %d round %d frame %d at %d: %v", seed, round, i, now, err)
+			}
+		}
+		checkRings(t, f)
+	}
+	for _, r := range []cac.Reason{cac.ReasonStale, cac.ReasonCPULimit, cac.ReasonBuffers, cac.ReasonSessionCharges, cac.ReasonTotalCharge} {
+		if rejected[r] == 0 {
+			t.Errorf("seed %d: the trace never reached %v: rejected %v", seed, r, rejected)
+		}
+	}
+	t.Logf("rejected by reason: %v", rejected)
+}
+
+// checkRings compares the program's charge rings with the model's: the
+// same calls admitted, the same charges in force.
+func checkRings(t *testing.T, f *fastPath) {
+	t.Helper()
+	got, err := maps.ReadChargeRings(f.objs.ChargeRings)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := f.model.ChargeRings()
+	for ty := range got {
+		if got[ty].Total != want[ty].Total {
+			t.Errorf("%v: program admitted %d charged calls, model %d", cac.CallType(ty), got[ty].Total, want[ty].Total)
+		}
+	}
+}
+
+// TestChargeRejectConsumesNothing: a call the charge budget rejects takes
+// no token from the buckets before it, and a call a bucket rejects holds
+// no charge.
+func TestChargeRejectConsumesNothing(t *testing.T) {
+	f := newFastPath(t, false)
+	p := policyOf(t, ios("limit 30", "vpdn 10 1"))
+	p.Levels[cac.L2TPICRQ] = mustRate(t, 1, 4)
+	f.setPolicy(t, p)
+	f.mustAt(t, 50*second)
+	if passed, reasons := f.offer(t, icrq, 5); passed != 3 || reasons[cac.ReasonTotalCharge] != 2 {
+		t.Fatalf("%d of 5 passed, rejected %v; want 3 and 2 total-charge", passed, reasons)
+	}
+	b, err := maps.ReadBucket(f.objs.Buckets, int(cac.L2TPICRQ))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := (bucket.Bucket{}); b.Conforms(p.Levels[cac.L2TPICRQ], 50*second) != want.Conforms(p.Levels[cac.L2TPICRQ], 50*second) {
+		t.Fatalf("bucket is empty after 3 of 4 calls")
+	}
+	// One token is left: the next second, the bucket admits one call and
+	// rejects the rest as class, which hold no charge.
+	f.mustAt(t, 51*second)
+	if passed, reasons := f.offer(t, icrq, 4); passed != 2 || reasons[cac.ReasonClass] != 2 {
+		t.Fatalf("next second: %d of 4 passed, rejected %v; want 2 (one left, one refilled) then class", passed, reasons)
+	}
+	rings, err := maps.ReadChargeRings(f.objs.ChargeRings)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rings[cac.CallVPDN].Total != 5 {
+		t.Errorf("the VPDN ring counts %d admitted calls, want 5", rings[cac.CallVPDN].Total)
+	}
+}
