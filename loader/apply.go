@@ -3,6 +3,7 @@ package loader
 import (
 	"fmt"
 
+	"github.com/cilium/ebpf"
 	"github.com/xdpcac/xdpcac/maps"
 )
 
@@ -25,12 +26,17 @@ func Apply(stateDir string, o Options) ([]Attachment, error) {
 	defer lk.unlock()
 
 	var done []Attachment
+	written := map[ebpf.MapID]bool{} // attachments share their limits
 	for _, a := range atts {
 		p, err := Open(stateDir, a)
 		if err != nil {
 			return done, err
 		}
-		err = apply(p, o)
+		id, err := mapID(p.Limits)
+		if err == nil && !written[id] {
+			err = apply(p, o)
+			written[id] = true
+		}
 		p.Close()
 		if err != nil {
 			return done, fmt.Errorf("%s: %w", a, err)

@@ -60,8 +60,9 @@ func attachModeName(m uint32) string {
 }
 
 // Load loads the XDP program and its maps, unattached, with a per-source
-// table of sourceTable entries (0: the default).
-func Load(sourceTable uint32) (*bpf.XdpObjects, error) {
+// table of sourceTable entries (0: the default), using the maps of shared
+// in place of its own.
+func Load(sourceTable uint32, shared map[string]*ebpf.Map) (*bpf.XdpObjects, error) {
 	if err := rlimit.RemoveMemlock(); err != nil {
 		return nil, fmt.Errorf("lift memlock limit: %w", err)
 	}
@@ -73,7 +74,10 @@ func Load(sourceTable uint32) (*bpf.XdpObjects, error) {
 		spec.Maps[bpf.XdpMapSources].MaxEntries = sourceTable
 	}
 	var objs bpf.XdpObjects
-	if err := spec.LoadAndAssign(&objs, nil); err != nil {
+	if err := spec.LoadAndAssign(&objs, &ebpf.CollectionOptions{MapReplacements: shared}); err != nil {
+		if errors.Is(err, ebpf.ErrMapIncompatible) {
+			return nil, fmt.Errorf("the interfaces already attached have other map shapes (per-source-table differs, or another xdpcac version): detach them or use the same configuration: %w", err)
+		}
 		var ve *ebpf.VerifierError
 		if errors.As(err, &ve) {
 			return nil, fmt.Errorf("the kernel refused the XDP program: %+v", ve)
@@ -84,8 +88,10 @@ func Load(sourceTable uint32) (*bpf.XdpObjects, error) {
 }
 
 // Attach loads the program, configures it, attaches it to the interface
-// with a bpf_link and pins it all under o.StateDir. It returns the mode the
-// kernel attached in. On any error nothing is left behind.
+// with a bpf_link and pins it all under o.StateDir. An interface attached
+// beside others shares their state (Shared), and o is put in force for all
+// of them. It returns the mode the kernel attached in. On any error
+// nothing is left behind.
 func Attach(a Attachment, o Options) (mode string, err error) {
 	flags, err := xdpFlags(o.Mode)
 	if err != nil {
@@ -114,7 +120,17 @@ func Attach(a Attachment, o Options) (mode string, err error) {
 		return "", err
 	}
 
-	objs, err := Load(o.SourceTable)
+	// A new attachment joins the state of those already in the directory.
+	var shared map[string]*ebpf.Map
+	if others, err := List(o.StateDir); err != nil {
+		return "", err
+	} else if len(others) > 0 {
+		if shared, err = sharedMaps(o.StateDir, others[0]); err != nil {
+			return "", err
+		}
+		defer closeMaps(shared)
+	}
+	objs, err := Load(o.SourceTable, shared)
 	if err != nil {
 		return "", err
 	}
@@ -202,7 +218,9 @@ func pinAll(stateDir, dir string, l link.Link, objs *bpf.XdpObjects) error {
 		}
 		return nil
 	}
-	err := eachMap(&objs.XdpMaps, func(name string, m **ebpf.Map) error { return pin(name, (*m).Pin) })
+	err := eachMap(&objs.XdpMaps, func(name string, m **ebpf.Map) error {
+		return pin(name, func(path string) error { return pinFresh(*m, path) })
+	})
 	if err == nil {
 		err = pin(pinProgram, objs.XdpCac.Pin)
 	}

@@ -208,3 +208,33 @@ func TestApplyLive(t *testing.T) {
 		t.Errorf("after raising the burst to 12: %+v, want 12 admitted in all and 8 rejected", got)
 	}
 }
+
+// TestInterfacesShareLimits: two access interfaces of one box share its
+// limits: a class burst of 5 admits 5 PADIs over both, not 5 on each; and
+// detaching one leaves the other enforcing with the state it had.
+func TestInterfacesShareLimits(t *testing.T) {
+	tb := newTestbed(t)
+	box2, peer2 := testenv.Veth(t, tb.box, tb.peer)
+	cfg := writeConfig(t, e2eConfig+"classes:\n  pppoe-padi: {cps: 0.001, burst: 5}\n")
+	for _, iface := range []string{tb.boxIface, box2} {
+		if _, stderr, err := tb.cacctl(t, "attach", iface, "--config", cfg); err != nil {
+			t.Fatalf("attach %s: %v: %s", iface, err, stderr)
+		}
+		t.Cleanup(func() { tb.cacctl(t, "detach", iface) })
+	}
+	padi := Frame(Ether{Broadcast: true}, PPPoE{Code: PADI})
+	testenv.Send(t, tb.peer, tb.peerIfc, [][]byte{padi, padi, padi, padi})
+	testenv.Send(t, tb.peer, peer2, [][]byte{padi, padi, padi, padi})
+	waitFor(t, func() bool { return tb.stats(t).Classes["pppoe-padi"].Seen == 8 })
+	if c := tb.stats(t).Classes["pppoe-padi"]; c.Admitted != 5 || c.Reasons["class"] != 3 {
+		t.Errorf("over two interfaces: %+v, want 5 admitted and 3 rejected by class", c)
+	}
+	if _, stderr, err := tb.cacctl(t, "detach", tb.boxIface); err != nil {
+		t.Fatalf("detach: %v: %s", err, stderr)
+	}
+	testenv.Send(t, tb.peer, peer2, [][]byte{padi, padi})
+	waitFor(t, func() bool { return tb.stats(t).Classes["pppoe-padi"].Seen == 6 })
+	if c := tb.stats(t).Classes["pppoe-padi"]; c.Admitted != 1 || c.Rejected != 5 {
+		t.Errorf("the interface left: %+v, want its 1 admitted and 5 rejected (the bucket stayed empty)", c)
+	}
+}
