@@ -172,6 +172,8 @@ struct cac_inputs {
 	__u64 load_milli;   /* load charge, thousandths */
 	__u32 cpu_milli;    /* CPU percent of the last interval, thousandths */
 	__u32 buffers_full; /* nonzero: a watched receive buffer is full */
+	__u32 cpu_avg_milli; /* CPU percent over the load lifetime: shown, not used here */
+	__u32 _pad;
 };
 
 /* The calls a type admitted, and where that total stood at the start of

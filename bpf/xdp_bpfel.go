@@ -57,6 +57,8 @@ type XdpCacInputs struct {
 	LoadMilli   uint64
 	CpuMilli    uint32
 	BuffersFull uint32
+	CpuAvgMilli uint32
+	Pad         uint32
 }
 
 type XdpCacLimit struct {

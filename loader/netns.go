@@ -9,6 +9,11 @@ import (
 	"github.com/vishvananda/netns"
 )
 
+// InNetns runs fn on an OS thread that has entered the named network
+// namespace (empty: this one): sockets and netlink handles fn opens stay
+// bound to that namespace afterwards.
+func InNetns(name string, fn func() error) error { return inNetns(name, fn) }
+
 // inNetns runs fn on an OS thread that has entered the named network
 // namespace; an empty name means this one. The kernel resolves interface
 // indexes in the caller's namespace, so attaching must happen in there,

@@ -12,6 +12,8 @@ import (
 
 	"github.com/cilium/ebpf"
 	"github.com/xdpcac/xdpcac/bpf"
+	"github.com/xdpcac/xdpcac/cac"
+	"github.com/xdpcac/xdpcac/cac/admission"
 	"github.com/xdpcac/xdpcac/maps"
 )
 
@@ -121,6 +123,12 @@ func List(stateDir string) ([]Attachment, error) {
 	return out, nil
 }
 
+// IsAttached reports whether stateDir holds the state of a.
+func IsAttached(stateDir string, a Attachment) bool {
+	_, err := os.Stat(filepath.Join(stateDir, a.dirName()))
+	return err == nil
+}
+
 // Pinned are the maps of one attachment, opened from their pins.
 type Pinned struct {
 	Attachment
@@ -203,4 +211,45 @@ func ReadAllRejects(stateDir string) ([]maps.Reject, error) {
 		return err
 	})
 	return out, err
+}
+
+// CallAdmissionState is what `show call admission statistics` reads: the
+// shared state once, the counters of every attachment summed.
+type CallAdmissionState struct {
+	Attachments   []Attachment
+	CallAdmission admission.CallAdmission
+	Inputs        admission.Inputs
+	Rings         [cac.NumCallTypes]admission.ChargeRing
+	Stats         maps.Stats
+}
+
+// ReadCallAdmission reads the call admission state of stateDir; with
+// nothing attached it is empty.
+func ReadCallAdmission(stateDir string) (CallAdmissionState, error) {
+	var st CallAdmissionState
+	first := true
+	err := eachPinned(stateDir, func(p *Pinned) error {
+		s, err := maps.ReadStats(p.Stats)
+		if err != nil {
+			return err
+		}
+		st.Stats.Add(s)
+		st.Attachments = append(st.Attachments, p.Attachment)
+		if !first {
+			return nil // the rest is shared
+		}
+		first = false
+		if st.CallAdmission, err = maps.ReadCallAdmission(maps.PolicyMapsOf(&p.XdpMaps)); err != nil {
+			return err
+		}
+		if st.Inputs, err = maps.ReadInputs(maps.InputMapsOf(&p.XdpMaps)); err != nil {
+			return err
+		}
+		rings, err := maps.ReadChargeRings(p.ChargeRings)
+		if err == nil {
+			st.Rings = *rings
+		}
+		return err
+	})
+	return st, err
 }

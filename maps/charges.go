@@ -48,7 +48,7 @@ func WriteInputs(im InputMaps, in admission.Inputs) error {
 		return fmt.Errorf("read inputs slot: %w", err)
 	}
 	next := 1 - active&1
-	v := bpf.XdpCacInputs{HeartbeatNs: in.HeartbeatNS, LoadMilli: in.LoadMilli, CpuMilli: in.CPUMilli}
+	v := bpf.XdpCacInputs{HeartbeatNs: in.HeartbeatNS, LoadMilli: in.LoadMilli, CpuMilli: in.CPUMilli, CpuAvgMilli: in.CPUAverageMilli}
 	if in.BuffersFull {
 		v.BuffersFull = 1
 	}

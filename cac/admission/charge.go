@@ -57,6 +57,9 @@ type Inputs struct {
 	LoadMilli   uint64 // load charge, thousandths
 	CPUMilli    uint32 // CPU percent of the last interval, thousandths
 	BuffersFull bool
+	// CPUAverageMilli is the CPU over the load lifetime, the load charge's
+	// Pcpu, in thousandths; shown, not used by the fast path.
+	CPUAverageMilli uint32
 }
 
 // Milli converts a charge or a percent to the thousandths the fast path

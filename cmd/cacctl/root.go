@@ -29,6 +29,7 @@ admits or drops it, and shows what it counted.`,
 	root.PersistentFlags().StringVar(&g.netns, "netns", "", "act on an interface in this named network namespace (pins stay in this one)")
 	root.PersistentFlags().StringVar(&g.stateDir, "state-dir", loader.DefaultStateDir, "bpffs directory holding the pinned state of each attachment")
 	root.AddCommand(
+		newRunCmd(g),
 		newAttachCmd(g),
 		newApplyCmd(g),
 		newDetachCmd(g),
