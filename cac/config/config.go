@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/xdpcac/xdpcac/cac"
+	"github.com/xdpcac/xdpcac/cac/cpu"
 	"go.yaml.in/yaml/v3"
 )
 
@@ -281,12 +282,8 @@ func (d *decoder) cpuSource(n *yaml.Node, path string, dst *string) {
 	if !ok {
 		return
 	}
-	kind, arg, _ := strings.Cut(s, ":")
-	switch {
-	case s == "system":
-	case (kind == "process" || kind == "cgroup") && arg != "":
-	default:
-		d.errorf(n, path, "must be system, process:NAME or cgroup:PATH, got %q", s)
+	if _, err := cpu.ParseSource(s); err != nil {
+		d.errorf(n, path, "%v", err)
 		return
 	}
 	*dst = s

@@ -118,6 +118,10 @@ func TestBadInput(t *testing.T) {
 		{"null name", "interfaces: [{name: ~}]\n", `interfaces[0].name: must have a value`},
 		{"second document", "malformed: pass\n---\nmalformed: bogus\n", "bad.yaml:2:1: ---: a second YAML document"},
 		{"syntax", "ports: {sip: [5060\nmalformed: pass\n", "bad.yaml:"},
+		{"charge lifetime", "call-admission: |\n  call admission limit 10\n  call admission sip 5 301\n", "bad.yaml:3:17: call-admission: call admission sip: the lifetime in seconds must be from 1 to 300"},
+		{"cpu-limit without new model", "call-admission: |\n  call admission limit 10\n  call admission cpu-limit 60\n", "cpu-limit applies to the new model only"},
+		{"sample interval", "cpu: {sample-interval: 50ms}\n", "bad.yaml:1:24: cpu.sample-interval: must be at least 100ms"},
+		{"cpu source", "cpu: {source: \"cgroup:../etc\"}\n", "cpu.source:"},
 		{"folded ios", "call-admission: >\n  call admission limit 10\n  call admission vpdn 10 1\n", "call-admission: write the IOS lines as a literal block"},
 	}
 	for _, c := range cases {

@@ -46,6 +46,11 @@ func (d *decoder) callAdmission(path string, n *yaml.Node) CallAdmission {
 		d.errorf(n, path, "write the IOS lines as a literal block, one per line (call-admission: |)")
 		return ca
 	}
+	defer func() {
+		if ca.CPULimit != nil && !ca.NewModel {
+			d.errorf(n, path, "call admission cpu-limit applies to the new model only: add `call admission new-model`, or drop the cpu-limit line")
+		}
+	}()
 	first := n.Line
 	if n.Style == yaml.LiteralStyle || n.Style == yaml.FoldedStyle {
 		first++ // the block starts on the line after | or >
