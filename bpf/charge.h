@@ -162,11 +162,12 @@ static __always_inline int charge_take(struct cac_admission *ca, struct measured
 		__u32 lifetime = c->lifetime_ticks;
 		if (!c->charge || !lifetime || lifetime > CAC_MAX_LIFETIME_TICKS)
 			continue;
-		charge_advance(t, tick);
 		__u32 key = t;
 		struct cac_charge_ring *r = bpf_map_lookup_elem(&charge_rings, &key);
 		if (!r)
 			continue;
+		if (r->tick < tick) /* the first call of a tick: no call otherwise */
+			charge_advance(t, tick);
 		used += in_force(r, tick, lifetime) * c->charge * 1000;
 		if (t == (__u32)type) {
 			mine = r;

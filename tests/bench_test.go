@@ -11,6 +11,7 @@ import (
 	"github.com/xdpcac/xdpcac/bpf"
 	"github.com/xdpcac/xdpcac/cac"
 	"github.com/xdpcac/xdpcac/cac/admission"
+	"github.com/xdpcac/xdpcac/cac/control"
 	"github.com/xdpcac/xdpcac/maps"
 	. "github.com/xdpcac/xdpcac/tests/pkt"
 	"github.com/xdpcac/xdpcac/tests/testenv"
@@ -37,6 +38,12 @@ func BenchmarkFastPath(b *testing.B) {
 	p.Levels[cac.SIPInvite] = mustRate(b, 0.001, 1) // empty after the first INVITE
 	p.Levels[cac.PPPoEPADI] = mustRate(b, 0.001, 1) // likewise for PADIs
 	rejecting := production(b, p)
+	// Call admission on the kernel clock, with a fresh heartbeat so that
+	// the stale check runs: a budget no flood fills, and one that rejects.
+	live := admission.Inputs{HeartbeatNS: control.MonotonicCoarse() + uint64(time.Hour), CPUMilli: 10_000, LoadMilli: 50_000}
+	charged := productionWith(b, policyOf(b, ios("new-model", "limit 1000000000", "cpu-limit 90", "pppoe 1 1")), live)
+	chargedOld := productionWith(b, policyOf(b, ios("limit 1000000000", "vpdn 1 1", "load 100 1")), live)
+	full := productionWith(b, policyOf(b, ios("new-model", "limit 5", "pppoe 10 1")), live)
 	empty := passProgram(b, "empty_pass")
 	invite := v4udp(5060, SIPRequest("INVITE", toNoTag))
 
@@ -52,6 +59,9 @@ func BenchmarkFastPath(b *testing.B) {
 		{"invite-admitted", "sip-invite admitted by a class bucket", admitting, invite},
 		{"invite-rejected", "sip-invite rejected, class bucket empty", rejecting, invite},
 		{"padi-rejected", "pppoe-padi rejected, class bucket empty", rejecting, Frame(Ether{Broadcast: true}, PPPoE{Code: PADI})},
+		{"padi-charged", "pppoe-padi admitted, new model: CPU gate and session charges", charged, Frame(Ether{Broadcast: true}, PPPoE{Code: PADI})},
+		{"icrq-charged", "l2tp-icrq admitted, old model: session and load charges", chargedOld, v4udp(1701, L2TP{MsgType: ICRQ})},
+		{"padi-charge-rejected", "pppoe-padi rejected by session charges", full, Frame(Ether{Broadcast: true}, PPPoE{Code: PADI})},
 	}
 	const rounds, repeat = 15, 200_000
 	ns := make([][]float64, len(cases))
@@ -88,6 +98,12 @@ func BenchmarkFastPath(b *testing.B) {
 // the test ports and the given limits.
 func production(b *testing.B, p admission.Policy) *ebpf.Program {
 	b.Helper()
+	return productionWith(b, p, admission.Inputs{})
+}
+
+// productionWith is production with measurements of a control plane.
+func productionWith(b *testing.B, p admission.Policy, in admission.Inputs) *ebpf.Program {
+	b.Helper()
 	testenv.RequireBPF(b)
 	var objs bpf.XdpObjects
 	if err := bpf.LoadXdpObjects(&objs, nil); err != nil {
@@ -98,6 +114,9 @@ func production(b *testing.B, p admission.Policy) *ebpf.Program {
 		b.Fatal(err)
 	}
 	if err := maps.WritePolicy(maps.PolicyMapsOf(&objs.XdpMaps), p); err != nil {
+		b.Fatal(err)
+	}
+	if err := maps.WriteInputs(maps.InputMapsOf(&objs.XdpMaps), in); err != nil {
 		b.Fatal(err)
 	}
 	return objs.XdpCac
