@@ -18,6 +18,7 @@ import (
 	"github.com/xdpcac/xdpcac/cac/cpu"
 	"github.com/xdpcac/xdpcac/maps"
 	"github.com/xdpcac/xdpcac/tests/testenv"
+	"golang.org/x/sys/unix"
 )
 
 // lockedBuffer collects a daemon's log while the test reads it.
@@ -237,4 +238,57 @@ func TestDaemonStale(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestDaemonBuffers: the daemon watches the receive buffer of a SIP
+// server's socket in the box; when it fills, calls are rejected as
+// buffers, and admitted again once the server has read it empty.
+func TestDaemonBuffers(t *testing.T) {
+	tb := newTestbed(t)
+	if out, err := exec.Command("ip", "-n", tb.box, "link", "set", "lo", "up").CombinedOutput(); err != nil {
+		t.Fatalf("lo up: %v: %s", err, out)
+	}
+	var server, client int
+	err := testenv.Do(tb.box, func() error {
+		var err error
+		if server, err = unix.Socket(unix.AF_INET, unix.SOCK_DGRAM, 0); err != nil {
+			return err
+		}
+		if err := unix.SetsockoptInt(server, unix.SOL_SOCKET, unix.SO_RCVBUF, 4096); err != nil {
+			return err
+		}
+		if err := unix.Bind(server, &unix.SockaddrInet4{Port: 5060, Addr: [4]byte{127, 0, 0, 1}}); err != nil {
+			return err
+		}
+		client, err = unix.Socket(unix.AF_INET, unix.SOCK_DGRAM, 0)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { unix.Close(server); unix.Close(client) })
+
+	// An idle cgroup keeps the CPU gate open whatever else the host runs.
+	_, source := newBusyCgroup(t)
+	tb.startDaemon(t, writeConfig(t, daemonConfig(tb, source, "buffers: {udp-ports: [5060]}\n")))
+	if got := tb.padiOutcome(t); got != "admitted" {
+		t.Fatalf("empty buffers: PADI %s", got)
+	}
+	to := &unix.SockaddrInet4{Port: 5060, Addr: [4]byte{127, 0, 0, 1}}
+	for i := 0; i < 200; i++ { // well past 4 KiB: the queue fills, then drops
+		unix.Sendto(client, make([]byte, 64), unix.MSG_DONTWAIT, to)
+	}
+	took := tb.until(t, "buffers", 5*time.Second)
+	t.Logf("rejected as buffers %v after the queue filled", took)
+	if v := tb.callAdmission(t); !v.BuffersFull {
+		t.Errorf("show call admission statistics says the buffers are not full")
+	}
+	buf := make([]byte, 2048)
+	for {
+		if _, _, err := unix.Recvfrom(server, buf, unix.MSG_DONTWAIT); err != nil {
+			break
+		}
+	}
+	took = tb.until(t, "admitted", 5*time.Second)
+	t.Logf("admitted again %v after the server read the queue empty", took)
 }
