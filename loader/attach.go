@@ -31,6 +31,9 @@ type Options struct {
 	// SourceTable is how many sources the per-source table holds; 0 keeps
 	// the default of the object (262,144).
 	SourceTable uint32
+	// UpdateLink switches a pinned link to a new program in Adopt; nil
+	// uses the link's own update. Tests set it to make the switch fail.
+	UpdateLink func(link.Link, *ebpf.Program) error
 }
 
 func xdpFlags(mode string) (link.XDPAttachFlags, error) {
@@ -172,6 +175,11 @@ func checkFree(a Attachment, dir string) error {
 	if _, err := os.Stat(dir); err == nil {
 		return fmt.Errorf("xdpcac is already attached to %s (state in %s): use cacctl detach first", a, dir)
 	}
+	return checkForeign(a)
+}
+
+// checkForeign refuses an interface that is missing or has an XDP program.
+func checkForeign(a Attachment) error {
 	nl, err := linkByName(a.Netns, a.Iface)
 	if err != nil {
 		return err

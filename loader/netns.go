@@ -67,11 +67,20 @@ func linkByName(ns, name string) (netlink.Link, error) {
 		var nf netlink.LinkNotFoundError
 		if errors.As(err, &nf) {
 			if ns != "" {
-				return nil, fmt.Errorf("interface %s does not exist in network namespace %s", name, ns)
+				return nil, missingInterface(fmt.Sprintf("interface %s does not exist in network namespace %s", name, ns))
 			}
-			return nil, fmt.Errorf("interface %s does not exist", name)
+			return nil, missingInterface(fmt.Sprintf("interface %s does not exist", name))
 		}
 		return nil, fmt.Errorf("look up interface %s: %w", name, err)
 	}
 	return l, nil
 }
+
+// ErrNoInterface is what errors about an interface that does not exist
+// are (errors.Is), so that the daemon can wait for one.
+var ErrNoInterface = errors.New("interface does not exist")
+
+type missingInterface string
+
+func (e missingInterface) Error() string        { return string(e) }
+func (e missingInterface) Is(target error) bool { return target == ErrNoInterface }

@@ -182,3 +182,37 @@ func ReadBucket(m *ebpf.Map, level int) (bucket.Bucket, error) {
 	}
 	return bucket.Bucket{TATNS: v.Level[level].TatNs}, nil
 }
+
+// LevelTokens is how many calls a class or environment bucket holds.
+type LevelTokens struct {
+	Level  int // a class, or admission.LevelEnvironment
+	Tokens float64
+	Burst  float64
+}
+
+// ReadLevelTokens reads the class and environment buckets at monotonic
+// time now against the limits in force; unlimited levels are left out.
+func ReadLevelTokens(pm PolicyMaps, buckets *ebpf.Map, now uint64) ([]LevelTokens, error) {
+	var slot uint32
+	if err := pm.Slot.Lookup(uint32(0), &slot); err != nil {
+		return nil, fmt.Errorf("read policy slot: %w", err)
+	}
+	var lim bpf.XdpCacLimits
+	if err := pm.Limits.Lookup(slot&1, &lim); err != nil {
+		return nil, fmt.Errorf("read limits: %w", err)
+	}
+	var bk bpf.XdpCacBuckets
+	if err := buckets.Lookup(uint32(0), &bk); err != nil {
+		return nil, fmt.Errorf("read buckets: %w", err)
+	}
+	var out []LevelTokens
+	for i, l := range lim.Level {
+		if l.IntervalNs == 0 {
+			continue
+		}
+		b := bucket.Limit{IntervalNS: l.IntervalNs, ToleranceNS: l.ToleranceNs}
+		tokens, burst := bucket.Bucket{TATNS: bk.Level[i].TatNs}.Tokens(b, now)
+		out = append(out, LevelTokens{Level: i, Tokens: tokens, Burst: burst})
+	}
+	return out, nil
+}

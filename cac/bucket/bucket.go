@@ -84,3 +84,19 @@ func (b *Bucket) GiveBack(l Limit) {
 		b.TATNS -= l.IntervalNS
 	}
 }
+
+// Tokens is how many calls the bucket holds at now, with a fraction for
+// the next one refilling, and how many it holds when full: with TAT at or
+// behind now it is full; each interval TAT stands ahead of now is one call
+// taken.
+func (b Bucket) Tokens(l Limit, now uint64) (tokens, burst float64) {
+	if l.IntervalNS == 0 {
+		return 0, 0
+	}
+	burst = float64(l.ToleranceNS)/float64(l.IntervalNS) + 1
+	b.normalize(l, now)
+	if b.TATNS <= now {
+		return burst, burst
+	}
+	return max(0, burst-float64(b.TATNS-now)/float64(l.IntervalNS)), burst
+}

@@ -76,3 +76,31 @@ func TestShrunkBucketRefillsAtNewRate(t *testing.T) {
 		t.Error("one interval (1 ms) after raising the rate to 1000 cps a call should pass")
 	}
 }
+
+// TestTokens: a bucket of 5 calls at 1 call/s, full, after two calls, and
+// refilling half a call later.
+func TestTokens(t *testing.T) {
+	l, err := FromRate(1, 5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b Bucket
+	const s = uint64(1e9)
+	now := 100 * s
+	if tok, burst := b.Tokens(l, now); tok != 5 || burst != 5 {
+		t.Fatalf("full: %v of %v", tok, burst)
+	}
+	b.Take(l, now)
+	b.Take(l, now)
+	if tok, _ := b.Tokens(l, now); tok != 3 {
+		t.Fatalf("after two calls: %v, want 3", tok)
+	}
+	if tok, _ := b.Tokens(l, now+s/2); tok != 3.5 {
+		t.Fatalf("half a second later: %v, want 3.5", tok)
+	}
+	for b.Take(l, now) {
+	}
+	if tok, _ := b.Tokens(l, now); tok >= 1 {
+		t.Fatalf("empty: %v calls left", tok)
+	}
+}

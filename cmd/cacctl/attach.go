@@ -2,6 +2,8 @@ package main
 
 import (
 	"fmt"
+	"net/http"
+	"path/filepath"
 
 	"github.com/spf13/cobra"
 	"github.com/xdpcac/xdpcac/cac/admission"
@@ -70,11 +72,29 @@ func newApplyCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "apply --config FILE",
 		Short: "Put new limits in force on every attached interface, keeping buckets and counters",
+		Long: `apply checks FILE and puts it in force on every attached interface while
+traffic flows: buckets, charges and counters are kept. When cacctl run is
+running for the state directory, apply hands FILE to it, and the daemon
+adopts FILE (SIGHUP reads it again); a bad file changes nothing either way.`,
 		Args:  exactArgs(),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			_, opts, err := loadOptions(cfgFile)
 			if err != nil {
 				return err
+			}
+			// A running daemon owns the configuration: it puts the file in
+			// force, adopts it for SIGHUP and for its control loop.
+			if c := apiClient(g.stateDir); c != nil {
+				abs, err := filepath.Abs(cfgFile)
+				if err != nil {
+					return err
+				}
+				var out map[string]string
+				if err := callAPI(c, http.MethodPost, "/v1/apply", applyRequest{Config: abs}, &out); err != nil {
+					return err
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "applied %s through the running cacctl run\n", cfgFile)
+				return nil
 			}
 			done, err := loader.Apply(g.stateDir, opts)
 			for _, a := range done {

@@ -35,6 +35,7 @@ admits or drops it, and shows what it counted.`,
 		newDetachCmd(g),
 		newValidateCmd(),
 		newShowCmd(g),
+		newStatusCmd(g),
 	)
 	return root
 }

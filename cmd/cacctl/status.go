@@ -1,0 +1,125 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/xdpcac/xdpcac/cac/control"
+	"github.com/xdpcac/xdpcac/loader"
+	"github.com/xdpcac/xdpcac/maps"
+)
+
+// statusView is `cacctl status -o json`.
+type statusView struct {
+	Version  string `json:"version"`
+	StateDir string `json:"state_dir"`
+	// Daemon is null when no cacctl run serves this state directory.
+	Daemon         *apiStatus        `json:"daemon"`
+	HeartbeatAgeMS *int64            `json:"heartbeat_age_ms"`
+	Stale          bool              `json:"stale"`
+	OnStale        string            `json:"on_stale"`
+	Interfaces     []interfaceStatus `json:"interfaces"`
+}
+
+type interfaceStatus struct {
+	Interface  string `json:"interface"`
+	Mode       string `json:"mode"`
+	Link       string `json:"link"`
+	ProgramTag string `json:"program_tag"`
+	Current    bool   `json:"current"`
+}
+
+func newStatusCmd(g *globals) *cobra.Command {
+	var out *outputFlag
+	cmd := &cobra.Command{
+		Use:   "status [-o text|json]",
+		Short: "Each attached interface, its mode and program version, the daemon and its heartbeat",
+		Args:  exactArgs(),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			v := statusView{Version: buildVersion(), StateDir: g.stateDir}
+			if c := apiClient(g.stateDir); c != nil {
+				var st apiStatus
+				if err := callAPI(c, http.MethodGet, "/v1/status", nil, &st); err != nil {
+					return err
+				}
+				v.Daemon = &st
+			}
+			atts, err := loader.Status(g.stateDir)
+			if err != nil {
+				return err
+			}
+			for _, a := range atts {
+				v.Interfaces = append(v.Interfaces, interfaceStatus{
+					Interface: a.Key(), Mode: a.Mode, Link: a.Link, ProgramTag: a.ProgramTag, Current: a.Current,
+				})
+			}
+			ca, err := loader.ReadCallAdmission(g.stateDir)
+			if err != nil {
+				return err
+			}
+			if len(ca.Attachments) > 0 {
+				cav := maps.CallAdmissionViewOf(ca.CallAdmission, ca.Inputs, ca.Rings, ca.Stats, control.MonotonicCoarse(), nil)
+				v.HeartbeatAgeMS, v.Stale, v.OnStale = cav.HeartbeatAgeMS, cav.Stale, cav.OnStale
+			}
+			if *out == "json" {
+				enc := json.NewEncoder(cmd.OutOrStdout())
+				enc.SetIndent("", "  ")
+				return enc.Encode(v)
+			}
+			writeStatus(cmd.OutOrStdout(), v)
+			return nil
+		},
+	}
+	out = addOutputFlag(cmd)
+	return cmd
+}
+
+func writeStatus(w io.Writer, v statusView) {
+	fmt.Fprintf(w, "cacctl %s, state in %s\n", v.Version, v.StateDir)
+	if d := v.Daemon; d != nil {
+		fmt.Fprintf(w, "daemon: running, pid %d, up %s; config %s, in force since %s\n",
+			d.PID, time.Since(d.Since).Round(time.Second), d.Config, d.LoadedAt.Format(time.RFC3339))
+		if d.Metrics != "" {
+			fmt.Fprintf(w, "metrics: http://%s/metrics\n", d.Metrics)
+		}
+		if d.LastError != "" {
+			fmt.Fprintf(w, "last reload refused: %s\n", d.LastError)
+		}
+	} else {
+		fmt.Fprintln(w, "daemon: not running; the filter enforces the limits last put in force")
+	}
+	switch {
+	case len(v.Interfaces) == 0:
+	case v.HeartbeatAgeMS == nil:
+		fmt.Fprintln(w, "control plane: none has written measurements (attached with cacctl attach)")
+	case v.Stale:
+		fmt.Fprintf(w, "control plane: STALE, last heartbeat %s ago; on-stale %s applies\n", msAge(*v.HeartbeatAgeMS), v.OnStale)
+	default:
+		fmt.Fprintf(w, "control plane: heartbeat %s ago\n", msAge(*v.HeartbeatAgeMS))
+	}
+	if len(v.Interfaces) == 0 {
+		fmt.Fprintln(w, "xdpcac is attached to no interface")
+		return
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "interface\tmode\tlink\tprogram")
+	for _, i := range v.Interfaces {
+		prog := "this version (" + i.ProgramTag + ")"
+		if !i.Current {
+			prog = "another version (" + i.ProgramTag + "): cacctl run takes it over"
+		}
+		mode := i.Mode
+		if mode == "" {
+			mode = "-"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", i.Interface, mode, i.Link, prog)
+	}
+	tw.Flush()
+}
+
+func msAge(ms int64) string { return (time.Duration(ms) * time.Millisecond).Round(100 * time.Millisecond).String() }

@@ -1,0 +1,182 @@
+package loader
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/link"
+	"github.com/xdpcac/xdpcac/bpf"
+)
+
+// Adopted says what Adopt did.
+type Adopted string
+
+// What Adopt can do with an attachment.
+const (
+	Kept       Adopted = "kept"       // the pinned program is this version's
+	Upgraded   Adopted = "upgraded"   // the link now runs this version's program
+	Reattached Adopted = "reattached" // the interface had come back; a new link
+)
+
+// Adopt takes over an existing attachment with this version's program,
+// keeping every pinned map, so counters, buckets and charges carry on:
+//
+//   - the program is loaded against all the attachment's pinned maps; a map
+//     whose shape this version cannot use refuses the upgrade, and nothing
+//     changes: a reset of state is never silent;
+//   - if the link's interface was removed and has come back (the kernel
+//     leaves a pinned XDP link defunct), a new link is attached and pinned;
+//   - else, if the pinned program differs from this version's, the link is
+//     switched to the new program atomically (o.UpdateLink, for tests to
+//     fail; nil is the link's own update); on failure the old one stays.
+func Adopt(a Attachment, o Options) (Adopted, error) {
+	lk, err := lockStateDir(o.StateDir, lockTimeout)
+	if err != nil {
+		return "", err
+	}
+	defer lk.unlock()
+	dir := filepath.Join(o.StateDir, a.dirName())
+	p, err := Open(o.StateDir, a)
+	if err != nil {
+		return "", err
+	}
+	defer p.Close()
+	objs, err := loadAgainst(p)
+	if errors.Is(err, ebpf.ErrMapIncompatible) {
+		return "", fmt.Errorf("%s: a map pinned in %s has another shape than this version of xdpcac uses (%w); upgrading would lose its state, so nothing was changed: keep the running version, or start afresh with cacctl detach and attach", a, dir, err)
+	}
+	if err != nil {
+		return "", err
+	}
+	defer objs.Close()
+
+	l, err := link.LoadPinnedLink(filepath.Join(dir, pinLink), nil)
+	if err != nil {
+		return "", fmt.Errorf("open the pinned link of %s: %w", a, err)
+	}
+	defer l.Close()
+	info, err := l.Info()
+	if err != nil {
+		return "", fmt.Errorf("link info of %s: %w", a, err)
+	}
+	if x := info.XDP(); x == nil || x.Ifindex == 0 {
+		if err := reattach(a, o, dir, l, objs); err != nil {
+			return "", err
+		}
+		return Reattached, nil
+	}
+
+	old, err := ebpf.LoadPinnedProgram(filepath.Join(dir, pinProgram), nil)
+	if err != nil {
+		return "", fmt.Errorf("open the pinned program of %s: %w", a, err)
+	}
+	defer old.Close()
+	same, err := sameProgram(old, objs.XdpCac)
+	if err != nil || same {
+		return Kept, err
+	}
+	update := o.UpdateLink
+	if update == nil {
+		update = func(l link.Link, p *ebpf.Program) error { return l.Update(p) }
+	}
+	if err := update(l, objs.XdpCac); err != nil {
+		return "", fmt.Errorf("switch %s to this version's program: %w; the running program stays", a, err)
+	}
+	if err := repin(objs.XdpCac, filepath.Join(dir, pinProgram)); err != nil {
+		return Upgraded, err
+	}
+	return Upgraded, nil
+}
+
+// loadAgainst loads this version's program with every map of an
+// attachment in place of its own: nothing new is allocated, and a map this
+// version cannot use fails with ebpf.ErrMapIncompatible.
+func loadAgainst(p *Pinned) (*bpf.XdpObjects, error) {
+	pinned := map[string]*ebpf.Map{}
+	eachMap(&p.XdpMaps, func(name string, field **ebpf.Map) error {
+		pinned[name] = *field
+		return nil
+	})
+	return Load(p.Sources.MaxEntries(), pinned)
+}
+
+// sameProgram compares the kernel's tags: a hash of the instructions.
+func sameProgram(a, b *ebpf.Program) (bool, error) {
+	ai, err := a.Info()
+	if err != nil {
+		return false, fmt.Errorf("program info: %w", err)
+	}
+	bi, err := b.Info()
+	if err != nil {
+		return false, fmt.Errorf("program info: %w", err)
+	}
+	return ai.Tag == bi.Tag, nil
+}
+
+// repin points the pin at path to p.
+func repin(p *ebpf.Program, path string) error {
+	if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("unpin %s: %w", path, err)
+	}
+	if err := p.Pin(path); err != nil {
+		return fmt.Errorf("pin %s: %w", path, err)
+	}
+	return nil
+}
+
+// reattach attaches a new link to an interface that came back, in place of
+// the defunct one, with the pinned maps.
+func reattach(a Attachment, o Options, dir string, old link.Link, objs *bpf.XdpObjects) error {
+	if err := checkForeign(a); err != nil {
+		return err
+	}
+	flags, err := xdpFlags(o.Mode)
+	if err != nil {
+		return err
+	}
+	nl, err := linkByName(a.Netns, a.Iface)
+	if err != nil {
+		return err
+	}
+	var l link.Link
+	err = inNetns(a.Netns, func() error {
+		var err error
+		l, err = link.AttachXDP(link.XDPOptions{Program: objs.XdpCac, Interface: nl.Attrs().Index, Flags: flags})
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("attach XDP to %s again: %w", a, err)
+	}
+	defer l.Close() // detaches, unless pinned below
+	path := filepath.Join(dir, pinLink)
+	if err := old.Unpin(); err != nil {
+		return fmt.Errorf("unpin the defunct link of %s: %w", a, err)
+	}
+	if err := l.Pin(path); err != nil {
+		return fmt.Errorf("pin the new link of %s: %w", a, err)
+	}
+	return repin(objs.XdpCac, filepath.Join(dir, pinProgram))
+}
+
+// NeedsAttach reports whether a needs Attach (no state) or Adopt (its
+// pinned link is defunct, or on another interface of that name): what a
+// link event asks, cheaply, before loading anything.
+func NeedsAttach(stateDir string, a Attachment) bool {
+	if !IsAttached(stateDir, a) {
+		return true
+	}
+	l, err := link.LoadPinnedLink(filepath.Join(stateDir, a.dirName(), pinLink), nil)
+	if err != nil {
+		return true
+	}
+	defer l.Close()
+	info, err := l.Info()
+	if err != nil || info.XDP() == nil || info.XDP().Ifindex == 0 {
+		return true
+	}
+	nl, err := linkByName(a.Netns, a.Iface)
+	return err == nil && uint32(nl.Attrs().Index) != info.XDP().Ifindex
+}

@@ -1,0 +1,58 @@
+package loader
+
+import (
+	"fmt"
+
+	"github.com/xdpcac/xdpcac/bpf"
+	"github.com/xdpcac/xdpcac/cac"
+	"github.com/xdpcac/xdpcac/cac/admission"
+	"github.com/xdpcac/xdpcac/maps"
+	"github.com/xdpcac/xdpcac/maps/collector"
+)
+
+// Snapshot reads what a metrics scrape exports from the pinned maps of
+// stateDir at monotonic time now: counters per attachment, and the shared
+// buckets and call admission once.
+func Snapshot(stateDir string, now uint64) (collector.Snapshot, error) {
+	snap := collector.Snapshot{Interfaces: map[string]maps.Stats{}}
+	st, err := ReadCallAdmission(stateDir)
+	if err != nil {
+		return snap, err
+	}
+	var ifaces []string
+	for _, a := range st.Attachments {
+		ifaces = append(ifaces, a.Key())
+	}
+	if len(st.Attachments) == 0 {
+		return snap, nil
+	}
+	v := maps.CallAdmissionViewOf(st.CallAdmission, st.Inputs, st.Rings, st.Stats, now, ifaces)
+	snap.CallAdmission = &v
+	first := true
+	err = eachPinned(stateDir, func(p *Pinned) error {
+		s, err := maps.ReadStats(p.Stats)
+		if err != nil {
+			return err
+		}
+		snap.Interfaces[p.Key()] = s
+		if !first {
+			return nil
+		}
+		first = false
+		var set bpf.XdpCacSettings
+		if err := p.Settings.Lookup(uint32(0), &set); err != nil {
+			return fmt.Errorf("read settings: %w", err)
+		}
+		snap.MalformedDrop = set.MalformedDrop != 0
+		levels, err := maps.ReadLevelTokens(maps.PolicyMapsOf(&p.XdpMaps), p.Buckets, now)
+		for _, l := range levels {
+			b := collector.Bucket{Level: collector.LevelEnvironment, Tokens: l.Tokens, Burst: l.Burst}
+			if l.Level != admission.LevelEnvironment {
+				b.Level, b.Class = collector.LevelClass, cac.Class(l.Level).String()
+			}
+			snap.Buckets = append(snap.Buckets, b)
+		}
+		return err
+	})
+	return snap, err
+}

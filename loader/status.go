@@ -1,0 +1,87 @@
+package loader
+
+import (
+	"fmt"
+	"path/filepath"
+
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/link"
+)
+
+// AttachmentStatus is one attachment as `cacctl status` shows it.
+type AttachmentStatus struct {
+	Attachment
+	Mode string // native, generic, offload; "" when the interface is gone
+	// Link is active, or defunct when its interface went away (Adopt
+	// attaches again when it returns).
+	Link string
+	// ProgramTag is the kernel's tag of the running program; Current
+	// says whether it is this version's.
+	ProgramTag string
+	Current    bool
+}
+
+// Status reads the state of every attachment in stateDir. To tell whether
+// a program is this version's it loads this version's program once against
+// the pinned maps, as an upgrade would, and compares the kernel's tags.
+func Status(stateDir string) ([]AttachmentStatus, error) {
+	atts, err := List(stateDir)
+	if err != nil || len(atts) == 0 {
+		return nil, err
+	}
+	var current string
+	var out []AttachmentStatus
+	for _, a := range atts {
+		st := AttachmentStatus{Attachment: a, Link: "active"}
+		dir := filepath.Join(stateDir, a.dirName())
+		if l, err := link.LoadPinnedLink(filepath.Join(dir, pinLink), nil); err == nil {
+			if info, err := l.Info(); err != nil || info.XDP() == nil || info.XDP().Ifindex == 0 {
+				st.Link = "defunct"
+			}
+			l.Close()
+		} else {
+			st.Link = "missing"
+		}
+		if nl, err := linkByName(a.Netns, a.Iface); err == nil && nl.Attrs().Xdp != nil && nl.Attrs().Xdp.Attached {
+			st.Mode = attachModeName(nl.Attrs().Xdp.AttachMode)
+		}
+		prog, err := ebpf.LoadPinnedProgram(filepath.Join(dir, pinProgram), nil)
+		if err != nil {
+			return nil, fmt.Errorf("open the pinned program of %s: %w", a, err)
+		}
+		info, err := prog.Info()
+		prog.Close()
+		if err != nil {
+			return nil, fmt.Errorf("program info of %s: %w", a, err)
+		}
+		st.ProgramTag = info.Tag
+		if current == "" {
+			if current, err = embeddedTag(stateDir, a); err != nil {
+				return nil, err
+			}
+		}
+		st.Current = st.ProgramTag == current
+		out = append(out, st)
+	}
+	return out, nil
+}
+
+// embeddedTag is the kernel's tag of this version's program, loaded
+// against the pinned maps of a so that nothing large is allocated.
+func embeddedTag(stateDir string, a Attachment) (string, error) {
+	p, err := Open(stateDir, a)
+	if err != nil {
+		return "", err
+	}
+	defer p.Close()
+	objs, err := loadAgainst(p)
+	if err != nil {
+		return "", fmt.Errorf("load this version's program to compare: %w", err)
+	}
+	defer objs.Close()
+	info, err := objs.XdpCac.Info()
+	if err != nil {
+		return "", fmt.Errorf("program info: %w", err)
+	}
+	return info.Tag, nil
+}

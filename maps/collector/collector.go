@@ -1,0 +1,273 @@
+package collector
+
+import (
+	"errors"
+	"fmt"
+	"runtime"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"unicode/utf8"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/xdpcac/xdpcac/cac"
+	"github.com/xdpcac/xdpcac/maps"
+)
+
+// Verdict label values.
+const (
+	verdictPass = "pass"
+	verdictDrop = "drop"
+)
+
+// family is one metric family: its descriptor bound to its name and type,
+// so a counter cannot be emitted as a gauge.
+type family struct {
+	name string
+	typ  prometheus.ValueType
+	desc *prometheus.Desc
+}
+
+func newFamily(name, help string, typ prometheus.ValueType, labels ...string) family {
+	return family{name: name, typ: typ, desc: prometheus.NewDesc(name, help, labels, nil)}
+}
+
+// Collector is a prometheus.Collector that reads the fast path's state on
+// every scrape.
+type Collector struct {
+	reader  Reader
+	version string
+
+	collectErrors atomic.Uint64
+	mu            sync.Mutex
+	lastErr       error
+
+	packets, rejects                  family
+	bucketTokens, bucketBurst         family
+	charges, cpu, cpuAverage          family
+	buffersFull, heartbeatAge, stale  family
+	calls, agentUp, buildInfo, errors family
+}
+
+// New returns a Collector that calls r on every scrape. version goes into
+// xdpcac_build_info.
+func New(r Reader, version string) *Collector {
+	return &Collector{
+		reader:  r,
+		version: strings.ToValidUTF8(version, "\uFFFD"),
+
+		packets: newFamily("xdpcac_packets_total",
+			"Frames the fast path counted, by interface, class and verdict.",
+			prometheus.CounterValue, "iface", "class", "verdict"),
+		rejects: newFamily("xdpcac_rejects_total",
+			"First packets of a session rejected, by interface, class and the limit that rejected them.",
+			prometheus.CounterValue, "iface", "class", "reason"),
+		bucketTokens: newFamily("xdpcac_bucket_tokens",
+			"Tokens left in a class or environment bucket.",
+			prometheus.GaugeValue, "level", "class"),
+		bucketBurst: newFamily("xdpcac_bucket_burst",
+			"Burst (capacity in tokens) of a class or environment bucket.",
+			prometheus.GaugeValue, "level", "class"),
+		charges: newFamily("xdpcac_charges",
+			"Call admission charges: session, load, their total, and the limit.",
+			prometheus.GaugeValue, "kind"),
+		cpu: newFamily("xdpcac_cpu_percent",
+			"CPU percent of the last interval, as the call admission CPU gate sees it.",
+			prometheus.GaugeValue),
+		cpuAverage: newFamily("xdpcac_cpu_average_percent",
+			"Average CPU percent behind the call admission load charge.",
+			prometheus.GaugeValue),
+		buffersFull: newFamily("xdpcac_buffers_full",
+			"1 while a watched receive buffer is full and call admission rejects as buffers.",
+			prometheus.GaugeValue),
+		heartbeatAge: newFamily("xdpcac_heartbeat_age_seconds",
+			"Age of the control plane's last write to the fast path.",
+			prometheus.GaugeValue),
+		stale: newFamily("xdpcac_control_plane_stale",
+			"1 while the control plane's heartbeat is older than stale-after.",
+			prometheus.GaugeValue),
+		calls: newFamily("xdpcac_calls_total",
+			"Calls call admission accepted or rejected, over all interfaces.",
+			prometheus.CounterValue, "result"),
+		agentUp: newFamily("xdpcac_session_agent_up",
+			"1 while a session agent is up towards a destination in a realm.",
+			prometheus.GaugeValue, "agent", "destination", "realm"),
+		buildInfo: newFamily("xdpcac_build_info",
+			"Always 1; labels give the version of xdpcac and of Go.",
+			prometheus.GaugeValue, "version", "goversion"),
+		errors: newFamily("xdpcac_collect_errors_total",
+			"Scrapes that could not read or export all of the fast path's state.",
+			prometheus.CounterValue),
+	}
+}
+
+func (c *Collector) families() []family {
+	return []family{
+		c.packets, c.rejects, c.bucketTokens, c.bucketBurst,
+		c.charges, c.cpu, c.cpuAverage, c.buffersFull, c.heartbeatAge, c.stale,
+		c.calls, c.agentUp, c.buildInfo, c.errors,
+	}
+}
+
+// Describe sends the fixed descriptors of every metric the Collector may
+// export.
+func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
+	for _, f := range c.families() {
+		ch <- f.desc
+	}
+}
+
+// Collect reads the fast path's state and sends it as const metrics. A read
+// error or a value that cannot be exported increments
+// xdpcac_collect_errors_total once for the scrape; what could be read is
+// still exported, and no invalid metric is ever sent.
+func (c *Collector) Collect(ch chan<- prometheus.Metric) {
+	e := &emitter{ch: ch}
+	snap, err := c.read()
+	if err != nil {
+		e.fail(err)
+	}
+	c.collectInterfaces(e, snap)
+	c.collectBuckets(e, snap.Buckets)
+	if snap.CallAdmission != nil {
+		c.collectCallAdmission(e, snap.CallAdmission)
+	}
+	c.collectAgents(e, snap.Agents)
+	e.emit(c.buildInfo, 1, c.version, runtime.Version())
+
+	err = errors.Join(e.errs...)
+	if err != nil {
+		c.collectErrors.Add(1)
+	}
+	c.mu.Lock()
+	c.lastErr = err
+	c.mu.Unlock()
+	e.emit(c.errors, float64(c.collectErrors.Load()))
+}
+
+// Err returns what went wrong in the last scrape, nil if it exported
+// everything; the daemon may log it.
+func (c *Collector) Err() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.lastErr
+}
+
+// read calls the Reader, turning a panic into an error: Collect runs in the
+// registry's goroutines, where a panic would end the daemon.
+func (c *Collector) read() (s Snapshot, err error) {
+	if c.reader == nil {
+		return Snapshot{}, errors.New("read fast path state: no reader")
+	}
+	defer func() {
+		if p := recover(); p != nil {
+			s, err = Snapshot{}, fmt.Errorf("read fast path state: reader panicked: %v", p)
+		}
+	}()
+	s, err = c.reader.Read()
+	if err != nil {
+		return s, fmt.Errorf("read fast path state: %w", err)
+	}
+	return s, nil
+}
+
+func (c *Collector) collectInterfaces(e *emitter, s Snapshot) {
+	names := make([]string, 0, len(s.Interfaces))
+	for name := range s.Interfaces {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	malformed := verdictPass
+	if s.MalformedDrop {
+		malformed = verdictDrop
+	}
+	for _, iface := range names {
+		if !utf8.ValidString(iface) {
+			e.fail(fmt.Errorf("export interface %q: name is not valid UTF-8", iface))
+			continue
+		}
+		st := s.Interfaces[iface]
+		for _, cl := range cac.Classes() {
+			cs := st.Classes[cl]
+			e.emit(c.packets, float64(cs.Admitted), iface, cl.String(), verdictPass)
+			e.emit(c.packets, float64(cs.RejectedTotal()), iface, cl.String(), verdictDrop)
+			for _, r := range cac.Reasons() {
+				e.emit(c.rejects, float64(cs.Rejected[r]), iface, cl.String(), r.String())
+			}
+		}
+		e.emit(c.packets, float64(st.SIPInDialog), iface, "sip-indialog", verdictPass)
+		e.emit(c.packets, float64(st.Fragment), iface, "fragment", verdictPass)
+		e.emit(c.packets, float64(st.PassedOther), iface, "passed-other", verdictPass)
+		e.emit(c.packets, float64(st.Malformed), iface, "malformed", malformed)
+	}
+}
+
+func (c *Collector) collectBuckets(e *emitter, buckets []Bucket) {
+	seen := make(map[[2]string]bool, len(buckets))
+	for _, b := range buckets {
+		key := [2]string{b.Level, b.Class}
+		if seen[key] {
+			e.fail(fmt.Errorf("export bucket level=%q class=%q: duplicate", b.Level, b.Class))
+			continue
+		}
+		seen[key] = true
+		e.emit(c.bucketTokens, b.Tokens, b.Level, b.Class)
+		e.emit(c.bucketBurst, b.Burst, b.Level, b.Class)
+	}
+}
+
+func (c *Collector) collectCallAdmission(e *emitter, v *maps.CallAdmissionView) {
+	e.emit(c.charges, v.SessionCharges, "session")
+	e.emit(c.charges, v.LoadCharge, "load")
+	e.emit(c.charges, v.TotalCharges, "total")
+	e.emit(c.charges, v.Limit, "limit")
+	e.emit(c.cpu, v.CPUPercent)
+	e.emit(c.cpuAverage, v.LoadPercent)
+	e.emit(c.buffersFull, boolValue(v.BuffersFull))
+	if v.HeartbeatAgeMS != nil {
+		e.emit(c.heartbeatAge, float64(*v.HeartbeatAgeMS)/1000)
+	}
+	e.emit(c.stale, boolValue(v.Stale))
+	e.emit(c.calls, float64(v.Accepted), "accepted")
+	e.emit(c.calls, float64(v.Rejected), "rejected")
+}
+
+func (c *Collector) collectAgents(e *emitter, agents []Agent) {
+	seen := make(map[[3]string]bool, len(agents))
+	for _, a := range agents {
+		key := [3]string{a.Name, a.Destination, a.Realm}
+		if seen[key] {
+			e.fail(fmt.Errorf("export session agent %q destination %q realm %q: duplicate", a.Name, a.Destination, a.Realm))
+			continue
+		}
+		seen[key] = true
+		e.emit(c.agentUp, boolValue(a.Up), a.Name, a.Destination, a.Realm)
+	}
+}
+
+func boolValue(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// emitter sends the metrics of one scrape and gathers what went wrong.
+type emitter struct {
+	ch   chan<- prometheus.Metric
+	errs []error
+}
+
+func (e *emitter) fail(err error) { e.errs = append(e.errs, err) }
+
+// emit sends one metric of f, or records why it cannot (a label value that
+// is not valid UTF-8) and sends nothing.
+func (e *emitter) emit(f family, v float64, labels ...string) {
+	m, err := prometheus.NewConstMetric(f.desc, f.typ, v, labels...)
+	if err != nil {
+		e.fail(fmt.Errorf("export %s%q: %w", f.name, labels, err))
+		return
+	}
+	e.ch <- m
+}

@@ -1,0 +1,53 @@
+package collector
+
+import "github.com/xdpcac/xdpcac/maps"
+
+// Reader reads what one scrape exports; the daemon passes one that reads
+// the pinned BPF maps. Read may return a partial Snapshot together with an
+// error: the collector exports what the Snapshot holds and counts the error.
+type Reader interface {
+	Read() (Snapshot, error)
+}
+
+// ReaderFunc adapts a function to a Reader.
+type ReaderFunc func() (Snapshot, error)
+
+// Read calls f.
+func (f ReaderFunc) Read() (Snapshot, error) { return f() }
+
+// Snapshot is the fast path's state at one scrape.
+type Snapshot struct {
+	// Interfaces: counters of each attached interface, keyed by its name as
+	// `cacctl show stats` keys it (IFACE or NETNS:IFACE).
+	Interfaces map[string]maps.Stats
+	// MalformedDrop is set when the fast path is configured to drop
+	// malformed frames; their series is then labelled verdict "drop".
+	MalformedDrop bool
+	// Buckets: tokens left in the class and environment buckets.
+	Buckets []Bucket
+	// CallAdmission: nil when nothing is attached.
+	CallAdmission *maps.CallAdmissionView
+	// Agents: session agents and their state per destination and realm;
+	// empty when none are configured.
+	Agents []Agent
+}
+
+// Bucket levels.
+const (
+	LevelClass       = "class"
+	LevelEnvironment = "environment"
+)
+
+// Bucket is the state of one token bucket.
+type Bucket struct {
+	Level  string // LevelClass or LevelEnvironment
+	Class  string // class name, "" for the environment bucket
+	Tokens float64
+	Burst  float64
+}
+
+// Agent is a session agent's state towards one destination in one realm.
+type Agent struct {
+	Name, Destination, Realm string
+	Up                       bool
+}
