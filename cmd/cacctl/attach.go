@@ -76,7 +76,7 @@ func newApplyCmd(g *globals) *cobra.Command {
 traffic flows: buckets, charges and counters are kept. When cacctl run is
 running for the state directory, apply hands FILE to it, and the daemon
 adopts FILE (SIGHUP reads it again); a bad file changes nothing either way.`,
-		Args:  exactArgs(),
+		Args: exactArgs(),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			_, opts, err := loadOptions(cfgFile)
 			if err != nil {

@@ -9,8 +9,8 @@ import (
 	"os/signal"
 	"path/filepath"
 	"sync"
-	"time"
 	"syscall"
+	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/xdpcac/xdpcac/cac/admission"

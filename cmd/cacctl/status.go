@@ -122,4 +122,6 @@ func writeStatus(w io.Writer, v statusView) {
 	tw.Flush()
 }
 
-func msAge(ms int64) string { return (time.Duration(ms) * time.Millisecond).Round(100 * time.Millisecond).String() }
+func msAge(ms int64) string {
+	return (time.Duration(ms) * time.Millisecond).Round(100 * time.Millisecond).String()
+}
