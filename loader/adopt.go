@@ -69,9 +69,10 @@ func Adopt(a Attachment, o Options) (Adopted, error) {
 		return Reattached, nil
 	}
 
-	old, err := ebpf.LoadPinnedProgram(filepath.Join(dir, pinProgram), nil)
+	// The link's program is what runs, whatever the prog pin says.
+	old, err := ebpf.NewProgramFromID(info.Program)
 	if err != nil {
-		return "", fmt.Errorf("open the pinned program of %s: %w", a, err)
+		return "", fmt.Errorf("open the running program of %s: %w", a, err)
 	}
 	defer old.Close()
 	same, err := sameProgram(old, objs.XdpCac)

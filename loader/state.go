@@ -63,6 +63,9 @@ func (a Attachment) Key() string {
 	return a.Netns + ":" + a.Iface
 }
 
+// Dir is where the pins of a live in stateDir.
+func (a Attachment) Dir(stateDir string) string { return filepath.Join(stateDir, a.dirName()) }
+
 // dirName is Key with '.', ':' and '%' escaped as %XX: bpffs refuses names
 // with dots, and VLAN sub-interfaces such as eth0.100 have them.
 func (a Attachment) dirName() string {

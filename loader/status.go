@@ -34,27 +34,31 @@ func Status(stateDir string) ([]AttachmentStatus, error) {
 	for _, a := range atts {
 		st := AttachmentStatus{Attachment: a, Link: "active"}
 		dir := filepath.Join(stateDir, a.dirName())
-		if l, err := link.LoadPinnedLink(filepath.Join(dir, pinLink), nil); err == nil {
-			if info, err := l.Info(); err != nil || info.XDP() == nil || info.XDP().Ifindex == 0 {
-				st.Link = "defunct"
-			}
-			l.Close()
-		} else {
-			st.Link = "missing"
+		l, err := link.LoadPinnedLink(filepath.Join(dir, pinLink), nil)
+		if err != nil {
+			return nil, fmt.Errorf("open the pinned link of %s: %w", a, err)
+		}
+		info, err := l.Info()
+		l.Close()
+		if err != nil {
+			return nil, fmt.Errorf("link info of %s: %w", a, err)
+		}
+		if info.XDP() == nil || info.XDP().Ifindex == 0 {
+			st.Link = "defunct"
 		}
 		if nl, err := linkByName(a.Netns, a.Iface); err == nil && nl.Attrs().Xdp != nil && nl.Attrs().Xdp.Attached {
 			st.Mode = attachModeName(nl.Attrs().Xdp.AttachMode)
 		}
-		prog, err := ebpf.LoadPinnedProgram(filepath.Join(dir, pinProgram), nil)
+		prog, err := ebpf.NewProgramFromID(info.Program) // what runs
 		if err != nil {
-			return nil, fmt.Errorf("open the pinned program of %s: %w", a, err)
+			return nil, fmt.Errorf("open the running program of %s: %w", a, err)
 		}
-		info, err := prog.Info()
+		pinfo, err := prog.Info()
 		prog.Close()
 		if err != nil {
 			return nil, fmt.Errorf("program info of %s: %w", a, err)
 		}
-		st.ProgramTag = info.Tag
+		st.ProgramTag = pinfo.Tag
 		if current == "" {
 			if current, err = embeddedTag(stateDir, a); err != nil {
 				return nil, err

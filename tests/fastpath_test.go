@@ -192,7 +192,7 @@ func (f *fastPath) tally(frame []byte, now uint64, rejected map[cac.Reason]int) 
 func passProgram(t testing.TB, name string) *ebpf.Program {
 	t.Helper()
 	p, err := ebpf.NewProgram(&ebpf.ProgramSpec{
-		Name: name, Type: ebpf.XDP, License: "MIT",
+		Name: name, Type: ebpf.XDP, AttachType: ebpf.AttachXDP, License: "MIT",
 		Instructions: asm.Instructions{asm.Mov.Imm(asm.R0, int32(cac.Pass)), asm.Return()},
 	})
 	if err != nil {

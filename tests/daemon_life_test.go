@@ -1,0 +1,249 @@
+package tests
+
+import (
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/link"
+	"github.com/xdpcac/xdpcac/loader"
+	"github.com/xdpcac/xdpcac/tests/testenv"
+)
+
+// lifeConfig is a daemon's file with a PADI class bucket of burst calls
+// that does not refill within a test.
+func lifeConfig(tb *testbed, burst int, extra string) string {
+	return e2eConfig + "interfaces: [{name: " + tb.boxIface + "}]\n" +
+		"cpu: {sample-interval: 200ms}\n" +
+		"classes:\n  pppoe-padi: {cps: 0.001, burst: " + itoa(burst) + "}\n" + extra
+}
+
+func itoa(n int) string { return strconv.Itoa(n) }
+
+// TestDaemonKillAndRestart: SIGKILL in the middle of a flood leaves the
+// filter enforcing; a restarted daemon takes over the pinned state, with
+// counters no lower and the bucket not refilled.
+func TestDaemonKillAndRestart(t *testing.T) {
+	tb := newTestbed(t)
+	cfg := writeConfig(t, lifeConfig(tb, 20, ""))
+	d := tb.startDaemon(t, cfg)
+	frames := make([][]byte, 50)
+	for i := range frames {
+		frames[i] = padi
+	}
+	testenv.Send(t, tb.peer, tb.peerIfc, frames)
+	if err := d.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	d.cmd.Wait()
+	testenv.Send(t, tb.peer, tb.peerIfc, frames)
+	waitFor(t, func() bool { return tb.stats(t).Classes["pppoe-padi"].Seen == 100 })
+	before := tb.stats(t).Classes["pppoe-padi"]
+	if before.Admitted != 20 || before.Reasons["class"] != 80 {
+		t.Fatalf("flood across the kill: %+v, want 20 admitted and 80 rejected by class", before)
+	}
+
+	tb.startDaemon(t, cfg)
+	after := tb.stats(t).Classes["pppoe-padi"]
+	if after.Seen < before.Seen || after.Admitted < before.Admitted {
+		t.Errorf("counters went back on restart: %+v, before %+v", after, before)
+	}
+	if got := tb.padiOutcome(t); got != "class" {
+		t.Errorf("after the restart a PADI is %s: the bucket was refilled", got)
+	}
+}
+
+// TestDaemonApply: cacctl apply hands a file to the running daemon: new
+// limits are enforced within a second with counters kept; a broken file
+// is refused with its line and changes nothing.
+func TestDaemonApply(t *testing.T) {
+	tb := newTestbed(t)
+	tb.startDaemon(t, writeConfig(t, lifeConfig(tb, 2, "")))
+	for i := 0; i < 3; i++ {
+		tb.padiOutcome(t)
+	}
+	before := tb.stats(t).Classes["pppoe-padi"]
+
+	broken := writeConfig(t, lifeConfig(tb, 2, "environment: {cps: lots}\n"))
+	_, stderr, err := tb.cacctl(t, "apply", "--config", broken)
+	if err == nil || !regexp.MustCompile(`cac.yaml:\d+:\d+: environment.cps`).MatchString(stderr) {
+		t.Errorf("apply of a broken file: %v: %s", err, stderr)
+	}
+	if got := tb.padiOutcome(t); got != "class" {
+		t.Errorf("after the broken file a PADI is %s, want class (limits unchanged)", got)
+	}
+
+	higher := writeConfig(t, lifeConfig(tb, 10, ""))
+	out, stderr, err := tb.cacctl(t, "apply", "--config", higher)
+	if err != nil || !strings.Contains(out, "running cacctl run") {
+		t.Fatalf("apply: %v: %s%s", err, out, stderr)
+	}
+	applied := time.Now()
+	got := tb.padiOutcome(t)
+	if took := time.Since(applied); got != "admitted" || took > time.Second {
+		t.Errorf("%v after apply a PADI is %s, want admitted within a second", took, got)
+	}
+	after := tb.stats(t).Classes["pppoe-padi"]
+	if after.Seen != before.Seen+2 || after.Reasons["class"] != before.Reasons["class"]+1 {
+		t.Errorf("counters after apply %+v, before %+v", after, before)
+	}
+	out, _, err = tb.cacctl(t, "status")
+	if err != nil || !strings.Contains(out, higher) || !strings.Contains(out, "daemon: running") {
+		t.Errorf("status after apply does not name the file in force:\n%s", out)
+	}
+}
+
+// TestDaemonRefusals: a second daemon for the same state refuses and
+// changes nothing.
+func TestDaemonRefusals(t *testing.T) {
+	tb := newTestbed(t)
+	cfg := writeConfig(t, lifeConfig(tb, 5, ""))
+	first := tb.startDaemon(t, cfg)
+	_, stderr, err := tb.cacctl(t, "run", "--config", cfg)
+	if err == nil || !strings.Contains(stderr, "already running") || !strings.Contains(stderr, itoa(first.cmd.Process.Pid)) {
+		t.Errorf("second run: %v: %s", err, stderr)
+	}
+	if got := tb.padiOutcome(t); got != "admitted" {
+		t.Errorf("the first daemon's filter: PADI %s", got)
+	}
+}
+
+// TestDaemonInterfaceReturns: an interface deleted and created again gets
+// the filter back within two seconds, with the state it had.
+func TestDaemonInterfaceReturns(t *testing.T) {
+	tb := newTestbed(t)
+	tb.startDaemon(t, writeConfig(t, lifeConfig(tb, 3, "")))
+	for i := 0; i < 4; i++ {
+		tb.padiOutcome(t)
+	}
+	if out, err := exec.Command("ip", "-n", tb.box, "link", "del", tb.boxIface).CombinedOutput(); err != nil {
+		t.Fatalf("delete %s: %v: %s", tb.boxIface, err, out)
+	}
+	time.Sleep(300 * time.Millisecond)
+	testenv.VethNamed(t, tb.box, tb.peer, tb.boxIface, tb.peerIfc)
+	back := time.Now()
+	for xdpProgID(t, tb.box, tb.boxIface) == 0 {
+		if time.Since(back) > 2*time.Second {
+			t.Fatalf("no XDP program on %s two seconds after it came back", tb.boxIface)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Logf("attached again %v after the interface came back", time.Since(back))
+	if got := tb.padiOutcome(t); got != "class" {
+		t.Errorf("after the interface came back a PADI is %s, want class: the bucket kept its state", got)
+	}
+}
+
+// TestUpgrade: a daemon takes over an attachment running another program
+// with an atomic link update and keeps the counters; a link update that
+// fails, or a pinned map of another shape, leaves the running program.
+func TestUpgrade(t *testing.T) {
+	tb := newTestbed(t)
+	cfg := writeConfig(t, lifeConfig(tb, 3, ""))
+	if _, stderr, err := tb.cacctl(t, "attach", tb.boxIface, "--config", cfg); err != nil {
+		t.Fatalf("attach: %v: %s", err, stderr)
+	}
+	t.Cleanup(func() { tb.cacctl(t, "detach", tb.boxIface) })
+	tb.padiOutcome(t)
+	a := loader.Attachment{Iface: tb.boxIface, Netns: tb.box}
+	dir := a.Dir(tb.state)
+
+	// Stand in an "old version": another program on the pinned link.
+	old := passProgram(t, "old_version")
+	l, err := link.LoadPinnedLink(filepath.Join(dir, "link"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	if err := l.Update(old); err != nil {
+		t.Fatal(err)
+	}
+	oldID := xdpProgID(t, tb.box, tb.boxIface)
+
+	failing := loader.Options{StateDir: tb.state, UpdateLink: func(link.Link, *ebpf.Program) error { return syscall.EBUSY }}
+	if _, err := loader.Adopt(a, failing); err == nil || !strings.Contains(err.Error(), "the running program stays") {
+		t.Errorf("adopt with a failing link update: %v", err)
+	}
+	if id := xdpProgID(t, tb.box, tb.boxIface); id != oldID {
+		t.Errorf("a failed update changed the program: %d, was %d", id, oldID)
+	}
+
+	d := tb.startDaemon(t, cfg)
+	if id := xdpProgID(t, tb.box, tb.boxIface); id == oldID {
+		t.Errorf("the daemon left the old program running")
+	}
+	if !strings.Contains(d.log.String(), "program=upgraded") {
+		t.Errorf("the daemon's log does not say it upgraded:\n%s", d.log.String())
+	}
+	if s := tb.stats(t).Classes["pppoe-padi"]; s.Seen != 1 {
+		t.Errorf("counters after the upgrade: %+v, want the 1 PADI of before", s)
+	}
+	out, _, _ := tb.cacctl(t, "status")
+	if !strings.Contains(out, "this version") {
+		t.Errorf("status after the upgrade:\n%s", out)
+	}
+	d.cmd.Process.Signal(syscall.SIGTERM)
+	d.cmd.Wait()
+
+	// A pinned map of another shape: the upgrade is refused, nothing changes.
+	if err := os.Remove(filepath.Join(dir, "settings")); err != nil {
+		t.Fatal(err)
+	}
+	odd, err := ebpf.NewMap(&ebpf.MapSpec{Type: ebpf.Array, KeySize: 4, ValueSize: 16, MaxEntries: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer odd.Close()
+	if err := odd.Pin(filepath.Join(dir, "settings")); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Update(old); err != nil { // an old version again, to upgrade
+		t.Fatal(err)
+	}
+	oldID = xdpProgID(t, tb.box, tb.boxIface)
+	_, stderr, err := tb.cacctl(t, "run", "--config", cfg)
+	if err == nil || !strings.Contains(stderr, "another shape") || !strings.Contains(stderr, "nothing was changed") {
+		t.Errorf("run against a map of another shape: %v: %s", err, stderr)
+	}
+	if id := xdpProgID(t, tb.box, tb.boxIface); id != oldID {
+		t.Errorf("the refused upgrade changed the program")
+	}
+}
+
+// TestDaemonMetrics: the daemon serves /metrics with what the maps hold.
+func TestDaemonMetrics(t *testing.T) {
+	tb := newTestbed(t)
+	tb.startDaemon(t, writeConfig(t, lifeConfig(tb, 3, "metrics: {listen: \"127.0.0.1:0\"}\n")))
+	tb.padiOutcome(t)
+	out, _, err := tb.cacctl(t, "status", "-o", "json")
+	m := regexp.MustCompile(`"metrics": "([0-9.:]+)"`).FindStringSubmatch(out)
+	if err != nil || m == nil {
+		t.Fatalf("status does not say where metrics are: %v\n%s", err, out)
+	}
+	resp, err := http.Get("http://" + m[1] + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	want := `xdpcac_packets_total{class="pppoe-padi",iface="` + tb.box + ":" + tb.boxIface + `",verdict="pass"} 1`
+	if !strings.Contains(string(body), want) || !strings.Contains(string(body), "xdpcac_build_info") {
+		t.Errorf("/metrics lacks %s:\n%s", want, body)
+	}
+	if promtool, err := exec.LookPath("promtool"); err == nil {
+		c := exec.Command(promtool, "check", "metrics")
+		c.Stdin = strings.NewReader(string(body))
+		if out, err := c.CombinedOutput(); err != nil {
+			t.Errorf("promtool check metrics: %v\n%s", err, out)
+		}
+	}
+}
