@@ -131,8 +131,13 @@ func repin(p *ebpf.Program, path string) error {
 // reattach attaches a new link to an interface that came back, in place of
 // the defunct one, with the pinned maps.
 func reattach(a Attachment, o Options, dir string, old link.Link, objs *bpf.XdpObjects) error {
-	if err := checkForeign(a); err != nil {
+	if err := replaceable(checkForeign(a), o.Force); err != nil {
 		return err
+	}
+	if o.Force {
+		if err := removeForeign(a); err != nil {
+			return err
+		}
 	}
 	flags, err := xdpFlags(o.Mode)
 	if err != nil {

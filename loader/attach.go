@@ -12,9 +12,11 @@ import (
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/link"
 	"github.com/cilium/ebpf/rlimit"
+	"github.com/vishvananda/netlink"
 	"github.com/xdpcac/xdpcac/bpf"
 	"github.com/xdpcac/xdpcac/cac/admission"
 	"github.com/xdpcac/xdpcac/maps"
+	"golang.org/x/sys/unix"
 )
 
 // lockTimeout is how long a command waits for another to finish.
@@ -31,6 +33,9 @@ type Options struct {
 	// SourceTable is how many sources the per-source table holds; 0 keeps
 	// the default of the object (262,144).
 	SourceTable uint32
+	// Force replaces another XDP program attached over netlink (not one
+	// held by another tool's bpf_link, which only that tool can remove).
+	Force bool
 	// UpdateLink switches a pinned link to a new program in Adopt; nil
 	// uses the link's own update. Tests set it to make the switch fail.
 	UpdateLink func(link.Link, *ebpf.Program) error
@@ -104,7 +109,7 @@ func Attach(a Attachment, o Options) (mode string, err error) {
 	// another XDP program, is refused before anything, even the state
 	// directory, is created; and checked again under the lock.
 	dir := filepath.Join(o.StateDir, a.dirName())
-	if err := checkFree(a, dir); err != nil {
+	if err := replaceable(checkFree(a, dir), o.Force); err != nil {
 		return "", err
 	}
 	if err := ensureStateDir(o.StateDir); err != nil {
@@ -115,8 +120,13 @@ func Attach(a Attachment, o Options) (mode string, err error) {
 		return "", err
 	}
 	defer lk.unlock()
-	if err := checkFree(a, dir); err != nil {
+	if err := replaceable(checkFree(a, dir), o.Force); err != nil {
 		return "", err
+	}
+	if o.Force {
+		if err := removeForeign(a); err != nil {
+			return "", err
+		}
 	}
 	nl, err := linkByName(a.Netns, a.Iface)
 	if err != nil {
@@ -170,12 +180,24 @@ func Attach(a Attachment, o Options) (mode string, err error) {
 }
 
 // checkFree refuses an interface that xdpcac is attached to (its state is
-// in dir), that is missing, or that has another XDP program.
+// in dir), that is missing, or that has another XDP program (a
+// *foreignProgram, which Force may replace).
 func checkFree(a Attachment, dir string) error {
 	if _, err := os.Stat(dir); err == nil {
 		return fmt.Errorf("xdpcac is already attached to %s (state in %s): use cacctl detach first", a, dir)
 	}
 	return checkForeign(a)
+}
+
+// foreignProgram is another XDP program on the interface.
+type foreignProgram struct {
+	a    Attachment
+	id   uint32
+	mode uint32 // IFLA_XDP_ATTACHED
+}
+
+func (f *foreignProgram) Error() string {
+	return fmt.Sprintf("%s already has an XDP program (%s): detach it first, or replace it with --force; nothing was changed", f.a, describeProg(f.id))
 }
 
 // checkForeign refuses an interface that is missing or has an XDP program.
@@ -185,7 +207,40 @@ func checkForeign(a Attachment) error {
 		return err
 	}
 	if x := nl.Attrs().Xdp; x != nil && x.Attached {
-		return fmt.Errorf("%s already has an XDP program (%s): detach it first; nothing was changed", a, describeProg(x.ProgId))
+		return &foreignProgram{a: a, id: x.ProgId, mode: x.AttachMode}
+	}
+	return nil
+}
+
+// replaceable passes a foreign program when force is set, to be removed
+// under the lock; every other refusal stands.
+func replaceable(err error, force bool) error {
+	var f *foreignProgram
+	if force && errors.As(err, &f) {
+		return nil
+	}
+	return err
+}
+
+// removeForeign removes another program attached over netlink (--force).
+func removeForeign(a Attachment) error {
+	err := checkForeign(a)
+	var f *foreignProgram
+	if !errors.As(err, &f) {
+		return err
+	}
+	nl, err := linkByName(a.Netns, a.Iface)
+	if err != nil {
+		return err
+	}
+	// Detaching needs the mode it was attached in.
+	flags := map[uint32]int{1: unix.XDP_FLAGS_DRV_MODE, 2: unix.XDP_FLAGS_SKB_MODE, 3: unix.XDP_FLAGS_HW_MODE}[f.mode]
+	err = inNetns(a.Netns, func() error { return netlink.LinkSetXdpFdWithFlags(nl, -1, flags) })
+	if errors.Is(err, unix.EBUSY) {
+		return fmt.Errorf("%s: its XDP program (%s) is held by another tool's bpf_link, which --force cannot remove: stop that tool; nothing was changed", a, describeProg(f.id))
+	}
+	if err != nil {
+		return fmt.Errorf("remove the XDP program (%s) of %s: %w", describeProg(f.id), a, err)
 	}
 	return nil
 }

@@ -197,18 +197,15 @@ func TestAttachRefusals(t *testing.T) {
 	if after := xdpProgID(t, tb.box, tb.boxIface); after != before {
 		t.Errorf("the other program changed from %d to %d", before, after)
 	}
-	testenv.Do(tb.box, func() error {
-		l, err := netlink.LinkByName(tb.boxIface)
-		if err != nil {
-			return err
-		}
-		return netlink.LinkSetXdpFd(l, -1)
-	})
 
-	if _, stderr, err := tb.cacctl(t, "attach", tb.boxIface, "--config", cfg); err != nil {
-		t.Fatalf("attach: %v: %s", err, stderr)
+	// --force replaces a program attached over netlink.
+	if _, stderr, err := tb.cacctl(t, "attach", tb.boxIface, "--config", cfg, "--force"); err != nil {
+		t.Fatalf("attach --force: %v: %s", err, stderr)
 	}
 	t.Cleanup(func() { tb.cacctl(t, "detach", tb.boxIface) })
+	if after := xdpProgID(t, tb.box, tb.boxIface); after == before || after == 0 {
+		t.Errorf("attach --force left program %d (the other was %d)", after, before)
+	}
 	_, stderr, err = tb.cacctl(t, "attach", tb.boxIface, "--config", cfg)
 	if err == nil || !strings.Contains(stderr, "already attached") {
 		t.Errorf("second attach: err %v, stderr %q", err, stderr)

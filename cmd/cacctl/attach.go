@@ -14,6 +14,7 @@ import (
 
 func newAttachCmd(g *globals) *cobra.Command {
 	var cfgFile, mode string
+	var force bool
 	cmd := &cobra.Command{
 		Use:   "attach IFACE --config FILE [--mode auto|native|generic]",
 		Short: "Attach the filter to an interface with the static limits of FILE, and leave it there",
@@ -33,7 +34,7 @@ func newAttachCmd(g *globals) *cobra.Command {
 				}
 			}
 			a := loader.Attachment{Iface: iface, Netns: g.netns}
-			opts.StateDir, opts.Mode = g.stateDir, mode
+			opts.StateDir, opts.Mode, opts.Force = g.stateDir, mode, force
 			got, err := loader.Attach(a, opts)
 			if err != nil {
 				return err
@@ -44,6 +45,7 @@ func newAttachCmd(g *globals) *cobra.Command {
 	}
 	cmd.Flags().StringVar(&cfgFile, "config", "", "configuration file (required)")
 	cmd.Flags().StringVar(&mode, "mode", "", "XDP mode: auto, native or generic (default: the interface's mode in FILE, else auto)")
+	cmd.Flags().BoolVar(&force, "force", false, "replace another XDP program attached over netlink")
 	cmd.MarkFlagRequired("config")
 	return cmd
 }

@@ -24,7 +24,7 @@ import (
 
 func newRunCmd(g *globals) *cobra.Command {
 	var cfgFile, logFormat string
-	var detachOnExit bool
+	var detachOnExit, force bool
 	cmd := &cobra.Command{
 		Use:   "run --config FILE",
 		Short: "Attach every interface of FILE and run the control loop: CPU load, buffers, heartbeat",
@@ -45,12 +45,15 @@ its last limits: the heartbeat ages and on-stale decides, unless
 			if abs, err := filepath.Abs(cfgFile); err == nil {
 				cfgFile = abs // SIGHUP reads it again, wherever the daemon's cwd is
 			}
-			return newDaemon(g, cfgFile, log).run(cmd.Context(), detachOnExit)
+			d := newDaemon(g, cfgFile, log)
+			d.force = force
+			return d.run(cmd.Context(), detachOnExit)
 		},
 	}
 	cmd.Flags().StringVar(&cfgFile, "config", "", "configuration file (required)")
 	cmd.Flags().StringVar(&logFormat, "log-format", "text", "log format: text or json")
 	cmd.Flags().BoolVar(&detachOnExit, "detach-on-exit", false, "detach every interface of FILE when stopped by SIGINT or SIGTERM")
+	cmd.Flags().BoolVar(&force, "force", false, "replace another XDP program attached over netlink to an interface of FILE")
 	cmd.MarkFlagRequired("config")
 	return cmd
 }
@@ -67,8 +70,9 @@ func newLogger(format string) (*slog.Logger, error) {
 
 // daemon is `cacctl run`.
 type daemon struct {
-	g   *globals
-	log *slog.Logger
+	g     *globals
+	log   *slog.Logger
+	force bool // replace foreign XDP programs
 	// applies carries API applies to the goroutine that owns the
 	// configuration, as SIGHUP does.
 	applies chan applyCall
@@ -239,7 +243,7 @@ func (d *daemon) attachAll(cfg *config.Config, opts loader.Options) error {
 
 // ensure attaches one interface or takes it over.
 func (d *daemon) ensure(i config.Interface, opts loader.Options) error {
-	opts.StateDir, opts.Mode = d.g.stateDir, i.Mode
+	opts.StateDir, opts.Mode, opts.Force = d.g.stateDir, i.Mode, d.force
 	a := loader.Attachment{Iface: i.Name, Netns: d.g.netns}
 	if loader.IsAttached(d.g.stateDir, a) {
 		did, err := loader.Adopt(a, opts)
