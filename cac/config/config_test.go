@@ -145,3 +145,11 @@ func TestAllErrorsReported(t *testing.T) {
 		t.Errorf("want three errors, got %v", err)
 	}
 }
+
+// TestDeployExample: the example configuration shipped under deploy/ is
+// valid, so it cannot rot as keys change.
+func TestDeployExample(t *testing.T) {
+	if _, err := Load("../../deploy/cac.yaml"); err != nil {
+		t.Fatal(err)
+	}
+}
