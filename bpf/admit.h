@@ -152,6 +152,14 @@ static __always_inline int admit(struct frame *f, __u32 class, __u32 slot, __u64
 		if (lv[i].limit && lv[i].bucket && !bucket_conforms(lv[i].limit, lv[i].bucket, now))
 			return lv[i].reason;
 	}
+	/* The charge budget is checked with the buckets, before anything is
+	 * taken, and committed after them. */
+	struct charge_check cc = {};
+	if (charged) {
+		int r = charge_conforms(ca, &m, class, now, &cc);
+		if (r != ADMITTED)
+			return r;
+	}
 	int taken = L_COUNT, reason = ADMITTED;
 #pragma unroll
 	for (int i = 0; i < L_COUNT; i++) {
@@ -166,7 +174,7 @@ static __always_inline int admit(struct frame *f, __u32 class, __u32 slot, __u64
 		return reason;
 	}
 	if (charged) {
-		reason = charge_take(ca, &m, class, now);
+		reason = charge_commit(ca, &cc);
 		if (reason != ADMITTED) {
 			give_back(lv, L_COUNT);
 			return reason;
@@ -180,8 +188,7 @@ static __always_inline int admit(struct frame *f, __u32 class, __u32 slot, __u64
 			struct cac_bucket *sb = bpf_map_lookup_elem(&sources, &src);
 			if (sb && !bucket_take(&cls->per_source, sb, now)) {
 				give_back(lv, L_COUNT);
-				if (charged)
-					charge_give_back(ca, class);
+				charge_give_back(&cc);
 				return CAC_REASON_SOURCE;
 			}
 		}

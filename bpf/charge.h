@@ -104,10 +104,11 @@ static __always_inline int cac_gates(struct cac_admission *ca, __u64 now, struct
  * charge_advance writes the snapshots of the ticks since a type's ring was
  * last written, up to tick: the total stood still over them, since nothing
  * was admitted. Only the last CAC_MAX_LIFETIME_TICKS can be read, so an
- * idle ring costs at most that many stores once. Two CPUs crossing a tick
- * together write the same total, or one a call newer: a call counted a
- * tick later, held at most 100 ms longer. A global function, so the
- * verifier walks its loop once.
+ * idle ring costs at most that many stores once. When another CPU admits a
+ * call of the new tick before this snapshot is written, that call is
+ * counted as of the tick before and expires up to 100 ms early: the only
+ * inexactness, and only with two CPUs at a tick boundary. A global
+ * function, so the verifier walks its loop once.
  */
 __noinline int charge_advance(__u32 type, __u64 tick)
 {
@@ -124,37 +125,37 @@ __noinline int charge_advance(__u32 type, __u64 tick)
 		r->snap[(tick - i) & (CAC_RING - 1)] = total;
 	}
 	/* Publish only after the snapshots: a reader that sees the new tick
-	 * finds them written. A slower CPU may lower it; the next packet
-	 * raises it again, writing the same totals. */
+	 * finds them written. The swap fails, and leaves the tick alone, when
+	 * another CPU has moved it on meanwhile. */
 	__sync_val_compare_and_swap(&r->tick, last, tick);
 	return 0;
 }
 
-/* in_force is how many calls of a ring hold their charge at tick. */
-static __always_inline __u64 in_force(struct cac_charge_ring *r, __u64 tick, __u32 lifetime)
-{
-	__u64 total = r->total, then = r->snap[(tick - lifetime + 1) & (CAC_RING - 1)];
-	return total > then ? total - then : 0;
-}
+/* A charge check: what it read, for the commit to build on. */
+struct charge_check {
+	struct cac_charge_ring *mine; /* the call's ring; NULL: it holds nothing */
+	__u64 mine_total;             /* its total as the check read it */
+	__u64 used;                   /* charges counted against the limit */
+	__u64 charge;                 /* the call's own, thousandths */
+	int reason;                   /* session-charges or total-charge */
+};
 
 /*
- * charge_take admits a call of class against the charge budget, or names
- * the reason: old model, session charges + load + this call's charge
+ * charge_conforms checks a call of class against the charge budget without
+ * taking anything: old model, session charges + load + this call's charge
  * within the limit, full buffers rejecting everything; new model, session
- * charges + this call's charge within the limit. An admitted call adds
- * itself to its type's total with an atomic add; if another CPU's call got
- * in between and the sum no longer fits, it takes itself out again.
+ * charges + this call's charge within the limit. It comes before any
+ * bucket is taken, so a flood the budget rejects touches no bucket.
  */
-static __always_inline int charge_take(struct cac_admission *ca, struct measured *m, __u32 class, __u64 now)
+static __always_inline int charge_conforms(struct cac_admission *ca, struct measured *m, __u32 class, __u64 now,
+					   struct charge_check *cc)
 {
-	int reason = ca->new_model ? CAC_REASON_SESSION_CHARGES : CAC_REASON_TOTAL_CHARGE;
+	cc->reason = ca->new_model ? CAC_REASON_SESSION_CHARGES : CAC_REASON_TOTAL_CHARGE;
 	if (!ca->new_model && m->buffers_full)
-		return reason;
+		return cc->reason;
 	__u64 tick = now / CAC_TICK_NS;
 	int type = call_type_of(class);
-	__u64 budget = ca->limit_milli, used = ca->new_model ? 0 : m->load_milli;
-	struct cac_charge_ring *mine = NULL;
-	__u64 mine_total = 0, charge = 0;
+	cc->used = ca->new_model ? 0 : m->load_milli;
 
 #pragma unroll
 	for (__u32 t = 0; t < CAC_NUM_CALL_TYPES; t++) {
@@ -168,37 +169,39 @@ static __always_inline int charge_take(struct cac_admission *ca, struct measured
 			continue;
 		if (r->tick < tick) /* the first call of a tick: no call otherwise */
 			charge_advance(t, tick);
-		used += in_force(r, tick, lifetime) * c->charge * 1000;
+		/* One read of the total: the commit's recheck starts from it. */
+		__u64 total = r->total, then = r->snap[(tick - lifetime + 1) & (CAC_RING - 1)];
+		cc->used += (total > then ? total - then : 0) * c->charge * 1000;
 		if (t == (__u32)type) {
-			mine = r;
-			mine_total = r->total;
-			charge = (__u64)c->charge * 1000;
+			cc->mine = r;
+			cc->mine_total = total;
+			cc->charge = (__u64)c->charge * 1000;
 		}
 	}
-	if (used + charge > budget)
-		return reason;
-	if (!mine)
+	return cc->used + cc->charge > ca->limit_milli ? cc->reason : ADMITTED;
+}
+
+/*
+ * charge_commit adds an admitted call to its type's total with an atomic
+ * add. If calls of its type that other CPUs admitted since the check no
+ * longer leave room for it, it takes itself out again and is rejected.
+ */
+static __always_inline int charge_commit(struct cac_admission *ca, struct charge_check *cc)
+{
+	if (!cc->mine)
 		return ADMITTED; /* a call with no charge line holds nothing */
-	__u64 before = __sync_fetch_and_add(&mine->total, 1);
-	if (before > mine_total && used + (before - mine_total) * charge + charge > budget) {
-		__sync_fetch_and_sub(&mine->total, 1);
-		return reason;
+	__u64 before = __sync_fetch_and_add(&cc->mine->total, 1);
+	if (before > cc->mine_total && cc->used + (before - cc->mine_total) * cc->charge + cc->charge > ca->limit_milli) {
+		__sync_fetch_and_sub(&cc->mine->total, 1);
+		return cc->reason;
 	}
 	return ADMITTED;
 }
 
-/* charge_give_back takes back a call charge_take admitted, when a race on
- * a new source rejects it after all. */
-static __always_inline void charge_give_back(struct cac_admission *ca, __u32 class)
+/* charge_give_back takes back a committed call, when a race on a new
+ * source rejects it after all. */
+static __always_inline void charge_give_back(struct charge_check *cc)
 {
-	int type = call_type_of(class);
-	if (type < 0 || type >= CAC_NUM_CALL_TYPES)
-		return;
-	struct cac_charge *c = &ca->type[type];
-	if (!c->charge || !c->lifetime_ticks || c->lifetime_ticks > CAC_MAX_LIFETIME_TICKS)
-		return; /* charge_take added nothing */
-	__u32 key = type;
-	struct cac_charge_ring *r = bpf_map_lookup_elem(&charge_rings, &key);
-	if (r)
-		__sync_fetch_and_sub(&r->total, 1);
+	if (cc->mine)
+		__sync_fetch_and_sub(&cc->mine->total, 1);
 }

@@ -1,6 +1,7 @@
 package tests
 
 import (
+	"github.com/cilium/ebpf"
 	"math/rand/v2"
 	"net/netip"
 	"runtime"
@@ -188,33 +189,7 @@ func concurrentRate(t *testing.T) float64 {
 	}
 	invite := v4udp(5060, SIPRequest("INVITE", toNoTag))
 
-	start := time.Now()
-	deadline := start.Add(time.Second)
-	errs := make(chan error, 2)
-	for cpu := 0; cpu < 2; cpu++ {
-		go func() {
-			runtime.LockOSThread() // never unlocked: the thread ends with the goroutine
-			var set unix.CPUSet
-			set.Set(cpu)
-			if err := unix.SchedSetaffinity(0, &set); err != nil {
-				errs <- err
-				return
-			}
-			for time.Now().Before(deadline) {
-				if _, _, err := objs.XdpCac.Benchmark(invite, 2000, nil); err != nil {
-					errs <- err
-					return
-				}
-			}
-			errs <- nil
-		}()
-	}
-	for i := 0; i < 2; i++ {
-		if err := <-errs; err != nil {
-			t.Fatal(err)
-		}
-	}
-	elapsed := time.Since(start)
+	elapsed := floodBothCPUs(t, objs.XdpCac, invite, time.Second)
 	s, err := maps.ReadStats(objs.Stats)
 	if err != nil {
 		t.Fatal(err)
@@ -227,6 +202,39 @@ func concurrentRate(t *testing.T) float64 {
 		t.Fatal("the flood never reached the limit: the test measured nothing")
 	}
 	return float64(inv.Admitted) / want
+}
+
+// floodBothCPUs runs frame through prog from a thread on each of two CPUs
+// for d, and returns how long it took.
+func floodBothCPUs(t *testing.T, prog *ebpf.Program, frame []byte, d time.Duration) time.Duration {
+	t.Helper()
+	start := time.Now()
+	deadline := start.Add(d)
+	errs := make(chan error, 2)
+	for cpu := 0; cpu < 2; cpu++ {
+		go func() {
+			runtime.LockOSThread() // never unlocked: the thread ends with the goroutine
+			var set unix.CPUSet
+			set.Set(cpu)
+			if err := unix.SchedSetaffinity(0, &set); err != nil {
+				errs <- err
+				return
+			}
+			for time.Now().Before(deadline) {
+				if _, _, err := prog.Benchmark(frame, 2000, nil); err != nil {
+					errs <- err
+					return
+				}
+			}
+			errs <- nil
+		}()
+	}
+	for i := 0; i < 2; i++ {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	return time.Since(start)
 }
 
 // randomRate is a limit as an operator might write it: fractional rates,

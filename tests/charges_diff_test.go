@@ -2,12 +2,16 @@ package tests
 
 import (
 	"math/rand/v2"
+	"runtime"
 	"testing"
+	"time"
 
 	"github.com/xdpcac/xdpcac/cac"
 	"github.com/xdpcac/xdpcac/cac/admission"
 	"github.com/xdpcac/xdpcac/cac/bucket"
+	"github.com/xdpcac/xdpcac/bpf"
 	"github.com/xdpcac/xdpcac/maps"
+	"github.com/xdpcac/xdpcac/tests/testenv"
 )
 
 // randomCallAdmission is a charge budget as an operator might write it:
@@ -150,5 +154,44 @@ func TestChargeRejectConsumesNothing(t *testing.T) {
 	}
 	if rings[cac.CallVPDN].Total != 5 {
 		t.Errorf("the VPDN ring counts %d admitted calls, want 5", rings[cac.CallVPDN].Total)
+	}
+}
+
+// TestConcurrentCharges: both CPUs flood PADIs into one charge budget of
+// 20,000 calls that hold their charge for the longest lifetime; what is
+// admitted must be within 3 % of the budget (on one CPU it is exact), and
+// the ring must count exactly what was admitted.
+func TestConcurrentCharges(t *testing.T) {
+	testenv.RequireBPF(t)
+	if runtime.NumCPU() < 2 {
+		t.Skip("needs two CPUs")
+	}
+	var objs bpf.XdpObjects
+	if err := bpf.LoadXdpObjects(&objs, nil); err != nil {
+		t.Fatal(err)
+	}
+	defer objs.Close()
+	if err := maps.WritePolicy(maps.PolicyMapsOf(&objs.XdpMaps), policyOf(t, ios("new-model", "limit 20000", "pppoe 1 300"))); err != nil {
+		t.Fatal(err)
+	}
+	floodBothCPUs(t, objs.XdpCac, padi, 300*time.Millisecond)
+	s, err := maps.ReadStats(objs.Stats)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := s.Classes[cac.PPPoEPADI]
+	rings, err := maps.ReadChargeRings(objs.ChargeRings)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%d PADIs on 2 CPUs: %d admitted of a budget of 20000, %d rejected as session-charges", c.Seen(), c.Admitted, c.Rejected[cac.ReasonSessionCharges])
+	if c.Rejected[cac.ReasonSessionCharges] == 0 {
+		t.Fatal("the flood never filled the budget: the test measured nothing")
+	}
+	if c.Admitted < 19_400 || c.Admitted > 20_600 {
+		t.Errorf("%d admitted, want within 3 %% of 20000", c.Admitted)
+	}
+	if rings[cac.CallPPPoE].Total != c.Admitted {
+		t.Errorf("the ring counts %d calls, %d were admitted", rings[cac.CallPPPoE].Total, c.Admitted)
 	}
 }
