@@ -95,11 +95,11 @@ func Load(sourceTable uint32, shared map[string]*ebpf.Map) (*bpf.XdpObjects, err
 	return &objs, nil
 }
 
-// Attach loads the program, configures it, attaches it to the interface
-// with a bpf_link and pins it all under o.StateDir. An interface attached
-// beside others shares their state (Shared), and o is put in force for all
-// of them. It returns the mode the kernel attached in. On any error
-// nothing is left behind.
+// Attach loads the program, configures it with o, attaches it to the
+// interface with a bpf_link and pins it all under o.StateDir. An interface
+// attached beside others joins their state (Shared) as it is, limits
+// included: Apply changes those. It returns the mode the kernel attached
+// in. On any error nothing is left behind.
 func Attach(a Attachment, o Options) (mode string, err error) {
 	flags, err := xdpFlags(o.Mode)
 	if err != nil {
@@ -148,14 +148,13 @@ func Attach(a Attachment, o Options) (mode string, err error) {
 		return "", err
 	}
 	defer objs.Close() // the pins hold what must outlive this process
-	if err := maps.WriteSettings(objs.Settings, o.Settings); err != nil {
-		return "", err
-	}
-	if err := maps.WritePorts(objs.UdpPorts, o.L2TPPorts, o.SIPPorts); err != nil {
-		return "", err
-	}
-	if err := maps.WritePolicy(maps.PolicyMapsOf(&objs.XdpMaps), o.Policy); err != nil {
-		return "", err
+	// The first attachment starts with o; one that joins runs what is in
+	// force, and changes nothing for the others even if it fails: Apply
+	// puts o in force for all of them afterwards.
+	if shared == nil {
+		if err := apply(&Pinned{XdpMaps: objs.XdpMaps}, o); err != nil {
+			return "", err
+		}
 	}
 
 	var l link.Link

@@ -7,13 +7,14 @@ import (
 	"github.com/xdpcac/xdpcac/bpf"
 )
 
-// ownMaps are the maps each attachment has for itself: its counters and
-// its reject records, which name its interface. Every other map (limits,
+// ownMaps are the maps each attachment has for itself: its counters, its
+// reject records, which name its interface, and their budget of new
+// records, so a flood on one interface leaves the others theirs. Every other map (limits,
 // buckets, per-source table, charge rings, measurements, ports, settings)
 // is one for the whole state directory, shared by every attachment in it:
 // a BRAS has one call admission budget and one class rate, however many
 // access interfaces it has.
-var ownMaps = map[string]bool{bpf.XdpMapStats: true, bpf.XdpMapRejects: true, bpf.XdpMapRejectEvents: true}
+var ownMaps = map[string]bool{bpf.XdpMapStats: true, bpf.XdpMapRejects: true, bpf.XdpMapRejectEvents: true, bpf.XdpMapRejectBudget: true}
 
 // Shared reports whether a map is shared by every attachment of a state
 // directory.

@@ -44,7 +44,9 @@ type ChargeView struct {
 
 // CallAdmissionReasons are the reasons call admission rejects with, as
 // opposed to the buckets'.
-var CallAdmissionReasons = []cac.Reason{cac.ReasonStale, cac.ReasonCPULimit, cac.ReasonBuffers, cac.ReasonSessionCharges, cac.ReasonTotalCharge}
+func CallAdmissionReasons() []cac.Reason {
+	return []cac.Reason{cac.ReasonStale, cac.ReasonCPULimit, cac.ReasonBuffers, cac.ReasonSessionCharges, cac.ReasonTotalCharge}
+}
 
 var onStaleNames = [...]string{admission.StaleStatic: "static", admission.StaleOpen: "open", admission.StaleClosed: "closed"}
 
@@ -89,7 +91,7 @@ func CallAdmissionViewOf(ca admission.CallAdmission, in admission.Inputs, rings 
 			continue
 		}
 		v.Accepted += s.Classes[c].Admitted
-		for _, r := range CallAdmissionReasons {
+		for _, r := range CallAdmissionReasons() {
 			v.Reasons[r.String()] += s.Classes[c].Rejected[r]
 			v.Rejected += s.Classes[c].Rejected[r]
 		}

@@ -71,7 +71,10 @@ func ReadInputs(im InputMaps) (admission.Inputs, error) {
 	if err := im.Inputs.Lookup(slot&1, &v); err != nil {
 		return admission.Inputs{}, fmt.Errorf("read inputs: %w", err)
 	}
-	return admission.Inputs{HeartbeatNS: v.HeartbeatNs, LoadMilli: v.LoadMilli, CPUMilli: v.CpuMilli, BuffersFull: v.BuffersFull != 0}, nil
+	return admission.Inputs{
+		HeartbeatNS: v.HeartbeatNs, LoadMilli: v.LoadMilli, CPUMilli: v.CpuMilli,
+		BuffersFull: v.BuffersFull != 0, CPUAverageMilli: v.CpuAvgMilli,
+	}, nil
 }
 
 // ReadChargeRings returns the charge ring of every call type.

@@ -4,7 +4,10 @@ import (
 	"encoding/json"
 	"testing"
 
+	"github.com/xdpcac/xdpcac/bpf"
 	"github.com/xdpcac/xdpcac/cac"
+	"github.com/xdpcac/xdpcac/cac/admission"
+	"github.com/xdpcac/xdpcac/tests/testenv"
 )
 
 func TestViewShape(t *testing.T) {
@@ -48,5 +51,29 @@ func TestAddSub(t *testing.T) {
 	}
 	if sum.Sub(b) != a {
 		t.Errorf("sum - b = %+v, want %+v", sum.Sub(b), a)
+	}
+}
+
+// TestInputsRoundTrip: what WriteInputs puts in force is what ReadInputs
+// reads back, every field, through the two slots.
+func TestInputsRoundTrip(t *testing.T) {
+	testenv.RequireBPF(t)
+	var objs bpf.XdpObjects
+	if err := bpf.LoadXdpObjects(&objs, nil); err != nil {
+		t.Fatal(err)
+	}
+	defer objs.Close()
+	im := InputMapsOf(&objs.XdpMaps)
+	for _, in := range []admission.Inputs{
+		{HeartbeatNS: 7, LoadMilli: 72_500, CPUMilli: 49_000, BuffersFull: true, CPUAverageMilli: 50_000},
+		{HeartbeatNS: 8, LoadMilli: 1, CPUMilli: 2, CPUAverageMilli: 3},
+	} {
+		if err := WriteInputs(im, in); err != nil {
+			t.Fatal(err)
+		}
+		got, err := ReadInputs(im)
+		if err != nil || got != in {
+			t.Errorf("wrote %+v, read %+v, %v", in, got, err)
+		}
 	}
 }

@@ -68,10 +68,12 @@ var (
 	icrq = v4udp(1701, L2TP{MsgType: ICRQ})
 )
 
-// loadInputs are measurements of Pcpu percent with a load multiplier.
-func loadInputs(pcpu float64, multiplier uint32) admission.Inputs {
+// loadInputs are measurements of Pcpu percent with a load multiplier,
+// written by a control plane whose heartbeat is the fast path's clock now:
+// fresh, so that the on-stale rule plays no part.
+func (f *fastPath) loadInputs(pcpu float64, multiplier uint32) admission.Inputs {
 	return admission.Inputs{
-		HeartbeatNS: 1, // a control plane, never stale under these tests' clock
+		HeartbeatNS: f.now,
 		LoadMilli:   admission.Milli(cpu.LoadCharge(pcpu, multiplier)),
 		CPUMilli:    uint32(admission.Milli(pcpu)),
 	}
@@ -87,8 +89,8 @@ func TestLoadChargeSeed(t *testing.T) {
 		t.Run(fmt.Sprint("limit ", limit), func(t *testing.T) {
 			f := newFastPath(t, false)
 			f.setPolicy(t, policyOf(t, ios(fmt.Sprint("limit ", limit), "load 100 1")))
-			f.setInputs(t, loadInputs(50, 100))
 			f.mustAt(t, 10*second)
+			f.setInputs(t, f.loadInputs(50, 100))
 			for _, frame := range [][]byte{padi, icrq, v4udp(5060, SIPRequest("INVITE", toNoTag))} {
 				passed, reasons := f.offer(t, frame, 5)
 				if wantPass && passed != 5 || !wantPass && reasons[cac.ReasonTotalCharge] != 5 {
@@ -142,9 +144,9 @@ func TestSessionChargeSeed(t *testing.T) {
 func TestLoadAndSessionSeed(t *testing.T) {
 	f := newFastPath(t, false)
 	f.setPolicy(t, policyOf(t, ios("limit 400", "vpdn 10 1", "load 100 1")))
-	f.setInputs(t, loadInputs(0, 100))
 	for s := uint64(1); s <= 3; s++ {
 		f.mustAt(t, s*10*second)
+		f.setInputs(t, f.loadInputs(0, 100))
 		if passed, reasons := f.offer(t, icrq, 50); passed != 35 || reasons[cac.ReasonTotalCharge] != 15 {
 			t.Errorf("second %d: %d of 50 passed, rejected %v; want 35", s, passed, reasons)
 		}
@@ -156,8 +158,8 @@ func TestLoadAndSessionSeed(t *testing.T) {
 func TestNewModelSessionCharges(t *testing.T) {
 	f := newFastPath(t, false)
 	f.setPolicy(t, policyOf(t, ios("new-model", "limit 200", "cpu-limit 60", "pppoe 10 1", "load 100 1")))
-	f.setInputs(t, loadInputs(40, 100))
 	f.mustAt(t, 5*second)
+	f.setInputs(t, f.loadInputs(40, 100))
 	if passed, reasons := f.offer(t, padi, 30); passed != 20 || reasons[cac.ReasonSessionCharges] != 10 {
 		t.Errorf("%d of 30 PADIs passed, rejected %v; want 20, then 10 session-charges", passed, reasons)
 	}
@@ -183,7 +185,7 @@ func TestNewModelCPULimit(t *testing.T) {
 	f.setPolicy(t, policyOf(t, ios("new-model", "limit 200", "cpu-limit 60", "pppoe 10 1")))
 	f.mustAt(t, 5*second)
 	before := f.stats(t)
-	f.setInputs(t, loadInputs(60, 0))
+	f.setInputs(t, f.loadInputs(60, 0))
 	for _, frame := range [][]byte{padi, Frame(Ether{}, PPPoE{Code: PADR}), icrq, v4udp(1701, L2TP{MsgType: SCCRQ}), v4udp(5060, SIPRequest("INVITE", toNoTag))} {
 		if passed, reasons := f.offer(t, frame, 4); passed != 0 || reasons[cac.ReasonCPULimit] != 4 {
 			t.Errorf("CPU 60%% of 60%%: %d passed, rejected %v", passed, reasons)
@@ -197,7 +199,7 @@ func TestNewModelCPULimit(t *testing.T) {
 		t.Errorf("counted %d PADIs rejected as cpu-limit, want 4", got)
 	}
 	// The gate took no charge: once the CPU drops, 20 PADIs pass.
-	f.setInputs(t, loadInputs(59.9, 0))
+	f.setInputs(t, f.loadInputs(59.9, 0))
 	if passed, _ := f.offer(t, padi, 25); passed != 20 {
 		t.Errorf("CPU 59.9%%: %d of 25 PADIs passed, want 20", passed)
 	}

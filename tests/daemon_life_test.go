@@ -247,3 +247,73 @@ func TestDaemonMetrics(t *testing.T) {
 		}
 	}
 }
+
+// TestDaemonSignals: SIGHUP reads the file again (a broken one changes
+// nothing), SIGTERM leaves the filter attached, and a daemon started with
+// --detach-on-exit over that attachment takes it over and removes it.
+func TestDaemonSignals(t *testing.T) {
+	tb := newTestbed(t)
+	cfg := writeConfig(t, lifeConfig(tb, 1, ""))
+	d := tb.startDaemon(t, cfg)
+	tb.padiOutcome(t)
+	if got := tb.padiOutcome(t); got != "class" {
+		t.Fatalf("burst 1: second PADI %s", got)
+	}
+
+	rewrite := func(body string) {
+		if err := os.WriteFile(cfg, []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := d.cmd.Process.Signal(syscall.SIGHUP); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rewrite(lifeConfig(tb, 5, ""))
+	waitFor(t, func() bool { return strings.Contains(d.log.String(), "msg=reloaded") })
+	if got := tb.padiOutcome(t); got != "admitted" {
+		t.Errorf("after SIGHUP with burst 5: PADI %s", got)
+	}
+	rewrite(lifeConfig(tb, 50, "on-stale: sometimes\n"))
+	waitFor(t, func() bool { return strings.Contains(d.log.String(), "reload refused") })
+	for i := 0; i < 3; i++ {
+		tb.padiOutcome(t)
+	}
+	if got := tb.padiOutcome(t); got != "class" {
+		t.Errorf("after SIGHUP with a broken file: PADI %s, want class (burst 5 spent)", got)
+	}
+	out, _, _ := tb.cacctl(t, "status")
+	if !strings.Contains(out, "last reload refused") || !strings.Contains(out, "on-stale") {
+		t.Errorf("status does not say the reload was refused:\n%s", out)
+	}
+
+	if err := d.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.cmd.Wait(); err != nil {
+		t.Errorf("SIGTERM: the daemon exited with %v", err)
+	}
+	if xdpProgID(t, tb.box, tb.boxIface) == 0 {
+		t.Fatal("SIGTERM detached the filter")
+	}
+	if got := tb.padiOutcome(t); got != "class" {
+		t.Errorf("with the daemon stopped: PADI %s, want class", got)
+	}
+
+	if err := os.WriteFile(cfg, []byte(lifeConfig(tb, 5, "")), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	d = tb.startDaemon(t, cfg, "--detach-on-exit")
+	if !strings.Contains(d.log.String(), "program=kept") {
+		t.Errorf("the second daemon did not take the attachment over:\n%s", d.log.String())
+	}
+	d.cmd.Process.Signal(syscall.SIGTERM)
+	if err := d.cmd.Wait(); err != nil {
+		t.Errorf("SIGTERM with --detach-on-exit: %v", err)
+	}
+	if id := xdpProgID(t, tb.box, tb.boxIface); id != 0 {
+		t.Errorf("--detach-on-exit left program %d", id)
+	}
+	if entries, _ := os.ReadDir(tb.state); len(entries) != 0 {
+		t.Errorf("--detach-on-exit left state: %v", entries)
+	}
+}

@@ -69,6 +69,13 @@ func (c *Config) check(d *decoder, root *yaml.Node) {
 		}
 	}
 
+	// The fast path takes a heartbeat older than stale-after for a dead
+	// control plane; one that writes less often would be stale between
+	// writes, and on-stale closed would reject calls half the time.
+	if c.StaleAfter < 2*c.CPU.SampleInterval {
+		d.errorf(at("stale-after"), "stale-after", "%v is less than two sample intervals (cpu.sample-interval %v): the control plane would go stale between its writes", c.StaleAfter, c.CPU.SampleInterval)
+	}
+
 	realms := map[string]bool{}
 	for i, r := range c.Realms {
 		if realms[r.Name] {

@@ -78,7 +78,7 @@ func TestSyntaxErrorNamesLine(t *testing.T) {
 
 func TestDurations(t *testing.T) {
 	for in, want := range map[string]time.Duration{"5s": 5 * time.Second, "200ms": 200 * time.Millisecond, "2": 2 * time.Second, "0.5": 500 * time.Millisecond} {
-		c, err := Parse("d.yaml", []byte("stale-after: "+in+"\n"))
+		c, err := Parse("d.yaml", []byte("cpu: {sample-interval: 100ms}\nstale-after: "+in+"\n"))
 		if err != nil || c.StaleAfter != want {
 			t.Errorf("stale-after %s = %v, %v; want %v", in, c, err, want)
 		}
@@ -122,6 +122,7 @@ func TestBadInput(t *testing.T) {
 		{"cpu-limit without new model", "call-admission: |\n  call admission limit 10\n  call admission cpu-limit 60\n", "cpu-limit applies to the new model only"},
 		{"sample interval", "cpu: {sample-interval: 50ms}\n", "bad.yaml:1:24: cpu.sample-interval: must be at least 100ms"},
 		{"cpu source", "cpu: {source: \"cgroup:../etc\"}\n", "cpu.source:"},
+		{"stale before a sample", "cpu: {sample-interval: 3s}\n", "bad.yaml:1:1: stale-after: 5s is less than two sample intervals (cpu.sample-interval 3s)"},
 		{"folded ios", "call-admission: >\n  call admission limit 10\n  call admission vpdn 10 1\n", "call-admission: write the IOS lines as a literal block"},
 	}
 	for _, c := range cases {

@@ -35,11 +35,21 @@ func newAttachCmd(g *globals) *cobra.Command {
 			}
 			a := loader.Attachment{Iface: iface, Netns: g.netns}
 			opts.StateDir, opts.Mode, opts.Force = g.stateDir, mode, force
+			others, err := loader.List(g.stateDir)
+			if err != nil {
+				return err
+			}
 			got, err := loader.Attach(a, opts)
 			if err != nil {
 				return err
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "attached xdpcac to %s in %s mode\n", a, got)
+			if len(others) > 0 {
+				// One state for all: the file is now in force on every one.
+				if _, err := loader.Apply(g.stateDir, opts); err != nil {
+					return fmt.Errorf("%s joined the other interfaces, but putting %s in force failed: %w", a, cfgFile, err)
+				}
+			}
 			return nil
 		},
 	}

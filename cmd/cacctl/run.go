@@ -13,13 +13,8 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	"github.com/xdpcac/xdpcac/cac/admission"
 	"github.com/xdpcac/xdpcac/cac/config"
-	"github.com/xdpcac/xdpcac/cac/control"
-	"github.com/xdpcac/xdpcac/cac/cpu"
-	"github.com/xdpcac/xdpcac/cac/sockbuf"
 	"github.com/xdpcac/xdpcac/loader"
-	"github.com/xdpcac/xdpcac/maps"
 )
 
 func newRunCmd(g *globals) *cobra.Command {
@@ -101,30 +96,37 @@ func (d *daemon) cfgFile() string {
 }
 
 func (d *daemon) run(ctx context.Context, detachOnExit bool) error {
-	// The lock comes first: a second daemon changes nothing.
+	// Signals first: a reload asked for while starting waits its turn.
+	ctx, stop := signal.NotifyContext(ctx, syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+	// The lock comes before anything changes: a second daemon changes
+	// nothing.
 	lk, err := lockDaemon(d.g.stateDir)
 	if err != nil {
 		return err
 	}
 	defer lk.unlock()
 	cfg, opts, err := loadOptions(d.cfgFile())
+	if err == nil && len(cfg.Interfaces) == 0 {
+		err = fmt.Errorf("%s lists no interfaces: add interfaces: [{name: IFACE}]", d.cfgFile())
+	}
 	if err != nil {
 		return err
 	}
-	if len(cfg.Interfaces) == 0 {
-		return fmt.Errorf("%s lists no interfaces: add interfaces: [{name: IFACE}]", d.cfgFile())
+	m, err := d.newMeasure(cfg)
+	if err != nil {
+		return err
 	}
+	defer func() { m.close() }()
 	if err := d.attachAll(cfg, opts); err != nil {
 		return err
 	}
 	d.mu.Lock()
 	d.status.LoadedAt = time.Now()
 	d.mu.Unlock()
-	ctx, stop := signal.NotifyContext(ctx, syscall.SIGINT, syscall.SIGTERM)
-	defer stop()
-	hup := make(chan os.Signal, 1)
-	signal.Notify(hup, syscall.SIGHUP)
-	defer signal.Stop(hup)
 	stopAPI, err := d.serveAPI()
 	if err != nil {
 		return err
@@ -136,59 +138,85 @@ func (d *daemon) run(ctx context.Context, detachOnExit bool) error {
 		return err
 	}
 	defer stopMetrics()
-
 	links, err := d.watchLinks(ctx)
 	if err != nil {
 		return err
 	}
+
 	for {
+		d.log.Info("control loop running", "cpu", cfg.CPU.Source, "interval", cfg.CPU.SampleInterval,
+			"stale_after", cfg.StaleAfter, "on_stale", cfg.OnStale)
 		loopCtx, cancel := context.WithCancel(ctx)
 		done := make(chan error, 1)
-		go func() { done <- d.loop(loopCtx, cfg) }()
-		call := d.wait(ctx, cfg, opts, done, links, hup)
-		cancel()
-		if call == nil { // the loop ended
-			if err := <-done; err != nil {
-				return err
+		go func() { done <- m.loop.Run(loopCtx) }()
+		for restart := false; !restart; {
+			call := d.wait(cfg, opts, done, links, hup)
+			if call == nil { // stopped, or the loop failed
+				cancel()
+				if err := <-done; err != nil {
+					return err
+				}
+				return d.exit(cfg, detachOnExit)
 			}
-			return d.exit(cfg, detachOnExit)
-		}
-		if err := <-done; err != nil {
-			return err
-		}
-		next, nextOpts, err := d.reload(call.file)
-		if call.reply != nil {
-			call.reply <- err
-		}
-		if err == nil {
+			next, nextOpts, nm, err := d.reload(call.file, cfg)
+			if call.reply != nil {
+				call.reply <- err
+			}
+			if err != nil {
+				continue // the loop and the configuration in force stay
+			}
 			cfg, opts = next, nextOpts
+			if nm != nil { // the measuring changed: a new loop
+				cancel()
+				<-done
+				m.close()
+				m, restart = nm, true
+			}
 		}
 	}
 }
 
+// reload reads file and puts it in force, with a new measure when what
+// the loop measures changed (nil when it did not). On any error nothing
+// changes: the measure is built before anything is attached or applied,
+// and attachAll takes back what it attached.
+func (d *daemon) reload(file string, cur *config.Config) (*config.Config, loader.Options, *measure, error) {
+	next, opts, err := loadOptions(file)
+	if err == nil && len(next.Interfaces) == 0 {
+		err = fmt.Errorf("%s lists no interfaces: add interfaces: [{name: IFACE}]", file)
+	}
+	var nm *measure
+	if err == nil && !sameMeasure(cur, next) {
+		nm, err = d.newMeasure(next)
+	}
+	if err == nil {
+		if err = d.attachAll(next, opts); err != nil && nm != nil {
+			nm.close()
+			nm = nil
+		}
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if err != nil {
+		d.status.LastError = err.Error()
+		d.log.Error("reload refused; the configuration in force stays", "config", file, "err", err)
+		return nil, opts, nil, err
+	}
+	d.status.Config, d.status.LoadedAt, d.status.LastError = file, time.Now(), ""
+	d.log.Info("reloaded", "config", file)
+	return next, opts, nm, nil
+}
+
 // wait serves link events while the control loop runs, until the loop
-// ends (nil) or a reload is asked for.
-func (d *daemon) wait(ctx context.Context, cfg *config.Config, opts loader.Options, done chan error, links <-chan linkEvent, hup <-chan os.Signal) *applyCall {
+// ends or a stop is asked for (nil), or a reload is asked for.
+func (d *daemon) wait(cfg *config.Config, opts loader.Options, done chan error, links <-chan linkEvent, hup <-chan os.Signal) *applyCall {
 	for {
 		select {
 		case err := <-done:
 			done <- err // for the caller
 			return nil
 		case ev := <-links:
-			for _, i := range cfg.Interfaces {
-				if i.Name != ev.name {
-					continue
-				}
-				a := loader.Attachment{Iface: i.Name, Netns: d.g.netns}
-				switch {
-				case ev.gone:
-					d.log.Warn("interface gone; the filter returns with it", "interface", a.String())
-				case loader.NeedsAttach(d.g.stateDir, a):
-					if err := d.ensure(i, opts); err != nil {
-						d.log.Error("attach again", "interface", a.String(), "err", err)
-					}
-				}
-			}
+			d.linkEvent(cfg, opts, ev)
 		case <-hup:
 			return &applyCall{file: d.cfgFile()}
 		case c := <-d.applies:
@@ -197,33 +225,42 @@ func (d *daemon) wait(ctx context.Context, cfg *config.Config, opts loader.Optio
 	}
 }
 
-// reload reads file and puts it in force; on any error nothing changes.
-func (d *daemon) reload(file string) (*config.Config, loader.Options, error) {
-	next, opts, err := loadOptions(file)
-	if err == nil && len(next.Interfaces) == 0 {
-		err = fmt.Errorf("%s lists no interfaces: add interfaces: [{name: IFACE}]", file)
+// linkEvent attaches an interface of cfg that appeared, or came back.
+func (d *daemon) linkEvent(cfg *config.Config, opts loader.Options, ev linkEvent) {
+	for _, i := range cfg.Interfaces {
+		if i.Name != ev.name {
+			continue
+		}
+		a := loader.Attachment{Iface: i.Name, Netns: d.g.netns}
+		switch {
+		case ev.gone:
+			d.log.Warn("interface gone; the filter returns with it", "interface", a.String())
+		case loader.NeedsAttach(d.g.stateDir, a):
+			if err := d.ensure(i, opts); err != nil {
+				d.log.Error("attach again", "interface", a.String(), "err", err)
+			}
+		}
 	}
-	if err == nil {
-		err = d.attachAll(next, opts)
-	}
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	if err != nil {
-		d.status.LastError = err.Error()
-		d.log.Error("reload refused; the configuration in force stays", "config", file, "err", err)
-		return nil, opts, err
-	}
-	d.status.Config, d.status.LoadedAt, d.status.LastError = file, time.Now(), ""
-	d.log.Info("reloaded", "config", file)
-	return next, opts, nil
 }
 
 // attachAll attaches every interface of cfg that is not attached yet,
 // takes over those that are (Adopt: this version's program, pinned state
-// kept, an interface that came back attached again), and puts cfg in force
-// on all of them.
+// kept, an interface that came back attached again), and then puts cfg in
+// force on all of them. On an error it detaches what it attached, so the
+// limits in force stay as they were.
 func (d *daemon) attachAll(cfg *config.Config, opts loader.Options) error {
+	var fresh []loader.Attachment
+	undo := func(err error) error {
+		for _, a := range fresh {
+			if derr := loader.Detach(a, d.g.stateDir); derr != nil {
+				d.log.Error("take back an attachment", "interface", a.String(), "err", derr)
+			}
+		}
+		return err
+	}
 	for _, i := range cfg.Interfaces {
+		a := loader.Attachment{Iface: i.Name, Netns: d.g.netns}
+		before := loader.IsAttached(d.g.stateDir, a)
 		err := d.ensure(i, opts)
 		if errors.Is(err, loader.ErrNoInterface) {
 			// A BRAS brings access interfaces up after its daemons.
@@ -231,14 +268,19 @@ func (d *daemon) attachAll(cfg *config.Config, opts loader.Options) error {
 			continue
 		}
 		if err != nil {
-			return err
+			return undo(err)
+		}
+		if !before {
+			fresh = append(fresh, a)
 		}
 	}
 	if atts, err := loader.List(d.g.stateDir); err != nil || len(atts) == 0 {
-		return err // nothing attached yet: the first to appear gets opts
+		return undo(err) // nothing attached yet: the first to appear starts with opts
 	}
-	_, err := loader.Apply(d.g.stateDir, opts)
-	return err
+	if _, err := loader.Apply(d.g.stateDir, opts); err != nil {
+		return undo(err)
+	}
+	return nil
 }
 
 // ensure attaches one interface or takes it over.
@@ -259,65 +301,6 @@ func (d *daemon) ensure(i config.Interface, opts loader.Options) error {
 	}
 	d.log.Info("attached", "interface", a.String(), "mode", mode)
 	return nil
-}
-
-// loop runs the control loop of cfg until ctx ends.
-func (d *daemon) loop(ctx context.Context, cfg *config.Config) error {
-	src, err := cpu.ParseSource(cfg.CPU.Source)
-	if err != nil {
-		return fmt.Errorf("cpu.source: %w", err)
-	}
-	sampler, err := cpu.NewSampler(src, cpu.Options{})
-	if err != nil {
-		return err
-	}
-	span, mult := cfg.CPU.SampleInterval, uint32(0)
-	if ld := cfg.CallAdmission.Load; ld != nil {
-		span, mult = ld.Lifetime, ld.Charge
-	}
-	var watcher *sockbuf.Watcher
-	if b := cfg.Buffers; len(b.UDPPorts)+len(b.PacketProtocols) > 0 {
-		// The protected daemons' sockets live beside the interfaces.
-		err := loader.InNetns(d.g.netns, func() error {
-			var err error
-			watcher, err = sockbuf.NewWatcher(sockbuf.Watch{UDPPorts: b.UDPPorts, PacketProtocols: b.PacketProtocols})
-			return err
-		})
-		if err != nil {
-			return fmt.Errorf("watch receive buffers: %w", err)
-		}
-		defer watcher.Close()
-	}
-	// The measurements are shared by every attachment: any one's maps do.
-	// None may be attached yet, while the interfaces come up.
-	var p *loader.Pinned
-	defer func() {
-		if p != nil {
-			p.Close()
-		}
-	}()
-	write := func(in admission.Inputs) error {
-		if p == nil {
-			atts, err := loader.List(d.g.stateDir)
-			if err != nil {
-				return err
-			}
-			if len(atts) == 0 {
-				return errors.New("no interface attached yet")
-			}
-			if p, err = loader.Open(d.g.stateDir, atts[0]); err != nil {
-				return err
-			}
-		}
-		return maps.WriteInputs(maps.InputMapsOf(&p.XdpMaps), in)
-	}
-	l := &control.Loop{
-		Sampler: sampler, Window: cpu.NewWindow(span), Buffers: watcher, Multiplier: mult,
-		Interval: cfg.CPU.SampleInterval, Log: d.log, Write: write,
-	}
-	d.log.Info("control loop running", "cpu", src.String(), "interval", cfg.CPU.SampleInterval,
-		"stale_after", cfg.StaleAfter, "on_stale", cfg.OnStale)
-	return l.Run(ctx)
 }
 
 // exit leaves the filter attached (fail-static) or detaches it.

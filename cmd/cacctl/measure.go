@@ -1,0 +1,98 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"reflect"
+
+	"github.com/xdpcac/xdpcac/cac/admission"
+	"github.com/xdpcac/xdpcac/cac/config"
+	"github.com/xdpcac/xdpcac/cac/control"
+	"github.com/xdpcac/xdpcac/cac/cpu"
+	"github.com/xdpcac/xdpcac/cac/sockbuf"
+	"github.com/xdpcac/xdpcac/loader"
+	"github.com/xdpcac/xdpcac/maps"
+)
+
+// measure is the control loop of one configuration with what it holds
+// open. It is built before a configuration is put in force, so that a
+// source that cannot be measured refuses the file and changes nothing.
+type measure struct {
+	loop    *control.Loop
+	watcher *sockbuf.Watcher
+	pinned  *loader.Pinned // opened at the first write
+}
+
+// measuredPart is what of a configuration the control loop depends on: a
+// reload that leaves it alone keeps the loop and its CPU window running.
+func measuredPart(cfg *config.Config) any {
+	return struct {
+		CPU     config.CPU
+		Buffers config.Buffers
+		Load    *config.Charge
+	}{cfg.CPU, cfg.Buffers, cfg.CallAdmission.Load}
+}
+
+func sameMeasure(a, b *config.Config) bool {
+	return reflect.DeepEqual(measuredPart(a), measuredPart(b))
+}
+
+// newMeasure opens the CPU source and the buffer watcher of cfg.
+func (d *daemon) newMeasure(cfg *config.Config) (*measure, error) {
+	src, err := cpu.ParseSource(cfg.CPU.Source)
+	if err != nil {
+		return nil, fmt.Errorf("cpu.source: %w", err)
+	}
+	sampler, err := cpu.NewSampler(src, cpu.Options{})
+	if err != nil {
+		return nil, fmt.Errorf("cpu.source: %w", err)
+	}
+	span, mult := cfg.CPU.SampleInterval, uint32(0)
+	if ld := cfg.CallAdmission.Load; ld != nil {
+		span, mult = ld.Lifetime, ld.Charge
+	}
+	m := &measure{}
+	if b := cfg.Buffers; len(b.UDPPorts)+len(b.PacketProtocols) > 0 {
+		// The protected daemons' sockets live beside the interfaces.
+		err := loader.InNetns(d.g.netns, func() error {
+			var err error
+			m.watcher, err = sockbuf.NewWatcher(sockbuf.Watch{UDPPorts: b.UDPPorts, PacketProtocols: b.PacketProtocols})
+			return err
+		})
+		if err != nil {
+			return nil, fmt.Errorf("buffers: %w", err)
+		}
+	}
+	m.loop = &control.Loop{
+		Sampler: sampler, Window: cpu.NewWindow(span), Buffers: m.watcher, Multiplier: mult,
+		Interval: cfg.CPU.SampleInterval, Log: d.log, Write: func(in admission.Inputs) error { return m.write(d, in) },
+	}
+	return m, nil
+}
+
+// write puts measurements into the maps every attachment shares; any
+// attachment's do. None may be attached yet, while interfaces come up.
+func (m *measure) write(d *daemon, in admission.Inputs) error {
+	if m.pinned == nil {
+		atts, err := loader.List(d.g.stateDir)
+		if err != nil {
+			return err
+		}
+		if len(atts) == 0 {
+			return errors.New("no interface attached yet")
+		}
+		if m.pinned, err = loader.Open(d.g.stateDir, atts[0]); err != nil {
+			return err
+		}
+	}
+	return maps.WriteInputs(maps.InputMapsOf(&m.pinned.XdpMaps), in)
+}
+
+func (m *measure) close() {
+	if m.watcher != nil {
+		m.watcher.Close()
+	}
+	if m.pinned != nil {
+		m.pinned.Close()
+	}
+}
