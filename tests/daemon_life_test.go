@@ -1,6 +1,7 @@
 package tests
 
 import (
+	"encoding/json"
 	"io"
 	"net/http"
 	"os"
@@ -315,5 +316,43 @@ func TestDaemonSignals(t *testing.T) {
 	}
 	if entries, _ := os.ReadDir(tb.state); len(entries) != 0 {
 		t.Errorf("--detach-on-exit left state: %v", entries)
+	}
+}
+
+// TestDaemonRejectsLog: a finished second of rejects goes from the ring
+// buffer to the daemon's log as a JSON line, and show rejects lists it
+// beside the second in progress.
+func TestDaemonRejectsLog(t *testing.T) {
+	tb := newTestbed(t)
+	d := tb.startDaemon(t, writeConfig(t, lifeConfig(tb, 1, "")))
+	for i := 0; i < 4; i++ { // one admitted, three rejected
+		tb.padiOutcome(t)
+	}
+	time.Sleep(1100 * time.Millisecond) // the second is over
+	tb.padiOutcome(t)                   // a reject of a new second sends the old one on
+	var line struct {
+		Class, Reason, Source, Interface string
+		Count                            uint64
+	}
+	waitFor(t, func() bool {
+		data, err := os.ReadFile(d.rejectsLog)
+		return err == nil && json.Unmarshal(data, &line) == nil
+	})
+	if line.Class != "pppoe-padi" || line.Reason != "class" || line.Count != 3 || line.Interface != tb.box+":"+tb.boxIface {
+		t.Errorf("rejects log line: %+v, want the 3 PADIs rejected by class on %s:%s", line, tb.box, tb.boxIface)
+	}
+	out, stderr, err := tb.cacctl(t, "show", "rejects", "--class", "pppoe-padi", "-o", "json")
+	if err != nil {
+		t.Fatalf("show rejects: %v: %s", err, stderr)
+	}
+	var counts []uint64
+	for _, l := range strings.Split(strings.TrimSpace(out), "\n") {
+		if err := json.Unmarshal([]byte(l), &line); err != nil {
+			t.Fatalf("show rejects -o json: %v\n%s", err, out)
+		}
+		counts = append(counts, line.Count)
+	}
+	if len(counts) != 2 || counts[0] != 1 || counts[1] != 3 {
+		t.Errorf("show rejects counts %v, want the second in progress (1) and then the finished one (3)", counts)
 	}
 }

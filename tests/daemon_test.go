@@ -43,16 +43,18 @@ func (l *lockedBuffer) String() string {
 
 // daemon is `cacctl run` on the testbed's box interface.
 type daemon struct {
-	cmd *exec.Cmd
-	log *lockedBuffer
+	cmd        *exec.Cmd
+	log        *lockedBuffer
+	rejectsLog string
 }
 
 // startDaemon runs cacctl run with cfg and waits until its first
 // measurement is in force; the filter is detached when the test ends.
 func (tb *testbed) startDaemon(t *testing.T, cfg string, flags ...string) *daemon {
 	t.Helper()
-	d := &daemon{log: &lockedBuffer{}}
-	args := append([]string{"--netns", tb.box, "--state-dir", tb.state, "run", "--config", cfg}, flags...)
+	d := &daemon{log: &lockedBuffer{}, rejectsLog: filepath.Join(t.TempDir(), "rejects.jsonl")}
+	args := append([]string{"--netns", tb.box, "--state-dir", tb.state, "run", "--config", cfg,
+		"--rejects-log", d.rejectsLog}, flags...)
 	d.cmd = exec.Command(cacctlBin, args...)
 	d.cmd.Stderr = d.log
 	if err := d.cmd.Start(); err != nil {

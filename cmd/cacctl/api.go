@@ -200,6 +200,9 @@ func (d *daemon) serveAPI() (func(), error) {
 		d.mu.Unlock()
 		writeJSON(w, http.StatusOK, st)
 	})
+	mux.HandleFunc("GET /v1/rejects", func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, http.StatusOK, d.journal.lines())
+	})
 	mux.HandleFunc("POST /v1/apply", func(w http.ResponseWriter, r *http.Request) {
 		var req applyRequest
 		if err := json.NewDecoder(io.LimitReader(r.Body, 1<<16)).Decode(&req); err != nil || req.Config == "" {

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net/http"
 	"slices"
 	"text/tabwriter"
 	"time"
@@ -35,7 +36,9 @@ func newShowRejectsCmd(g *globals) *cobra.Command {
 		Short: "Rejected calls by source, class and reason, newest first",
 		Long: `Every source, class and reason that was rejected has a record of its last
 second with rejects: when it began and ended, and how many calls it stands
-for. -o json prints one JSON object per line.`,
+for. While cacctl run runs, the seconds that are over come from it as well
+(it also writes them to its --rejects-log). -o json prints one JSON object
+per line.`,
 		Args: exactArgs(),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			keep, err := rejectFilter(class, reason, since)
@@ -47,16 +50,23 @@ for. -o json prints one JSON object per line.`,
 				return err
 			}
 			wall, mono := time.Now(), monotonicNow()
-			at := func(ns uint64) time.Time { return wall.Add(-time.Duration(mono - ns)) }
 			var lines []rejectLine
 			for _, r := range recs {
-				if !keep(r, mono) {
-					continue
+				if keep(r, mono) {
+					lines = append(lines, lineOf(r, wall, mono))
 				}
-				lines = append(lines, rejectLine{
-					Time: at(r.LastNS), First: at(r.FirstNS), Interface: r.Interface,
-					Class: r.Class.String(), Source: r.Source, Reason: r.Reason.String(), Count: r.Count,
-				})
+			}
+			// The running daemon has the seconds that are over.
+			if c := apiClient(g.stateDir); c != nil {
+				var done []rejectLine
+				if err := callAPI(c, http.MethodGet, "/v1/rejects", nil, &done); err != nil {
+					return err
+				}
+				for _, l := range done {
+					if keepLine(l, class, reason, since, wall) {
+						lines = append(lines, l)
+					}
+				}
 			}
 			slices.SortFunc(lines, func(a, b rejectLine) int { return b.Time.Compare(a.Time) })
 			if *out == "json" {
@@ -99,6 +109,23 @@ func rejectFilter(class, reason string, since time.Duration) (func(maps.Reject, 
 		return (class == "" || rec.Class == c) && (reason == "" || rec.Reason == r) &&
 			(since == 0 || mono-rec.LastNS <= uint64(since))
 	}, nil
+}
+
+// lineOf is a record as `show rejects` prints it, its monotonic times
+// turned into wall-clock times by the clocks' difference now.
+func lineOf(r maps.Reject, wall time.Time, mono uint64) rejectLine {
+	at := func(ns uint64) time.Time { return wall.Add(-time.Duration(mono - ns)) }
+	return rejectLine{
+		Time: at(r.LastNS), First: at(r.FirstNS), Interface: r.Interface,
+		Class: r.Class.String(), Source: r.Source, Reason: r.Reason.String(), Count: r.Count,
+	}
+}
+
+// keepLine is the filter of rejectFilter for a finished record; the
+// names were checked there.
+func keepLine(l rejectLine, class, reason string, since time.Duration, wall time.Time) bool {
+	return (class == "" || l.Class == class) && (reason == "" || l.Reason == reason) &&
+		(since == 0 || wall.Sub(l.Time) <= since)
 }
 
 // monotonicNow reads the clock the fast path stamps records with.

@@ -18,7 +18,7 @@ import (
 )
 
 func newRunCmd(g *globals) *cobra.Command {
-	var cfgFile, logFormat string
+	var cfgFile, logFormat, rejectsLog string
 	var detachOnExit, force bool
 	cmd := &cobra.Command{
 		Use:   "run --config FILE",
@@ -27,8 +27,9 @@ func newRunCmd(g *globals) *cobra.Command {
 where it is attached already) and then, every cpu.sample-interval, measures
 the CPU and the watched receive buffers and writes the load charge, the CPU
 of the new model's gate and the buffer flag, with a heartbeat, to the fast
-path. SIGHUP reads FILE again and puts it in force; a bad file changes
-nothing. SIGINT and SIGTERM stop the loop and leave the filter attached with
+path. It appends every finished second of reject records to --rejects-log
+as a JSON line. SIGHUP reads FILE again and puts it in force (a bad file
+changes nothing) and reopens the log. SIGINT and SIGTERM stop the loop and leave the filter attached with
 its last limits: the heartbeat ages and on-stale decides, unless
 --detach-on-exit.`,
 		Args: exactArgs(),
@@ -41,7 +42,7 @@ its last limits: the heartbeat ages and on-stale decides, unless
 				cfgFile = abs // SIGHUP reads it again, wherever the daemon's cwd is
 			}
 			d := newDaemon(g, cfgFile, log)
-			d.force = force
+			d.force, d.rejectsLog = force, rejectsLog
 			return d.run(cmd.Context(), detachOnExit)
 		},
 	}
@@ -49,6 +50,7 @@ its last limits: the heartbeat ages and on-stale decides, unless
 	cmd.Flags().StringVar(&logFormat, "log-format", "text", "log format: text or json")
 	cmd.Flags().BoolVar(&detachOnExit, "detach-on-exit", false, "detach every interface of FILE when stopped by SIGINT or SIGTERM")
 	cmd.Flags().BoolVar(&force, "force", false, "replace another XDP program attached over netlink to an interface of FILE")
+	cmd.Flags().StringVar(&rejectsLog, "rejects-log", "/var/log/xdpcac/rejects.jsonl", "file the finished reject records are appended to as JSON lines, reopened on SIGHUP (\"\" for none)")
 	cmd.MarkFlagRequired("config")
 	return cmd
 }
@@ -65,9 +67,11 @@ func newLogger(format string) (*slog.Logger, error) {
 
 // daemon is `cacctl run`.
 type daemon struct {
-	g     *globals
-	log   *slog.Logger
-	force bool // replace foreign XDP programs
+	g          *globals
+	log        *slog.Logger
+	force      bool   // replace foreign XDP programs
+	rejectsLog string // where the journal writes
+	journal    *journal
 	// applies carries API applies to the goroutine that owns the
 	// configuration, as SIGHUP does.
 	applies chan applyCall
@@ -127,6 +131,10 @@ func (d *daemon) run(ctx context.Context, detachOnExit bool) error {
 	d.mu.Lock()
 	d.status.LoadedAt = time.Now()
 	d.mu.Unlock()
+	if d.journal, err = d.startJournal(ctx, d.rejectsLog); err != nil {
+		return err
+	}
+	defer d.journal.close()
 	stopAPI, err := d.serveAPI()
 	if err != nil {
 		return err
@@ -157,6 +165,9 @@ func (d *daemon) run(ctx context.Context, detachOnExit bool) error {
 					return err
 				}
 				return d.exit(cfg, detachOnExit)
+			}
+			if err := d.journal.reopen(); err != nil {
+				d.log.Warn("reopen the rejects log", "err", err)
 			}
 			next, nextOpts, nm, err := d.reload(call.file, cfg)
 			if call.reply != nil {
