@@ -41,9 +41,20 @@ vet:
 	if [ -n "$$unformatted" ]; then echo "gofmt wants to change: $$unformatted"; exit 1; fi
 	$(GO) vet ./...
 
-# XDPCAC_REQUIRE_BPF=1 turns a BPF test that cannot run into a failure.
-test: deps check-generate vet
-	XDPCAC_REQUIRE_BPF=1 $(GO) test -count=1 ./...
+# promtool checks the daemon's /metrics. It comes from Debian's prometheus
+# package, unpacked here rather than installed, so that the tests start no
+# Prometheus server on the machine.
+PROMTOOL := $(CURDIR)/.cache/prometheus/usr/bin/promtool
+$(PROMTOOL):
+	@mkdir -p .cache/prometheus
+	@cd .cache && { ls prometheus_*.deb >/dev/null 2>&1 || apt-get download -o APT::Sandbox::User=root prometheus >/dev/null || \
+		{ apt-get update -qq && apt-get download -o APT::Sandbox::User=root prometheus >/dev/null; }; }
+	dpkg-deb -x .cache/prometheus_*.deb .cache/prometheus
+
+# XDPCAC_REQUIRE_BPF=1 turns a BPF test that cannot run into a failure;
+# XDPCAC_PROMTOOL makes the metrics test run promtool.
+test: deps check-generate vet $(PROMTOOL)
+	XDPCAC_REQUIRE_BPF=1 XDPCAC_PROMTOOL=$(PROMTOOL) $(GO) test -count=1 ./...
 
 bench:
 	$(MAKE) deps EXTRA_PACKAGES="$(BENCH_PACKAGES)"
@@ -54,4 +65,4 @@ demo:
 	@echo "Until then: sudo make test runs the filter against frames of every class on a veth pair."
 
 clean:
-	rm -rf bin
+	rm -rf bin .cache

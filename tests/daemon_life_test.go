@@ -240,12 +240,22 @@ func TestDaemonMetrics(t *testing.T) {
 	if !strings.Contains(string(body), want) || !strings.Contains(string(body), "xdpcac_build_info") {
 		t.Errorf("/metrics lacks %s:\n%s", want, body)
 	}
-	if promtool, err := exec.LookPath("promtool"); err == nil {
-		c := exec.Command(promtool, "check", "metrics")
-		c.Stdin = strings.NewReader(string(body))
-		if out, err := c.CombinedOutput(); err != nil {
-			t.Errorf("promtool check metrics: %v\n%s", err, out)
-		}
+	// make test unpacks promtool and names it; elsewhere one on PATH does,
+	// and without one maps/collector's pedantic-registry test stands.
+	promtool := os.Getenv("XDPCAC_PROMTOOL")
+	if promtool == "" {
+		promtool, _ = exec.LookPath("promtool")
+	}
+	if promtool == "" {
+		t.Log("no promtool: /metrics checked by the pedantic registry of maps/collector only")
+		return
+	}
+	c := exec.Command(promtool, "check", "metrics")
+	c.Stdin = strings.NewReader(string(body))
+	if out, err := c.CombinedOutput(); err != nil {
+		t.Errorf("promtool check metrics: %v\n%s", err, out)
+	} else {
+		t.Logf("promtool check metrics: passed %s", out)
 	}
 }
 
