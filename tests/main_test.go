@@ -47,7 +47,15 @@ func cacctl(t testing.TB, args ...string) (stdout, stderr string, err error) {
 func stateDir(t testing.TB) string {
 	t.Helper()
 	dir := filepath.Join("/sys/fs/bpf", testenv.Unique("xdpcac-t-"))
-	t.Cleanup(func() { os.RemoveAll(dir) })
+	t.Cleanup(func() {
+		os.RemoveAll(dir)
+		// A daemon's lock file, and the socket of one that was killed,
+		// are named after the state directory.
+		left, _ := filepath.Glob(filepath.Join("/run/xdpcac", "api*"+filepath.Base(dir)+".*"))
+		for _, f := range left {
+			os.Remove(f)
+		}
+	})
 	return dir
 }
 
