@@ -12,6 +12,7 @@
  */
 #pragma once
 
+#include "agent.h"
 #include "bucket.h"
 #include "charge.h"
 #include "clock.h"
@@ -57,11 +58,14 @@ LEVEL_ARRAY(customer_buckets, struct cac_bucket, CAC_MAX_CUSTOMERS);
 struct level {
 	struct cac_limit *limit;
 	struct cac_bucket *bucket;
-	int reason;
 };
 
-/* The levels in the order of §4 (agents come with session agents). */
-enum { L_SOURCE, L_ACCOUNT, L_CUSTOMER, L_CLASS, L_ENVIRONMENT, L_COUNT };
+/* The levels in the order of §4; each names the reason of its index. */
+enum { L_SOURCE, L_ACCOUNT, L_CUSTOMER, L_AGENT, L_CLASS, L_ENVIRONMENT, L_COUNT };
+_Static_assert(CAC_REASON_SOURCE + L_ENVIRONMENT == CAC_REASON_ENVIRONMENT &&
+		       CAC_REASON_SOURCE + L_AGENT == CAC_REASON_AGENT,
+	       "levels in the order of their reasons");
+#define LEVEL_REASON(i) (CAC_REASON_SOURCE + (i))
 
 /* policy_word reads policy_slot: the slot in force, and which classes any
  * level limits. A class with no limit costs this one lookup, with no call
@@ -85,7 +89,7 @@ static __always_inline void give_back(struct level *lv, int n)
 
 /* admit returns ADMITTED or the reason for a call of class under the
  * limits of slot; *now_out is the time it read. */
-static __always_inline int admit(struct frame *f, __u32 class, __u32 slot, __u64 *now_out)
+static __always_inline int admit(struct frame *f, __u32 class, __u32 slot, int with_agents, __u64 *now_out)
 {
 	__u32 zero = 0;
 	struct cac_limits *lim = bpf_map_lookup_elem(&limits, &slot);
@@ -112,9 +116,8 @@ static __always_inline int admit(struct frame *f, __u32 class, __u32 slot, __u64
 	}
 
 	struct level lv[L_COUNT] = {
-		[L_CLASS] = {&lim->level[class], &bk->level[class], CAC_REASON_CLASS},
-		[L_ENVIRONMENT] = {&lim->level[CAC_LEVEL_ENVIRONMENT],
-				   &bk->level[CAC_LEVEL_ENVIRONMENT], CAC_REASON_ENVIRONMENT},
+		[L_CLASS] = {&lim->level[class], &bk->level[class]},
+		[L_ENVIRONMENT] = {&lim->level[CAC_LEVEL_ENVIRONMENT], &bk->level[CAC_LEVEL_ENVIRONMENT]},
 	};
 
 	/* A source in an account is held by the account's bucket instead
@@ -130,31 +133,41 @@ static __always_inline int admit(struct frame *f, __u32 class, __u32 slot, __u64
 		__u32 al = slot * CAC_MAX_ACCOUNTS + a, cl = slot * CAC_MAX_CUSTOMERS + c;
 		lv[L_ACCOUNT].limit = bpf_map_lookup_elem(&account_limits, &al);
 		lv[L_ACCOUNT].bucket = bpf_map_lookup_elem(&account_buckets, &a);
-		lv[L_ACCOUNT].reason = CAC_REASON_ACCOUNT;
 		lv[L_CUSTOMER].limit = bpf_map_lookup_elem(&customer_limits, &cl);
 		lv[L_CUSTOMER].bucket = bpf_map_lookup_elem(&customer_buckets, &c);
-		lv[L_CUSTOMER].reason = CAC_REASON_CUSTOMER;
+	}
+
+	/* A known SIP peer is held by its agent's bucket instead of an
+	 * automatic one; its request is stamped whatever the verdict. */
+	__u32 agent = NO_AGENT;
+	if (with_agents && (class == CAC_CLASS_SIP_INVITE || class == CAC_CLASS_SIP_OPTIONS))
+		agent = agent_of(f);
+	if (agent != NO_AGENT) {
+		agent_saw(agent, now);
+		__u32 al = slot * CAC_MAX_AGENTS + agent;
+		struct cac_agent *ag = bpf_map_lookup_elem(&agent_limits, &al);
+		lv[L_AGENT].limit = ag ? &ag->limit : NULL;
+		lv[L_AGENT].bucket = bpf_map_lookup_elem(&agent_buckets, &agent);
 	}
 
 	/* The per-source table is looked up, never filled, before the
 	 * verdict: a source it does not know has a full bucket. */
 	struct cac_source src;
 	int new_source = 0;
-	if (per_source && !acct && source_of(f, class, cls, &src)) {
+	if (per_source && !acct && agent == NO_AGENT && source_of(f, class, cls, &src)) {
 		lv[L_SOURCE].limit = &cls->per_source;
 		lv[L_SOURCE].bucket = bpf_map_lookup_elem(&sources, &src);
-		lv[L_SOURCE].reason = CAC_REASON_SOURCE;
 		new_source = !lv[L_SOURCE].bucket;
 	}
 
 #pragma unroll
 	for (int i = 0; i < L_COUNT; i++) {
 		if (lv[i].limit && lv[i].bucket && !bucket_conforms(lv[i].limit, lv[i].bucket, now))
-			return lv[i].reason;
+			return LEVEL_REASON(i);
 	}
 	/* The charge budget is checked with the buckets, before anything is
 	 * taken, and committed after them. */
-	struct charge_check cc = {};
+	struct charge_check cc = {.mine = CAC_NUM_CALL_TYPES};
 	if (charged) {
 		int r = charge_conforms(ca, &m, class, now, &cc);
 		if (r != ADMITTED)
@@ -165,7 +178,7 @@ static __always_inline int admit(struct frame *f, __u32 class, __u32 slot, __u64
 	for (int i = 0; i < L_COUNT; i++) {
 		if (lv[i].limit && lv[i].bucket && !bucket_take(lv[i].limit, lv[i].bucket, now)) {
 			taken = i;
-			reason = lv[i].reason;
+			reason = LEVEL_REASON(i);
 			break;
 		}
 	}
@@ -174,7 +187,7 @@ static __always_inline int admit(struct frame *f, __u32 class, __u32 slot, __u64
 		return reason;
 	}
 	if (charged) {
-		reason = charge_commit(ca, &cc);
+		reason = charge_commit(ca->limit_milli, &cc);
 		if (reason != ADMITTED) {
 			give_back(lv, L_COUNT);
 			return reason;

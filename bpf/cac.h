@@ -230,7 +230,47 @@ struct cac_buckets {
 /* Run-time settings, written whole by the control plane. */
 struct cac_settings {
 	__u8 malformed_drop;
-	__u8 _pad[7];
+	__u8 sip_reject; /* bit per SIP class (1 << (class - sip-invite)): answer a reject with 503 */
+	__u8 _pad[6];
+};
+
+/* Session agents: known SIP peers, by address (a cac_prefix of 128 bits). */
+#define CAC_MAX_AGENTS 256
+#define CAC_MAX_AGENT_ADDRS 1024
+
+/* The response codes an agent's out-service list holds, from 300 to 699:
+ * bit (code - 300). */
+#define CAC_OUT_CODES_WORDS 7
+
+/* An agent's own limit and out-service codes, by slot like the limits. */
+struct cac_agent {
+	struct cac_limit limit;
+	__u64 out_codes[CAC_OUT_CODES_WORDS];
+};
+
+/* How much of a SIP message goes to user space with an event. */
+#define CAC_SIP_COPY 1472
+
+/* A SIP message user space must see: a response from an agent with an
+ * out-service code, or a request the filter refused and user space answers
+ * with 503. The addresses are IPv4 mapped into IPv6 for family 4. */
+struct cac_sip_event {
+	__u8 kind;   /* enum cac_sip_event_kind */
+	__u8 family; /* 4 or 6 */
+	__u16 len;   /* bytes of data that are the message */
+	__u32 agent; /* agent index, for a response */
+	__u16 sport; /* host order */
+	__u16 dport;
+	__u16 code; /* the response code, for a response */
+	__u8 _pad[2];
+	__u8 saddr[16];
+	__u8 daddr[16];
+	__u8 data[CAC_SIP_COPY];
+};
+
+enum cac_sip_event_kind {
+	CAC_SIP_AGENT_RESPONSE = 1,
+	CAC_SIP_REJECTED = 2,
 };
 
 /* One byte per UDP destination port: an enum cac_port_kind. */

@@ -66,9 +66,13 @@ static __always_inline int call_type_of(__u32 class)
  * cac_gates applies the checks that come before any bucket: a stale
  * control plane (reason stale when on-stale is closed), then in the new
  * model the CPU gate and full buffers. It fills *m for the charge check.
+ * Like the charge functions below it is a global function: the verifier
+ * checks its branches once, not once for every way through admission.
  */
-static __always_inline int cac_gates(struct cac_admission *ca, __u64 now, struct measured *m)
+__noinline int cac_gates(struct cac_admission *ca, __u64 now, struct measured *m)
 {
+	if (!ca || !m) /* a global function's pointers may be null to the verifier */
+		return ADMITTED;
 	__u32 zero = 0;
 	__u32 *s = bpf_map_lookup_elem(&inputs_slot, &zero);
 	__u32 slot = s ? *s & 1 : 0;
@@ -107,8 +111,9 @@ static __always_inline int cac_gates(struct cac_admission *ca, __u64 now, struct
  * idle ring costs at most that many stores once. When another CPU admits a
  * call of the new tick before this snapshot is written, that call is
  * counted as of the tick before and expires up to 100 ms early: the only
- * inexactness, and only with two CPUs at a tick boundary. A global
- * function, so the verifier walks its loop once.
+ * inexactness, and only with two CPUs at a tick boundary. It is inlined
+ * into charge_conforms, a global function, so the verifier walks its loop
+ * once for each call type.
  */
 __noinline int charge_advance(__u32 type, __u64 tick)
 {
@@ -131,13 +136,14 @@ __noinline int charge_advance(__u32 type, __u64 tick)
 	return 0;
 }
 
-/* A charge check: what it read, for the commit to build on. */
+/* A charge check: what it read, for the commit to build on. Only
+ * scalars: a global function's memory argument cannot carry pointers. */
 struct charge_check {
-	struct cac_charge_ring *mine; /* the call's ring; NULL: it holds nothing */
-	__u64 mine_total;             /* its total as the check read it */
-	__u64 used;                   /* charges counted against the limit */
-	__u64 charge;                 /* the call's own, thousandths */
-	int reason;                   /* session-charges or total-charge */
+	__u64 mine_total; /* the call's type's total as the check read it */
+	__u64 used;       /* charges counted against the limit */
+	__u64 charge;     /* the call's own, thousandths; 0: it holds nothing */
+	__u32 mine;       /* the call's type, or CAC_NUM_CALL_TYPES */
+	int reason;       /* session-charges or total-charge */
 };
 
 /*
@@ -147,9 +153,13 @@ struct charge_check {
  * charges + this call's charge within the limit. It comes before any
  * bucket is taken, so a flood the budget rejects touches no bucket.
  */
-static __always_inline int charge_conforms(struct cac_admission *ca, struct measured *m, __u32 class, __u64 now,
-					   struct charge_check *cc)
+__noinline int charge_conforms(struct cac_admission *ca, struct measured *m, __u32 class, __u64 now,
+			       struct charge_check *cc)
 {
+	if (!ca || !m || !cc)
+		return ADMITTED;
+	cc->mine = CAC_NUM_CALL_TYPES;
+	cc->charge = 0;
 	cc->reason = ca->new_model ? CAC_REASON_SESSION_CHARGES : CAC_REASON_TOTAL_CHARGE;
 	if (!ca->new_model && m->buffers_full)
 		return cc->reason;
@@ -157,7 +167,6 @@ static __always_inline int charge_conforms(struct cac_admission *ca, struct meas
 	int type = call_type_of(class);
 	cc->used = ca->new_model ? 0 : m->load_milli;
 
-#pragma unroll
 	for (__u32 t = 0; t < CAC_NUM_CALL_TYPES; t++) {
 		struct cac_charge *c = &ca->type[t];
 		__u32 lifetime = c->lifetime_ticks;
@@ -167,13 +176,13 @@ static __always_inline int charge_conforms(struct cac_admission *ca, struct meas
 		struct cac_charge_ring *r = bpf_map_lookup_elem(&charge_rings, &key);
 		if (!r)
 			continue;
-		if (r->tick < tick) /* the first call of a tick: no call otherwise */
+		if (r->tick < tick) /* the first call of a tick */
 			charge_advance(t, tick);
 		/* One read of the total: the commit's recheck starts from it. */
 		__u64 total = r->total, then = r->snap[(tick - lifetime + 1) & (CAC_RING - 1)];
 		cc->used += (total > then ? total - then : 0) * c->charge * 1000;
 		if (t == (__u32)type) {
-			cc->mine = r;
+			cc->mine = t;
 			cc->mine_total = total;
 			cc->charge = (__u64)c->charge * 1000;
 		}
@@ -186,13 +195,19 @@ static __always_inline int charge_conforms(struct cac_admission *ca, struct meas
  * add. If calls of its type that other CPUs admitted since the check no
  * longer leave room for it, it takes itself out again and is rejected.
  */
-static __always_inline int charge_commit(struct cac_admission *ca, struct charge_check *cc)
+__noinline int charge_commit(__u64 limit_milli, struct charge_check *cc)
 {
-	if (!cc->mine)
+	if (!cc)
+		return ADMITTED;
+	__u32 key = cc->mine;
+	if (key >= CAC_NUM_CALL_TYPES)
 		return ADMITTED; /* a call with no charge line holds nothing */
-	__u64 before = __sync_fetch_and_add(&cc->mine->total, 1);
-	if (before > cc->mine_total && cc->used + (before - cc->mine_total) * cc->charge + cc->charge > ca->limit_milli) {
-		__sync_fetch_and_sub(&cc->mine->total, 1);
+	struct cac_charge_ring *r = bpf_map_lookup_elem(&charge_rings, &key);
+	if (!r)
+		return ADMITTED;
+	__u64 before = __sync_fetch_and_add(&r->total, 1);
+	if (before > cc->mine_total && cc->used + (before - cc->mine_total) * cc->charge + cc->charge > limit_milli) {
+		__sync_fetch_and_sub(&r->total, 1);
 		return cc->reason;
 	}
 	return ADMITTED;
@@ -202,6 +217,10 @@ static __always_inline int charge_commit(struct cac_admission *ca, struct charge
  * source rejects it after all. */
 static __always_inline void charge_give_back(struct charge_check *cc)
 {
-	if (cc->mine)
-		__sync_fetch_and_sub(&cc->mine->total, 1);
+	__u32 key = cc->mine;
+	if (key >= CAC_NUM_CALL_TYPES)
+		return;
+	struct cac_charge_ring *r = bpf_map_lookup_elem(&charge_rings, &key);
+	if (r)
+		__sync_fetch_and_sub(&r->total, 1);
 }

@@ -47,7 +47,10 @@ static __always_inline __u8 udp_port_kind(__be16 dest)
 /* A classifier result: the kind in the low byte, the class above it. */
 #define RESULT(kind, class) ((kind) | ((class) << 8))
 #define RESULT_KIND(r) ((r) & 0xff)
-#define RESULT_CLASS(r) ((r) >> 8)
+#define RESULT_CLASS(r) (((r) >> 8) & 0xff)
+/* A SIP response is kind other, with its status code above the class. */
+#define RESULT_SIP_RESPONSE(code) (RESULT(CAC_KIND_OTHER, 0) | ((code) << 16))
+#define RESULT_CODE(r) (((r) >> 16) & 0x3ff)
 
 /* The frame under classification; len is data_end - data as a scalar. */
 struct frame {
@@ -58,6 +61,9 @@ struct frame {
 	__u16 l3off;  /* the header after Ethernet and VLAN tags */
 	__u8 vlans;   /* VLAN tags in front of it */
 	__u8 family;  /* 4 or 6 once an IP header is parsed */
+	/* Where a SIP message is, for what goes to user space. */
+	__u16 msgoff;
+	__u16 msglen;
 };
 
 struct ethhdr {

@@ -132,6 +132,27 @@ static __always_inline int sip_starts_with(struct sip_msg *m, const char *s, __u
 	return 1;
 }
 
+/* sip_response reads the status code of a response: three digits and a
+ * space after "SIP/2.0 ". Anything else is just other traffic. */
+static __always_inline int sip_response(struct sip_msg *m)
+{
+	if (m->len < 12 || m->off > SIP_MSG_OFF_MAX)
+		return RESULT(CAC_KIND_OTHER, 0);
+	__u8 *p = m->data + m->off + 8;
+	if ((void *)p + 4 > m->data_end)
+		return RESULT(CAC_KIND_OTHER, 0);
+	__u32 code = 0;
+#pragma unroll
+	for (int i = 0; i < 3; i++) {
+		if (p[i] < '0' || p[i] > '9')
+			return RESULT(CAC_KIND_OTHER, 0);
+		code = code * 10 + (p[i] - '0');
+	}
+	if (p[3] != ' ' || code < 100 || code > 699)
+		return RESULT(CAC_KIND_OTHER, 0);
+	return RESULT_SIP_RESPONSE(code);
+}
+
 static __always_inline int classify_sip(struct xdp_md *ctx, struct frame *f, struct udp_msg *u)
 {
 	struct sip_msg m = {.data = f->data, .data_end = f->data_end, .off = u->off, .len = u->len};
@@ -141,13 +162,17 @@ static __always_inline int classify_sip(struct xdp_md *ctx, struct frame *f, str
 	 * fragments that cannot be classified: that is no SIP peer's doing. */
 	if (u->fragmented && u->len < sizeof("OPTIONS ") - 1)
 		return RESULT(CAC_KIND_MALFORMED, 0);
+	f->msgoff = u->off;
+	f->msglen = u->len > 0xffff ? 0xffff : u->len;
 	/* Methods are case-sensitive (RFC 3261 §7.1). */
 	if (sip_starts_with(&m, "INVITE ", 7))
 		class = CAC_CLASS_SIP_INVITE;
 	else if (sip_starts_with(&m, "OPTIONS ", 8))
 		class = CAC_CLASS_SIP_OPTIONS;
+	else if (sip_starts_with(&m, "SIP/2.0 ", 8))
+		return sip_response(&m); /* an agent's may take it out of service */
 	else
-		return RESULT(CAC_KIND_OTHER, 0); /* responses, other methods, keep-alives */
+		return RESULT(CAC_KIND_OTHER, 0); /* other methods, keep-alives */
 
 	/* Without a To header in sight (missing, odd, or in a later fragment)
 	 * the request is taken for a new dialog, so it is charged. */

@@ -45,10 +45,67 @@ __noinline int admit_call(struct xdp_md *ctx, __u64 where)
 	};
 	__u32 class = where & 0xff;
 	__u64 now = 0;
-	int reason = admit(&f, class, (where >> 40) & POLICY_SLOT, &now);
+	int reason = admit(&f, class, (where >> 40) & POLICY_SLOT, 0, &now);
 	if (reason != ADMITTED)
 		record_reject(ctx, &f, class, reason, now);
 	return reason;
+}
+
+/* agent_request stamps the last request of the agent a frame comes from:
+ * an in-dialog request is a request all the same. where packs l3off and
+ * family; a global function, so the lookup is verified once. */
+__noinline int agent_request(struct xdp_md *ctx, __u64 where)
+{
+	struct frame f = {
+		.data = (void *)(long)ctx->data,
+		.data_end = (void *)(long)ctx->data_end,
+		.l3off = where & 0xffff,
+		.family = (where >> 16) & 0xff,
+	};
+	__u32 agent = agent_of(&f);
+	if (agent != NO_AGENT)
+		agent_saw(agent, now_ns());
+	return 0;
+}
+
+/* sip_frame unpacks what agent_response and sip_rejected are given. */
+static __always_inline struct frame sip_frame(struct xdp_md *ctx, __u64 where)
+{
+	struct frame f = {
+		.data = (void *)(long)ctx->data,
+		.data_end = (void *)(long)ctx->data_end,
+		.l3off = where & 0xffff,
+		.family = (where >> 16) & 0xff,
+		.msgoff = (where >> 34) & 0x3fff,
+		.msglen = (where >> 48) & 0xffff,
+	};
+	return f;
+}
+
+/* sip_rejected hands a refused SIP request to user space to answer. A
+ * global function: the copy is verified once, not once per parser path. */
+__noinline int sip_rejected(struct xdp_md *ctx, __u64 where)
+{
+	struct frame f = sip_frame(ctx, where);
+	sip_event_out(&f, CAC_SIP_REJECTED, NO_AGENT, 0);
+	return 0;
+}
+
+/* agent_response hands a response from an agent to user space when its
+ * code is on the agent's out-service list. where packs l3off, family, the
+ * code, and the message's offset and length. */
+__noinline int agent_response(struct xdp_md *ctx, __u64 where, __u32 slot)
+{
+	struct frame f = sip_frame(ctx, where);
+	__u32 code = (where >> 24) & 0x3ff;
+	__u32 agent = agent_of(&f);
+	if (agent == NO_AGENT)
+		return 0;
+	__u32 al = (slot & 1) * CAC_MAX_AGENTS + agent;
+	struct cac_agent *a = bpf_map_lookup_elem(&agent_limits, &al);
+	if (a && out_code(a, code))
+		sip_event_out(&f, CAC_SIP_AGENT_RESPONSE, agent, code);
+	return 0;
 }
 
 /* verdict admits or rejects a first packet, counts every watched frame,
@@ -67,9 +124,12 @@ static __always_inline int verdict(struct xdp_md *ctx, struct frame *f, int resu
 			return XDP_PASS;
 		int reason = ADMITTED;
 		__u32 policy = policy_word();
-		if (policy & POLICY_LIMITED(class)) {
+		int sip = class == CAC_CLASS_SIP_INVITE || class == CAC_CLASS_SIP_OPTIONS;
+		int agents = sip && (policy & POLICY_AGENTS);
+		if ((policy & POLICY_LIMITED(class)) || agents) {
 			__u64 where = class | (__u64)f->l3off << 8 | (__u64)f->vlans << 24 |
-				      (__u64)f->family << 32 | (__u64)(policy & POLICY_SLOT) << 40;
+				      (__u64)f->family << 32 | (__u64)(policy & POLICY_SLOT) << 40 |
+				      (__u64)agents << 41;
 			reason = admit_call(ctx, where);
 		}
 		if (reason == ADMITTED) {
@@ -80,10 +140,19 @@ static __always_inline int verdict(struct xdp_md *ctx, struct frame *f, int resu
 		barrier_var(r); /* bound the register that indexes */
 		if (r < CAC_NUM_REASONS)
 			st->classes[class].rejected[r]++;
+		if (sip) {
+			/* A refused SIP request user space answers with 503. */
+			struct cac_settings *set = bpf_map_lookup_elem(&settings, &zero);
+			if (set && (set->sip_reject >> (class - CAC_CLASS_SIP_INVITE)) & 1)
+				sip_rejected(ctx, (__u64)f->l3off | (__u64)f->family << 16 |
+							  (__u64)f->msgoff << 34 | (__u64)f->msglen << 48);
+		}
 		return XDP_DROP;
 	}
 	case CAC_KIND_INDIALOG:
 		st->sip_indialog++;
+		if (policy_word() & POLICY_AGENTS)
+			agent_request(ctx, (__u64)f->l3off | (__u64)f->family << 16);
 		return XDP_PASS;
 	case CAC_KIND_FRAGMENT:
 		st->fragment++;
@@ -95,6 +164,15 @@ static __always_inline int verdict(struct xdp_md *ctx, struct frame *f, int resu
 	}
 	default:
 		st->passed_other++;
+		/* A response with a code an agent's out-service list may hold. */
+		if (RESULT_CODE(result) >= 300) {
+			__u32 policy = policy_word();
+			if (policy & POLICY_AGENTS)
+				agent_response(ctx, (__u64)f->l3off | (__u64)f->family << 16 |
+							    (__u64)RESULT_CODE(result) << 24 |
+							    (__u64)f->msgoff << 34 | (__u64)f->msglen << 48,
+					       policy & POLICY_SLOT);
+		}
 		return XDP_PASS;
 	}
 }

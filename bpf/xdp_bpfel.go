@@ -34,6 +34,12 @@ type XdpCacAdmission struct {
 	Pad           [2]uint8
 }
 
+type XdpCacAgent struct {
+	_        structs.HostLayout
+	Limit    XdpCacLimit
+	OutCodes [7]uint64
+}
+
 type XdpCacBucket struct {
 	_     structs.HostLayout
 	TatNs uint64
@@ -113,7 +119,8 @@ type XdpCacRejectKey struct {
 type XdpCacSettings struct {
 	_             structs.HostLayout
 	MalformedDrop uint8
-	Pad           [7]uint8
+	SipReject     uint8
+	Pad           [6]uint8
 }
 
 type XdpCacSource struct {
@@ -152,6 +159,10 @@ const (
 	XdpMapAccountLimits   = "account_limits"
 	XdpMapAccounts0       = "accounts0"
 	XdpMapAccounts1       = "accounts1"
+	XdpMapAgentBuckets    = "agent_buckets"
+	XdpMapAgentLimits     = "agent_limits"
+	XdpMapAgentSeen       = "agent_seen"
+	XdpMapAgents          = "agents"
 	XdpMapBuckets         = "buckets"
 	XdpMapChargeRings     = "charge_rings"
 	XdpMapCustomerBuckets = "customer_buckets"
@@ -164,6 +175,7 @@ const (
 	XdpMapRejectEvents    = "reject_events"
 	XdpMapRejects         = "rejects"
 	XdpMapSettings        = "settings"
+	XdpMapSipEvents       = "sip_events"
 	XdpMapSources         = "sources"
 	XdpMapStats           = "stats"
 	XdpMapTestClock       = "test_clock"
@@ -225,6 +237,10 @@ type XdpMapSpecs struct {
 	AccountLimits   *ebpf.MapSpec `ebpf:"account_limits"`
 	Accounts0       *ebpf.MapSpec `ebpf:"accounts0"`
 	Accounts1       *ebpf.MapSpec `ebpf:"accounts1"`
+	AgentBuckets    *ebpf.MapSpec `ebpf:"agent_buckets"`
+	AgentLimits     *ebpf.MapSpec `ebpf:"agent_limits"`
+	AgentSeen       *ebpf.MapSpec `ebpf:"agent_seen"`
+	Agents          *ebpf.MapSpec `ebpf:"agents"`
 	Buckets         *ebpf.MapSpec `ebpf:"buckets"`
 	ChargeRings     *ebpf.MapSpec `ebpf:"charge_rings"`
 	CustomerBuckets *ebpf.MapSpec `ebpf:"customer_buckets"`
@@ -237,6 +253,7 @@ type XdpMapSpecs struct {
 	RejectEvents    *ebpf.MapSpec `ebpf:"reject_events"`
 	Rejects         *ebpf.MapSpec `ebpf:"rejects"`
 	Settings        *ebpf.MapSpec `ebpf:"settings"`
+	SipEvents       *ebpf.MapSpec `ebpf:"sip_events"`
 	Sources         *ebpf.MapSpec `ebpf:"sources"`
 	Stats           *ebpf.MapSpec `ebpf:"stats"`
 	TestClock       *ebpf.MapSpec `ebpf:"test_clock"`
@@ -274,6 +291,10 @@ type XdpMaps struct {
 	AccountLimits   *ebpf.Map `ebpf:"account_limits"`
 	Accounts0       *ebpf.Map `ebpf:"accounts0"`
 	Accounts1       *ebpf.Map `ebpf:"accounts1"`
+	AgentBuckets    *ebpf.Map `ebpf:"agent_buckets"`
+	AgentLimits     *ebpf.Map `ebpf:"agent_limits"`
+	AgentSeen       *ebpf.Map `ebpf:"agent_seen"`
+	Agents          *ebpf.Map `ebpf:"agents"`
 	Buckets         *ebpf.Map `ebpf:"buckets"`
 	ChargeRings     *ebpf.Map `ebpf:"charge_rings"`
 	CustomerBuckets *ebpf.Map `ebpf:"customer_buckets"`
@@ -286,6 +307,7 @@ type XdpMaps struct {
 	RejectEvents    *ebpf.Map `ebpf:"reject_events"`
 	Rejects         *ebpf.Map `ebpf:"rejects"`
 	Settings        *ebpf.Map `ebpf:"settings"`
+	SipEvents       *ebpf.Map `ebpf:"sip_events"`
 	Sources         *ebpf.Map `ebpf:"sources"`
 	Stats           *ebpf.Map `ebpf:"stats"`
 	TestClock       *ebpf.Map `ebpf:"test_clock"`
@@ -298,6 +320,10 @@ func (m *XdpMaps) Close() error {
 		m.AccountLimits,
 		m.Accounts0,
 		m.Accounts1,
+		m.AgentBuckets,
+		m.AgentLimits,
+		m.AgentSeen,
+		m.Agents,
 		m.Buckets,
 		m.ChargeRings,
 		m.CustomerBuckets,
@@ -310,6 +336,7 @@ func (m *XdpMaps) Close() error {
 		m.RejectEvents,
 		m.Rejects,
 		m.Settings,
+		m.SipEvents,
 		m.Sources,
 		m.Stats,
 		m.TestClock,

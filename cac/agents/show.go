@@ -1,0 +1,123 @@
+package agents
+
+import (
+	"fmt"
+	"io"
+	"maps"
+	"net/netip"
+	"slices"
+	"strings"
+
+	"github.com/xdpcac/xdpcac/cac/config"
+)
+
+// TargetKey names one target: the agent, the address pinged, and the realm
+// the pings leave from.
+type TargetKey struct {
+	Agent       string
+	Destination netip.AddrPort
+	Realm       string
+}
+
+// AgentInService reports whether an agent is usable: it is while any one of
+// its targets is, since calls can be routed through that realm.
+func AgentInService(ts []Status) bool {
+	return slices.ContainsFunc(ts, func(s Status) bool { return s.InService })
+}
+
+// ContactHost is the host the Contact header of a realm's pings carries.
+// Teams and similar hosted platforms route their answers by this name, so
+// the order follows the Oracle rules:
+//   - with teams-fqdn-in-uri on: fqdn-hostname if set, else teams-fqdn if
+//     set, else multi-tenancy-fqdn if set;
+//   - with it off: multi-tenancy-fqdn if set; fqdn-hostname and teams-fqdn
+//     are only for the Teams case, so they are not used;
+//   - otherwise the realm's address, an IPv6 one in brackets as a SIP URI
+//     writes it. An invalid address gives "".
+func ContactHost(r config.Realm) string {
+	if r.TeamsFQDNInURI {
+		for _, h := range []string{r.FQDNHostname, r.TeamsFQDN} {
+			if h != "" {
+				return h
+			}
+		}
+	}
+	switch a := r.Address; {
+	case r.MultiTenancyFQDN != "":
+		return r.MultiTenancyFQDN
+	case !a.IsValid():
+		return ""
+	case a.Is6():
+		return "[" + a.WithZone("").String() + "]"
+	default:
+		return a.String()
+	}
+}
+
+// Row is one target for display.
+type Row struct {
+	Agent       string
+	Destination netip.AddrPort
+	Realm       string
+	Status      Status
+}
+
+// WriteAgents writes the status of agents and their targets for the
+// operator: per agent in name order a "Session Agent NAME [In Service]" or
+// "[Out of Service]" line, then its targets by destination and realm. A
+// non-empty name keeps that agent only; an unknown one is an error that
+// lists the agents there are, to spare the operator a second command.
+func WriteAgents(w io.Writer, rows []Row, name string) error {
+	byAgent := map[string][]Row{}
+	for _, r := range rows {
+		byAgent[r.Agent] = append(byAgent[r.Agent], r)
+	}
+	names := slices.Sorted(maps.Keys(byAgent))
+	if name != "" {
+		if _, ok := byAgent[name]; !ok {
+			known := "none"
+			if len(names) > 0 {
+				known = strings.Join(names, ", ")
+			}
+			return fmt.Errorf("no session agent %q; known agents: %s", name, known)
+		}
+		names = []string{name}
+	}
+	var b strings.Builder
+	for _, n := range names {
+		ts := byAgent[n] // built above, so sorting it leaves rows alone
+		slices.SortFunc(ts, func(x, y Row) int {
+			if c := x.Destination.Compare(y.Destination); c != 0 {
+				return c
+			}
+			return strings.Compare(x.Realm, y.Realm)
+		})
+		sts := make([]Status, len(ts))
+		for i, r := range ts {
+			sts[i] = r.Status
+		}
+		fmt.Fprintf(&b, "Session Agent %s [%s]\n", n, serviceText(AgentInService(sts)))
+		for _, r := range ts {
+			fmt.Fprintf(&b, "Destination: %s  Source : %s  %s\n",
+				destText(r.Destination), r.Realm, serviceText(r.Status.InService))
+		}
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+func serviceText(in bool) string {
+	if in {
+		return "In Service"
+	}
+	return "Out of Service"
+}
+
+// destText leaves out the port when it is SIP's default, as most agents
+// use it and the bare address is what operators look for.
+func destText(d netip.AddrPort) string {
+	if d.Port() == 5060 {
+		return d.Addr().String()
+	}
+	return d.String()
+}

@@ -1,0 +1,309 @@
+package sipd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/emiago/sipgo/sip"
+)
+
+// uas is a UDP SIP server on loopback answered by hand with sipgo's parser
+// and response builder. What it answers depends on the Request-URI host.
+type uas struct {
+	conn net.PacketConn
+	addr netip.AddrPort
+
+	mu    sync.Mutex
+	first map[string]*sip.Request // by Call-ID, first transmission
+	count map[string]int          // transmissions by Call-ID
+}
+
+func newUAS(t *testing.T) *uas {
+	t.Helper()
+	conn, err := net.ListenPacket("udp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	u := &uas{
+		conn:  conn,
+		addr:  netip.MustParseAddrPort(conn.LocalAddr().String()),
+		first: map[string]*sip.Request{},
+		count: map[string]int{},
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		u.serve(t)
+	}()
+	t.Cleanup(func() {
+		conn.Close()
+		<-done
+	})
+	return u
+}
+
+func (u *uas) serve(t *testing.T) {
+	buf := make([]byte, 65535)
+	for {
+		n, src, err := u.conn.ReadFrom(buf)
+		if err != nil {
+			return
+		}
+		msg, err := sip.ParseMessage(slices.Clone(buf[:n]))
+		if err != nil {
+			t.Errorf("uas: parse: %v", err)
+			continue
+		}
+		req, ok := msg.(*sip.Request)
+		if !ok {
+			t.Errorf("uas: got %T", msg)
+			continue
+		}
+		req.SetSource(src.String())
+		callID := req.CallID().Value()
+		u.mu.Lock()
+		if u.count[callID] == 0 {
+			u.first[callID] = req
+		}
+		u.count[callID]++
+		u.mu.Unlock()
+
+		var out []*sip.Response
+		switch req.Recipient.Host {
+		case "busy.test":
+			res := sip.NewResponseFromRequest(req, 503, "Service Unavailable", nil)
+			res.AppendHeader(sip.NewHeader("Retry-After", "30"))
+			out = append(out, res)
+		case "nf.test":
+			out = append(out, sip.NewResponseFromRequest(req, 404, "Not Found", nil))
+		case "silent.test":
+		case "trying.test":
+			out = append(out,
+				sip.NewResponseFromRequest(req, 100, "Trying", nil),
+				sip.NewResponseFromRequest(req, 200, "OK", nil))
+		default:
+			out = append(out, sip.NewResponseFromRequest(req, 200, "OK", nil))
+		}
+		for _, res := range out {
+			if _, err := u.conn.WriteTo([]byte(res.String()), src); err != nil {
+				t.Errorf("uas: write: %v", err)
+			}
+			time.Sleep(5 * time.Millisecond) // keep 1xx ahead of the final
+		}
+	}
+}
+
+// received returns the first transmission of the request whose
+// Request-URI host is host, and how many times it was sent.
+func (u *uas) received(host string) (*sip.Request, int) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	for id, r := range u.first {
+		if r.Recipient.Host == host {
+			return r, u.count[id]
+		}
+	}
+	return nil, 0
+}
+
+func newTestPinger(t *testing.T, opts ...Option) *Pinger {
+	t.Helper()
+	opts = append([]Option{WithT1(50 * time.Millisecond)}, opts...)
+	p, err := NewPinger(netip.MustParseAddrPort("127.0.0.1:0"), "sbc.realm.test", opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := p.Close(); err != nil {
+			t.Error(err)
+		}
+	})
+	return p
+}
+
+func TestPingerAnswers(t *testing.T) {
+	u := newUAS(t)
+	var mu sync.Mutex
+	var seen []int
+	p := newTestPinger(t, WithProvisional(func(dest netip.AddrPort, code int) {
+		if dest != u.addr {
+			t.Errorf("provisional from %v, want %v", dest, u.addr)
+		}
+		mu.Lock()
+		seen = append(seen, code)
+		mu.Unlock()
+	}))
+	ctx := t.Context()
+
+	r, err := p.Ping(ctx, u.addr, "")
+	if err != nil || r.Code != 200 || r.Reason != "OK" || r.RetryAfter != 0 || len(r.Provisional) != 0 {
+		t.Fatalf("ping ok: %+v, %v", r, err)
+	}
+	r, err = p.Ping(ctx, u.addr, "busy.test")
+	if err != nil || r.Code != 503 || r.RetryAfter != 30*time.Second {
+		t.Fatalf("ping busy: %+v, %v", r, err)
+	}
+	r, err = p.Ping(ctx, u.addr, "nf.test")
+	if err != nil || r.Code != 404 || r.RetryAfter != 0 {
+		t.Fatalf("ping not found: %+v, %v", r, err)
+	}
+
+	start := time.Now()
+	r, err = p.Ping(ctx, u.addr, "silent.test")
+	took := time.Since(start)
+	if !errors.Is(err, ErrTimeout) || r.Code != 0 {
+		t.Fatalf("ping silent: %+v, %v; want ErrTimeout", r, err)
+	}
+	if took < 3100*time.Millisecond || took > 6*time.Second {
+		t.Errorf("silent ping took %v, want about 64*T1 = 3.2s", took)
+	}
+	if _, n := u.received("silent.test"); n < 2 {
+		t.Errorf("silent OPTIONS sent %d times, want retransmissions (Timer E)", n)
+	}
+
+	r, err = p.Ping(ctx, u.addr, "trying.test")
+	if err != nil || r.Code != 200 || !slices.Equal(r.Provisional, []int{100}) {
+		t.Fatalf("ping trying: %+v, %v", r, err)
+	}
+	mu.Lock()
+	if !slices.Equal(seen, []int{100}) {
+		t.Errorf("provisional callback saw %v, want [100]", seen)
+	}
+	mu.Unlock()
+}
+
+func TestPingerRequest(t *testing.T) {
+	u := newUAS(t)
+	p := newTestPinger(t)
+	if _, err := p.Ping(t.Context(), u.addr, ""); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.Ping(t.Context(), u.addr, "peer.example.com"); err != nil {
+		t.Fatal(err)
+	}
+	req, n := u.received("127.0.0.1")
+	if req == nil || n != 1 {
+		t.Fatalf("uas got %v (%d times)", req, n)
+	}
+	local := p.LocalAddr()
+	if local.Addr() != netip.MustParseAddr("127.0.0.1") || local.Port() == 0 {
+		t.Errorf("local address %v", local)
+	}
+	check := func(what, got, want string) {
+		t.Helper()
+		if got != want {
+			t.Errorf("%s = %q, want %q", what, got, want)
+		}
+	}
+	check("method", string(req.Method), "OPTIONS")
+	check("Request-URI", req.Recipient.String(), "sip:"+u.addr.String())
+	if c := req.Contact(); c == nil {
+		t.Error("no Contact")
+	} else {
+		check("Contact", c.Address.String(), fmt.Sprintf("sip:xdpcac@sbc.realm.test:%d", local.Port()))
+	}
+	if cs := req.CSeq(); cs == nil || cs.SeqNo != 1 || cs.MethodName != sip.OPTIONS {
+		t.Errorf("CSeq %v", cs)
+	}
+	if mf := req.MaxForwards(); mf == nil || mf.Val() != 70 {
+		t.Errorf("Max-Forwards %v", mf)
+	}
+	if f := req.From(); f == nil || !f.Params.Has("tag") || f.Address.Host != "sbc.realm.test" {
+		t.Errorf("From %v", f)
+	}
+	if to := req.To(); to == nil || to.Params.Has("tag") {
+		t.Errorf("To %v", to)
+	}
+	if ua := req.GetHeader("User-Agent"); ua == nil || ua.Value() != "xdpcac" {
+		t.Errorf("User-Agent %v", ua)
+	}
+	if v := req.Via(); v == nil || v.Host != "127.0.0.1" || v.Port != int(local.Port()) || v.Transport != "UDP" {
+		t.Errorf("Via %v", v)
+	} else if b, _ := v.Params.Get("branch"); len(b) < 8 || b[:7] != sip.RFC3261BranchMagicCookie {
+		t.Errorf("Via branch %q", b)
+	}
+	if src := req.Source(); src != local.String() {
+		t.Errorf("sent from %s, want %s", src, local)
+	}
+
+	other, _ := u.received("peer.example.com")
+	if other == nil {
+		t.Fatal("no OPTIONS with uriHost")
+	}
+	check("Request-URI with uriHost", other.Recipient.String(), "sip:peer.example.com")
+	if other.CallID().Value() == req.CallID().Value() {
+		t.Error("two pings share a Call-ID")
+	}
+}
+
+func TestPingerConcurrent(t *testing.T) {
+	u := newUAS(t)
+	p := newTestPinger(t)
+	const n = 8
+	var wg sync.WaitGroup
+	errs := make(chan error, n)
+	for i := range n {
+		wg.Go(func() {
+			host := "ok.test"
+			if i%2 == 1 {
+				host = "nf.test"
+			}
+			r, err := p.Ping(t.Context(), u.addr, host)
+			if err == nil && (host == "ok.test") != (r.Code == 200) {
+				err = fmt.Errorf("%s: code %d", host, r.Code)
+			}
+			errs <- err
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Error(err)
+		}
+	}
+	u.mu.Lock()
+	if len(u.first) != n {
+		t.Errorf("%d distinct Call-IDs, want %d", len(u.first), n)
+	}
+	u.mu.Unlock()
+}
+
+func TestPingerContextAndClose(t *testing.T) {
+	u := newUAS(t)
+	p := newTestPinger(t, WithT1(time.Second))
+	ctx, cancel := context.WithTimeout(t.Context(), 100*time.Millisecond)
+	defer cancel()
+	if _, err := p.Ping(ctx, u.addr, "silent.test"); !errors.Is(err, context.DeadlineExceeded) || errors.Is(err, ErrTimeout) {
+		t.Errorf("ping with expired context: %v", err)
+	}
+
+	// Close ends a pending Ping.
+	res := make(chan error, 1)
+	go func() {
+		_, err := p.Ping(t.Context(), u.addr, "silent.test")
+		res <- err
+	}()
+	time.Sleep(100 * time.Millisecond)
+	if err := p.Close(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-res:
+		if err == nil {
+			t.Error("pending ping succeeded after Close")
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("pending ping not ended by Close")
+	}
+	if _, err := p.Ping(t.Context(), u.addr, ""); !errors.Is(err, ErrClosed) {
+		t.Errorf("ping after Close: %v", err)
+	}
+}

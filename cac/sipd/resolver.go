@@ -1,0 +1,198 @@
+package sipd
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/miekg/dns"
+)
+
+// ErrNoAddress is Resolve's error when a name has no usable address.
+var ErrNoAddress = errors.New("no address")
+
+// ResolvConf is read for DNS servers when Resolver.Server is "".
+const ResolvConf = "/etc/resolv.conf"
+
+// Resolver turns a session agent's hostname into destinations: an IP is
+// itself; an FQDN is resolved with SRV _sip._udp.NAME first (targets ordered
+// by priority, then weight, each target's A then AAAA), then plain A and
+// AAAA. With all=false only the first address is used (Oracle's
+// ping-all-addresses off).
+type Resolver struct {
+	// Server is the "ip:port" of a DNS server; "" uses the system's
+	// (/etc/resolv.conf), in its order.
+	Server string
+	// Timeout bounds each exchange with a server; 0 is miekg/dns's (2 s).
+	Timeout time.Duration
+}
+
+// Resolve returns the destinations of hostname, deduplicated, in a stable
+// order. An SRV target's port replaces port. hostname is taken as fully
+// qualified (no search list). A name with no address is ErrNoAddress.
+func (r *Resolver) Resolve(ctx context.Context, hostname string, port uint16, all bool) ([]netip.AddrPort, error) {
+	if ip, err := netip.ParseAddr(strings.Trim(hostname, "[]")); err == nil {
+		return []netip.AddrPort{netip.AddrPortFrom(ip.Unmap(), port)}, nil
+	}
+	if _, ok := dns.IsDomainName(hostname); !ok || hostname == "" || hostname == "." {
+		return nil, fmt.Errorf("sipd: resolve %q: not a hostname", hostname)
+	}
+	servers, err := r.servers()
+	if err != nil {
+		return nil, fmt.Errorf("sipd: resolve %q: %w", hostname, err)
+	}
+	name := dns.Fqdn(hostname)
+	q := querier{servers: servers, client: &dns.Client{Net: "udp", Timeout: r.Timeout}}
+
+	var out []netip.AddrPort
+	srvs, srvErr := q.srv(ctx, "_sip._udp."+name)
+	for _, s := range srvs {
+		ips, err := q.addrs(ctx, s.Target)
+		if err != nil {
+			srvErr = errors.Join(srvErr, err)
+		}
+		for _, ip := range ips {
+			out = append(out, netip.AddrPortFrom(ip, s.Port))
+		}
+	}
+	if len(out) == 0 {
+		ips, err := q.addrs(ctx, name)
+		if err != nil {
+			return nil, fmt.Errorf("sipd: resolve %q: %w", hostname, errors.Join(err, srvErr))
+		}
+		for _, ip := range ips {
+			out = append(out, netip.AddrPortFrom(ip, port))
+		}
+	}
+	out = dedup(out)
+	if len(out) == 0 {
+		return nil, fmt.Errorf("sipd: resolve %q: %w (no SRV, A or AAAA record)", hostname, ErrNoAddress)
+	}
+	if !all {
+		out = out[:1]
+	}
+	return out, nil
+}
+
+func (r *Resolver) servers() ([]string, error) {
+	if r.Server != "" {
+		return []string{r.Server}, nil
+	}
+	cfg, err := dns.ClientConfigFromFile(ResolvConf)
+	if err != nil {
+		return nil, fmt.Errorf("read DNS servers: %w", err)
+	}
+	if len(cfg.Servers) == 0 {
+		return nil, fmt.Errorf("read DNS servers: none in %s", ResolvConf)
+	}
+	out := make([]string, len(cfg.Servers))
+	for i, s := range cfg.Servers {
+		out[i] = net.JoinHostPort(s, cfg.Port)
+	}
+	return out, nil
+}
+
+// querier asks the servers in order until one answers.
+type querier struct {
+	servers []string
+	client  *dns.Client
+}
+
+// query returns the answer section; a name that does not exist (NXDOMAIN)
+// or has no such record is an empty answer, not an error.
+func (q *querier) query(ctx context.Context, name string, qtype uint16) ([]dns.RR, error) {
+	m := new(dns.Msg)
+	m.SetQuestion(name, qtype)
+	m.RecursionDesired = true
+	var errs error
+	for _, server := range q.servers {
+		in, _, err := q.client.ExchangeContext(ctx, m, server)
+		if err == nil && in.Truncated {
+			tcp := *q.client
+			tcp.Net = "tcp"
+			in, _, err = tcp.ExchangeContext(ctx, m, server)
+		}
+		if err != nil {
+			errs = errors.Join(errs, fmt.Errorf("%s %s @%s: %w", dns.TypeToString[qtype], name, server, err))
+			if ctx.Err() != nil {
+				return nil, errs
+			}
+			continue
+		}
+		switch in.Rcode {
+		case dns.RcodeSuccess, dns.RcodeNameError:
+			return in.Answer, nil
+		default:
+			errs = errors.Join(errs, fmt.Errorf("%s %s @%s: %s", dns.TypeToString[qtype], name, server, dns.RcodeToString[in.Rcode]))
+		}
+	}
+	return nil, errs
+}
+
+// srv returns name's SRV records by priority (ascending), then weight
+// (descending), keeping the answer's order among equals; "." is dropped.
+func (q *querier) srv(ctx context.Context, name string) ([]*dns.SRV, error) {
+	rrs, err := q.query(ctx, name, dns.TypeSRV)
+	if err != nil {
+		return nil, err
+	}
+	var srvs []*dns.SRV
+	for _, rr := range rrs {
+		if s, ok := rr.(*dns.SRV); ok && s.Target != "." {
+			srvs = append(srvs, s)
+		}
+	}
+	slices.SortStableFunc(srvs, func(a, b *dns.SRV) int {
+		return cmp.Or(cmp.Compare(a.Priority, b.Priority), cmp.Compare(b.Weight, a.Weight))
+	})
+	return srvs, nil
+}
+
+// addrs returns name's A then AAAA addresses.
+func (q *querier) addrs(ctx context.Context, name string) ([]netip.Addr, error) {
+	var out []netip.Addr
+	var errs error
+	for _, qtype := range []uint16{dns.TypeA, dns.TypeAAAA} {
+		rrs, err := q.query(ctx, name, qtype)
+		if err != nil {
+			errs = errors.Join(errs, err)
+			continue
+		}
+		for _, rr := range rrs {
+			var ip net.IP
+			switch a := rr.(type) {
+			case *dns.A:
+				ip = a.A
+			case *dns.AAAA:
+				ip = a.AAAA
+			default:
+				continue // CNAME and the like: the addresses follow
+			}
+			if addr, ok := netip.AddrFromSlice(ip); ok {
+				out = append(out, addr.Unmap())
+			}
+		}
+	}
+	if len(out) == 0 && errs != nil {
+		return nil, errs
+	}
+	return out, nil
+}
+
+func dedup(in []netip.AddrPort) []netip.AddrPort {
+	seen := make(map[netip.AddrPort]bool, len(in))
+	out := in[:0]
+	for _, a := range in {
+		if !seen[a] {
+			seen[a] = true
+			out = append(out, a)
+		}
+	}
+	return out
+}
