@@ -77,19 +77,45 @@ static __always_inline __u32 policy_word(void)
 	return s ? *s : 0;
 }
 
+/* What level_step does with a level's bucket. */
+enum { STEP_CONFORMS, STEP_TAKE, STEP_GIVE_BACK };
+
+/*
+ * level_step checks, takes from or gives back to one level's bucket; a
+ * level that does not apply (a null limit or bucket) always passes. A
+ * global function: admission hands it pointers without testing them, so
+ * the verifier follows one path through admission for any mix of levels
+ * instead of one for each, and checks the bucket arithmetic once.
+ */
+__noinline int level_step(struct cac_limit *l, struct cac_bucket *b, __u64 now, __u32 step)
+{
+	if (!l || !b)
+		return 1;
+	switch (step) {
+	case STEP_CONFORMS:
+		return bucket_conforms(l, b, now);
+	case STEP_TAKE:
+		return bucket_take(l, b, now);
+	default:
+		bucket_give_back(l, b);
+		return 1;
+	}
+}
+
 /* give_back returns what the first n levels took. */
 static __always_inline void give_back(struct level *lv, int n)
 {
 #pragma unroll
 	for (int j = 0; j < L_COUNT; j++) {
-		if (j < n && lv[j].limit && lv[j].bucket)
-			bucket_give_back(lv[j].limit, lv[j].bucket);
+		if (j < n)
+			level_step(lv[j].limit, lv[j].bucket, 0, STEP_GIVE_BACK);
 	}
 }
 
 /* admit returns ADMITTED or the reason for a call of class under the
  * limits of slot; *now_out is the time it read. */
-static __always_inline int admit(struct frame *f, __u32 class, __u32 slot, int with_agents, __u64 *now_out)
+static __always_inline int admit(struct xdp_md *ctx, struct frame *f, __u32 class, __u32 slot, int with_agents,
+				 __u64 *now_out)
 {
 	__u32 zero = 0;
 	struct cac_limits *lim = bpf_map_lookup_elem(&limits, &slot);
@@ -141,12 +167,14 @@ static __always_inline int admit(struct frame *f, __u32 class, __u32 slot, int w
 	 * automatic one; its request is stamped whatever the verdict. */
 	__u32 agent = NO_AGENT;
 	if (with_agents && (class == CAC_CLASS_SIP_INVITE || class == CAC_CLASS_SIP_OPTIONS))
-		agent = agent_of(f);
+		agent = agent_at(ctx, f->l3off, f->family);
+	if (agent >= lim->agents) /* an address left over from agents gone */
+		agent = NO_AGENT;
 	if (agent != NO_AGENT) {
 		agent_saw(agent, now);
 		__u32 al = slot * CAC_MAX_AGENTS + agent;
 		struct cac_agent *ag = bpf_map_lookup_elem(&agent_limits, &al);
-		lv[L_AGENT].limit = ag ? &ag->limit : NULL;
+		lv[L_AGENT].limit = (void *)ag; /* the limit is its first member */
 		lv[L_AGENT].bucket = bpf_map_lookup_elem(&agent_buckets, &agent);
 	}
 
@@ -162,7 +190,7 @@ static __always_inline int admit(struct frame *f, __u32 class, __u32 slot, int w
 
 #pragma unroll
 	for (int i = 0; i < L_COUNT; i++) {
-		if (lv[i].limit && lv[i].bucket && !bucket_conforms(lv[i].limit, lv[i].bucket, now))
+		if (!level_step(lv[i].limit, lv[i].bucket, now, STEP_CONFORMS))
 			return LEVEL_REASON(i);
 	}
 	/* The charge budget is checked with the buckets, before anything is
@@ -176,7 +204,7 @@ static __always_inline int admit(struct frame *f, __u32 class, __u32 slot, int w
 	int taken = L_COUNT, reason = ADMITTED;
 #pragma unroll
 	for (int i = 0; i < L_COUNT; i++) {
-		if (lv[i].limit && lv[i].bucket && !bucket_take(lv[i].limit, lv[i].bucket, now)) {
+		if (!level_step(lv[i].limit, lv[i].bucket, now, STEP_TAKE)) {
 			taken = i;
 			reason = LEVEL_REASON(i);
 			break;

@@ -68,6 +68,22 @@ static __always_inline __u32 agent_of(struct frame *f)
 	return a && *a < CAC_MAX_AGENTS ? *a : NO_AGENT;
 }
 
+/* agent_at is agent_of for the frame of ctx whose IP header is at l3off,
+ * as a global function: its key stays off the stack of admission, which
+ * is deep enough already. */
+__noinline __u32 agent_at(struct xdp_md *ctx, __u32 l3off, __u32 family)
+{
+	if (!ctx)
+		return NO_AGENT;
+	struct frame f = {
+		.data = (void *)(long)ctx->data,
+		.data_end = (void *)(long)ctx->data_end,
+		.l3off = l3off,
+		.family = family,
+	};
+	return agent_of(&f);
+}
+
 /* agent_saw stamps an agent's last request. */
 static __always_inline void agent_saw(__u32 agent, __u64 now)
 {

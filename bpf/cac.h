@@ -161,7 +161,7 @@ struct cac_limits {
 	struct cac_limit level[CAC_NUM_LEVELS];
 	struct cac_class_limits classes[CAC_NUM_CLASSES];
 	__u32 accounts; /* configured accounts; 0 skips the account lookup */
-	__u32 _pad;
+	__u32 agents;   /* configured session agents: valid agent indexes */
 	struct cac_admission cac;
 };
 
@@ -244,9 +244,10 @@ struct cac_settings {
 
 /* An agent's own limit and out-service codes, by slot like the limits. */
 struct cac_agent {
-	struct cac_limit limit;
+	struct cac_limit limit; /* first: admission takes the agent's address for it */
 	__u64 out_codes[CAC_OUT_CODES_WORDS];
 };
+_Static_assert(__builtin_offsetof(struct cac_agent, limit) == 0, "the limit opens struct cac_agent");
 
 /* How much of a SIP message goes to user space with an event. */
 #define CAC_SIP_COPY 1472

@@ -45,7 +45,7 @@ __noinline int admit_call(struct xdp_md *ctx, __u64 where)
 	};
 	__u32 class = where & 0xff;
 	__u64 now = 0;
-	int reason = admit(&f, class, (where >> 40) & POLICY_SLOT, 0, &now);
+	int reason = admit(ctx, &f, class, (where >> 40) & POLICY_SLOT, (where >> 41) & 1, &now);
 	if (reason != ADMITTED)
 		record_reject(ctx, &f, class, reason, now);
 	return reason;

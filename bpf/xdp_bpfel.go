@@ -84,7 +84,7 @@ type XdpCacLimits struct {
 		Pad        [6]uint8
 	}
 	Accounts uint32
-	Pad      uint32
+	Agents   uint32
 	Cac      XdpCacAdmission
 }
 

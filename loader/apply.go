@@ -53,5 +53,8 @@ func apply(p *Pinned, o Options) error {
 	if err := maps.WriteSettings(p.Settings, o.Settings); err != nil {
 		return err
 	}
+	if err := maps.WriteAgentAddrs(p.Agents, o.AgentAddrs); err != nil {
+		return err
+	}
 	return maps.WritePolicy(maps.PolicyMapsOf(&p.XdpMaps), o.Policy)
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"time"
@@ -36,6 +37,10 @@ type Options struct {
 	// Force replaces another XDP program attached over netlink (not one
 	// held by another tool's bpf_link, which only that tool can remove).
 	Force bool
+	// AgentAddrs are the session agents' addresses (IPv4 mapped into
+	// IPv6) and their indexes: the literal ones of the configuration, or
+	// all of them, resolved, when the daemon applies.
+	AgentAddrs map[netip.Addr]uint32
 	// UpdateLink switches a pinned link to a new program in Adopt; nil
 	// uses the link's own update. Tests set it to make the switch fail.
 	UpdateLink func(link.Link, *ebpf.Program) error

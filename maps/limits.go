@@ -23,6 +23,7 @@ type PolicyMaps struct {
 	AccountBuckets  *ebpf.Map
 	CustomerLimits  *ebpf.Map
 	CustomerBuckets *ebpf.Map
+	AgentLimits     *ebpf.Map // by slot, like the limits
 }
 
 // PolicyMapsOf picks the policy maps out of the program's maps.
@@ -31,6 +32,7 @@ func PolicyMapsOf(o *bpf.XdpMaps) PolicyMaps {
 		Slot: o.PolicySlot, Limits: o.Limits, Accounts: [2]*ebpf.Map{o.Accounts0, o.Accounts1},
 		AccountLimits: o.AccountLimits, AccountBuckets: o.AccountBuckets,
 		CustomerLimits: o.CustomerLimits, CustomerBuckets: o.CustomerBuckets,
+		AgentLimits: o.AgentLimits,
 	}
 }
 
@@ -96,7 +98,13 @@ func WritePolicy(pm PolicyMaps, p admission.Policy) error {
 		v.Classes[c].Ipv6Prefix = uint8(ps.IPv6Prefix)
 	}
 	v.Accounts = uint32(len(p.Accounts))
+	v.Agents = uint32(len(p.Agents))
 	v.Cac = admissionOf(p.CallAdmission)
+	for i, a := range p.Agents {
+		if err := pm.AgentLimits.Update(next*admission.MaxAgents+uint32(i), agentOf(a), ebpf.UpdateAny); err != nil {
+			return fmt.Errorf("write limit of session agent %d: %w", i, err)
+		}
+	}
 	if err := pm.Limits.Update(next, &v, ebpf.UpdateAny); err != nil {
 		return fmt.Errorf("write limits: %w", err)
 	}
@@ -114,7 +122,11 @@ func WritePolicy(pm PolicyMaps, p admission.Policy) error {
 		}
 	}
 
-	if err := pm.Slot.Update(uint32(0), next|limitedClasses(p), ebpf.UpdateAny); err != nil {
+	word := next | limitedClasses(p)
+	if len(p.Agents) > 0 {
+		word |= policyAgents
+	}
+	if err := pm.Slot.Update(uint32(0), word, ebpf.UpdateAny); err != nil {
 		return fmt.Errorf("switch policy slot: %w", err)
 	}
 	time.Sleep(Settle)

@@ -12,6 +12,9 @@ import (
 type Settings struct {
 	// MalformedDrop drops malformed frames instead of passing them.
 	MalformedDrop bool
+	// RejectInvite and RejectOptions hand a refused sip-invite or
+	// sip-options to user space to answer with 503 (action: reject).
+	RejectInvite, RejectOptions bool
 }
 
 // WriteSettings replaces the settings as one map value.
@@ -19,6 +22,12 @@ func WriteSettings(m *ebpf.Map, s Settings) error {
 	var v bpf.XdpCacSettings
 	if s.MalformedDrop {
 		v.MalformedDrop = 1
+	}
+	if s.RejectInvite {
+		v.SipReject |= 1 // 1 << (sip-invite - sip-invite)
+	}
+	if s.RejectOptions {
+		v.SipReject |= 2
 	}
 	if err := m.Update(uint32(0), &v, ebpf.UpdateAny); err != nil {
 		return fmt.Errorf("write settings map: %w", err)

@@ -3,6 +3,7 @@ package tests
 import (
 	"errors"
 	"fmt"
+	"net/netip"
 	"testing"
 
 	"github.com/cilium/ebpf"
@@ -80,6 +81,21 @@ func (f *fastPath) setInputs(t testing.TB, in admission.Inputs) {
 		t.Fatal(err)
 	}
 	f.model.SetInputs(in)
+}
+
+// setAgentAddrs gives the program and the model the same agents table.
+func (f *fastPath) setAgentAddrs(t testing.TB, addrs map[netip.Addr]int) {
+	t.Helper()
+	m := map[netip.Addr]uint32{}
+	mapped := map[netip.Addr]int{}
+	for a, i := range addrs {
+		a16 := netip.AddrFrom16(a.As16())
+		m[a16], mapped[a16] = uint32(i), i
+	}
+	if err := maps.WriteAgentAddrs(f.objs.Agents, m); err != nil {
+		t.Fatal(err)
+	}
+	f.model.SetAgentAddrs(mapped)
 }
 
 // stats reads the program's counters.

@@ -22,7 +22,13 @@ type Model struct {
 	sources       map[sourceKey]*bucket.Bucket
 	inputs        Inputs
 	rings         [cac.NumCallTypes]ChargeRing
+	agentAddrs    map[netip.Addr]int // as the fast path's agents table
+	agents        [MaxAgents]bucket.Bucket
 }
+
+// SetAgentAddrs puts the addresses of session agents in force (IPv4
+// mapped into IPv6), as maps.WriteAgentAddrs does.
+func (m *Model) SetAgentAddrs(addrs map[netip.Addr]int) { m.agentAddrs = addrs }
 
 // SetPolicy puts a policy in force as maps.WritePolicy does: buckets are
 // kept, accounts and customers keep theirs by AssignIndexes.
@@ -121,9 +127,16 @@ func (m *Model) Admit(c cac.Class, src fsol.Source, now uint64) (reason cac.Reas
 	if len(m.policy.Accounts) > 0 && src.Family != 0 {
 		acct = m.policy.accountOf(addrOf(src))
 	}
+	// A known SIP peer has its agent's bucket instead of a per-source one.
+	agent := -1
+	if (c == cac.SIPInvite || c == cac.SIPOptions) && len(m.policy.Agents) > 0 && src.Family != 0 {
+		if i, ok := m.agentAddrs[addrOf(src)]; ok && i < len(m.policy.Agents) {
+			agent = i
+		}
+	}
 	var newSource *sourceKey
 	ps := m.policy.PerSource[c]
-	if ps.Limit != bucket.Unlimited && acct < 0 {
+	if ps.Limit != bucket.Unlimited && acct < 0 && agent < 0 {
 		k := keyOf(c, ps, src)
 		if b, ok := m.sources[k]; ok {
 			levels = append(levels, level{ps.Limit, b, cac.ReasonSource})
@@ -136,6 +149,9 @@ func (m *Model) Admit(c cac.Class, src fsol.Source, now uint64) (reason cac.Reas
 		levels = append(levels,
 			level{a.Limit, &m.accounts[m.index.Accounts[acct]], cac.ReasonAccount},
 			level{m.policy.Customers[a.Customer], &m.customers[m.index.Customers[a.Customer]], cac.ReasonCustomer})
+	}
+	if agent >= 0 {
+		levels = append(levels, level{m.policy.Agents[agent].Limit, &m.agents[agent], cac.ReasonAgent})
 	}
 	levels = append(levels,
 		level{m.policy.Levels[c], &m.levels[c], cac.ReasonClass},

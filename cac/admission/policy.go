@@ -57,7 +57,20 @@ type Policy struct {
 	Customers []bucket.Limit
 	// CallAdmission is the Cisco charge budget and its gates.
 	CallAdmission CallAdmission
+	// Agents are the session agents, in the order of the configuration:
+	// their index is their place in the fast path's tables.
+	Agents []Agent
 }
+
+// Agent is a session agent as the fast path holds it: its own bucket, and
+// the response codes that take it out of service.
+type Agent struct {
+	Limit    bucket.Limit
+	OutCodes []int
+}
+
+// MaxAgents is CAC_MAX_AGENTS of bpf/cac.h.
+const MaxAgents = 256
 
 func limitOf(what string, lim config.Limit) (bucket.Limit, error) {
 	if lim.Unlimited() {
@@ -107,6 +120,16 @@ func PolicyOf(cfg *config.Config) (Policy, error) {
 	}
 	if p.CallAdmission, err = callAdmissionOf(cfg); err != nil {
 		return p, err
+	}
+	for _, a := range cfg.SessionAgents {
+		l, err := limitOf("session agent "+a.Name, a.Limit)
+		if err != nil {
+			return p, err
+		}
+		p.Agents = append(p.Agents, Agent{Limit: l, OutCodes: a.OutServiceResponseCodes})
+	}
+	if len(p.Agents) > MaxAgents {
+		return p, fmt.Errorf("%d session agents: at most %d", len(p.Agents), MaxAgents)
 	}
 	if len(p.Accounts) > MaxAccounts || len(p.Customers) > MaxCustomers {
 		return p, fmt.Errorf("%d accounts in %d customers: at most %d and %d", len(p.Accounts), len(p.Customers), MaxAccounts, MaxCustomers)

@@ -125,3 +125,22 @@ func (d *decoder) agent(path string, n *yaml.Node) SessionAgent {
 	}
 	return a
 }
+
+// SIPReject is how refused SIP requests of a class with action: reject are
+// answered: 503 with Retry-After, at most Rate answers a second (beyond
+// that they are dropped, and counted).
+type SIPReject struct {
+	RetryAfter time.Duration
+	Rate       float64
+}
+
+func (d *decoder) sipReject(path string, n *yaml.Node, r *SIPReject) {
+	d.mapping(n, path, fields{
+		"retry-after": func(p string, v *yaml.Node) { d.duration(v, p, &r.RetryAfter) },
+		"rate": func(p string, v *yaml.Node) {
+			if x, ok := d.integer(v, p, 1, 100000); ok {
+				r.Rate = float64(x)
+			}
+		},
+	})
+}

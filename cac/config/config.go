@@ -38,6 +38,7 @@ type Config struct {
 	// SourceTable is how many sources the per-source table of the fast
 	// path holds (key per-source-table).
 	SourceTable uint32
+	SIPReject   SIPReject
 }
 
 // Interface is one interface to attach to.
@@ -86,6 +87,9 @@ func (l Limit) EffectiveBurst() float64 {
 type Class struct {
 	Limit
 	PerSource *PerSource
+	// Reject answers a refused sip-invite or sip-options with 503 instead
+	// of dropping it (action: reject).
+	Reject bool
 }
 
 // PerSource is the automatic bucket each source of a class gets.
@@ -164,6 +168,7 @@ func Parse(file string, data []byte) (*Config, error) {
 		SourceTable: 262144,
 		StaleAfter:  5 * time.Second,
 		OnStale:     "static",
+		SIPReject:   SIPReject{RetryAfter: 10 * time.Second, Rate: 100},
 	}
 	d := &decoder{file: file}
 	root := &doc
@@ -246,6 +251,7 @@ func (c *Config) fields(d *decoder) fields {
 		"realms": func(p string, v *yaml.Node) {
 			d.sequence(v, p, func(p string, v *yaml.Node) { c.Realms = append(c.Realms, d.realm(p, v)) })
 		},
+		"sip-reject": func(p string, v *yaml.Node) { d.sipReject(p, v, &c.SIPReject) },
 		"session-agents": func(p string, v *yaml.Node) {
 			d.sequence(v, p, func(p string, v *yaml.Node) { c.SessionAgents = append(c.SessionAgents, d.agent(p, v)) })
 		},
@@ -322,9 +328,15 @@ func (d *decoder) classes(n *yaml.Node, path string, dst map[cac.Class]Class) {
 	for _, cl := range cac.Classes() {
 		f[cl.String()] = func(p string, v *yaml.Node) {
 			var c Class
-			d.mapping(v, p, d.limitFields(&c.Limit, fields{
-				"per-source": func(p string, v *yaml.Node) { c.PerSource = d.perSource(p, v, cl) },
-			}))
+			extra := fields{"per-source": func(p string, v *yaml.Node) { c.PerSource = d.perSource(p, v, cl) }}
+			if cl == cac.SIPInvite || cl == cac.SIPOptions {
+				extra["action"] = func(p string, v *yaml.Node) {
+					var a string
+					d.oneOf(v, p, &a, "drop", "reject")
+					c.Reject = a == "reject"
+				}
+			}
+			d.mapping(v, p, d.limitFields(&c.Limit, extra))
 			d.checkLimit(v, p, c.Limit)
 			dst[cl] = c
 		}

@@ -3,9 +3,11 @@ package main
 import (
 	"fmt"
 	"net/http"
+	"net/netip"
 	"path/filepath"
 
 	"github.com/spf13/cobra"
+	"github.com/xdpcac/xdpcac/cac"
 	"github.com/xdpcac/xdpcac/cac/admission"
 	"github.com/xdpcac/xdpcac/cac/config"
 	"github.com/xdpcac/xdpcac/loader"
@@ -71,12 +73,28 @@ func loadOptions(cfgFile string) (*config.Config, loader.Options, error) {
 		return nil, loader.Options{}, fmt.Errorf("%s: %w", cfgFile, err)
 	}
 	return cfg, loader.Options{
-		Settings:    maps.Settings{MalformedDrop: cfg.MalformedDrop},
+		Settings: maps.Settings{
+			MalformedDrop: cfg.MalformedDrop,
+			RejectInvite:  cfg.Classes[cac.SIPInvite].Reject, RejectOptions: cfg.Classes[cac.SIPOptions].Reject,
+		},
 		L2TPPorts:   cfg.Ports.L2TP,
 		SIPPorts:    cfg.Ports.SIP,
 		Policy:      policy,
 		SourceTable: cfg.SourceTable,
+		AgentAddrs:  literalAgentAddrs(cfg),
 	}, nil
+}
+
+// literalAgentAddrs are the session agents whose hostname is an address;
+// the daemon resolves the others.
+func literalAgentAddrs(cfg *config.Config) map[netip.Addr]uint32 {
+	out := map[netip.Addr]uint32{}
+	for i, a := range cfg.SessionAgents {
+		if ip, err := netip.ParseAddr(a.Hostname); err == nil {
+			out[netip.AddrFrom16(ip.As16())] = uint32(i)
+		}
+	}
+	return out
 }
 
 func newApplyCmd(g *globals) *cobra.Command {

@@ -1,0 +1,127 @@
+package maps
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"net/netip"
+
+	"github.com/cilium/ebpf"
+	"github.com/xdpcac/xdpcac/bpf"
+	"github.com/xdpcac/xdpcac/cac/admission"
+)
+
+// policyAgents is POLICY_AGENTS of bpf/agent.h: some session agent is
+// configured, so SIP requests are looked up in the agents table.
+const policyAgents = 0x100
+
+func agentOf(a admission.Agent) bpf.XdpCacAgent {
+	v := bpf.XdpCacAgent{Limit: limitOf(a.Limit)}
+	for _, c := range a.OutCodes {
+		if c >= 300 && c <= 699 {
+			i := c - 300
+			v.OutCodes[i/64] |= 1 << (i % 64)
+		}
+	}
+	return v
+}
+
+// WriteAgentAddrs makes the agents table hold exactly addrs: each address
+// (IPv4 mapped into IPv6, as the model keys it) to its agent's index.
+// Entries change one by one; a request from an address being changed is
+// seen as from its old agent or its new, and from none only while it is
+// being removed.
+func WriteAgentAddrs(m *ebpf.Map, addrs map[netip.Addr]uint32) error {
+	want := map[bpf.XdpCacPrefix]uint32{}
+	for a, i := range addrs {
+		if i >= admission.MaxAgents {
+			return fmt.Errorf("session agent index %d: at most %d agents", i, admission.MaxAgents)
+		}
+		want[bpf.XdpCacPrefix{Prefixlen: 128, Addr: netip.AddrFrom16(a.As16()).As16()}] = i
+	}
+	var stale []bpf.XdpCacPrefix
+	var k bpf.XdpCacPrefix
+	var v uint32
+	it := m.Iterate()
+	for it.Next(&k, &v) {
+		if _, ok := want[k]; !ok {
+			stale = append(stale, k)
+		}
+	}
+	if err := it.Err(); err != nil {
+		return fmt.Errorf("read session agent addresses: %w", err)
+	}
+	for k, i := range want {
+		if err := m.Update(&k, i, ebpf.UpdateAny); err != nil {
+			return fmt.Errorf("write session agent address %v: %w", netip.AddrFrom16(k.Addr), err)
+		}
+	}
+	for _, k := range stale {
+		if err := m.Delete(&k); err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
+			return fmt.Errorf("remove session agent address %v: %w", netip.AddrFrom16(k.Addr), err)
+		}
+	}
+	return nil
+}
+
+// ReadAgentSeen returns the monotonic time of each agent's last SIP
+// request, by index; 0 is never.
+func ReadAgentSeen(m *ebpf.Map, n int) ([]uint64, error) {
+	out := make([]uint64, n)
+	for i := range out {
+		if err := m.Lookup(uint32(i), &out[i]); err != nil {
+			return nil, fmt.Errorf("read last request of session agent %d: %w", i, err)
+		}
+	}
+	return out, nil
+}
+
+// The kinds of SIP event: enum cac_sip_event_kind.
+const (
+	SIPAgentResponse = 1 // an agent's response with an out-service code
+	SIPRejected      = 2 // a refused request to answer with 503
+)
+
+// SIPEvent is a SIP message the fast path handed up: struct cac_sip_event.
+type SIPEvent struct {
+	Kind     uint8
+	Agent    uint32
+	Code     uint16
+	Src, Dst netip.AddrPort
+	Message  []byte
+}
+
+// sipEventHeader is the fixed part of struct cac_sip_event.
+type sipEventHeader struct {
+	Kind, Family uint8
+	Len          uint16
+	Agent        uint32
+	Sport, Dport uint16
+	Code         uint16
+	Pad          [2]uint8
+	Saddr, Daddr [16]byte
+}
+
+// DecodeSIPEvent reads a struct cac_sip_event from the ring buffer.
+func DecodeSIPEvent(raw []byte) (SIPEvent, error) {
+	var h sipEventHeader
+	n, err := binary.Decode(raw, binary.NativeEndian, &h)
+	if err != nil {
+		return SIPEvent{}, fmt.Errorf("decode SIP event: %w", err)
+	}
+	if int(h.Len) > len(raw)-n {
+		return SIPEvent{}, fmt.Errorf("decode SIP event: message of %d bytes in %d", h.Len, len(raw)-n)
+	}
+	addr := func(b [16]byte) netip.Addr {
+		a := netip.AddrFrom16(b)
+		if h.Family == 4 {
+			return a.Unmap()
+		}
+		return a
+	}
+	return SIPEvent{
+		Kind: h.Kind, Agent: h.Agent, Code: h.Code,
+		Src: netip.AddrPortFrom(addr(h.Saddr), h.Sport), Dst: netip.AddrPortFrom(addr(h.Daddr), h.Dport),
+		Message: append([]byte(nil), raw[n:n+int(h.Len)]...),
+	}, nil
+}
