@@ -122,6 +122,7 @@ func TestAdmissionDifferential(t *testing.T) {
 	for round := 0; round < 20; round++ {
 		f := newFastPath(t, round%2 == 1)
 		f.setPolicy(t, randomPolicy(t, rng))
+		f.setAgentAddrs(t, diffAgentAddrs)
 		now := uint64(rng.IntN(1 << 40))
 		for i := 0; i < 2000; i++ {
 			if i == 1000 {
@@ -140,7 +141,7 @@ func TestAdmissionDifferential(t *testing.T) {
 			}
 		}
 	}
-	for _, r := range []cac.Reason{cac.ReasonSource, cac.ReasonAccount, cac.ReasonCustomer, cac.ReasonClass, cac.ReasonEnvironment} {
+	for _, r := range []cac.Reason{cac.ReasonSource, cac.ReasonAccount, cac.ReasonCustomer, cac.ReasonAgent, cac.ReasonClass, cac.ReasonEnvironment} {
 		if rejected[r] == 0 {
 			t.Errorf("the trace never reached the %v level: rejected %v", r, rejected)
 		}
@@ -263,6 +264,9 @@ func randomPolicy(t testing.TB, rng *rand.Rand) admission.Policy {
 			p.PerSource[c] = admission.PerSource{Limit: randomRate(t, rng), Key: key, IPv6Prefix: []int{128, 64, 60, 3}[rng.IntN(4)]}
 		}
 	}
+	if rng.IntN(2) == 0 { // the agents of diffAgentAddrs
+		p.Agents = []admission.Agent{{Limit: randomRate(t, rng)}, {Limit: randomRate(t, rng)}}
+	}
 	if rng.IntN(2) == 0 {
 		p.Customers = []bucket.Limit{randomRate(t, rng), bucket.Unlimited}
 		p.Accounts = []admission.Account{
@@ -272,6 +276,13 @@ func randomPolicy(t testing.TB, rng *rand.Rand) admission.Policy {
 		}
 	}
 	return p
+}
+
+// diffAgentAddrs are session agents among the sources of sourcedFrames:
+// one also inside an account, one not; policies have zero or two agents.
+var diffAgentAddrs = map[netip.Addr]int{
+	netip.MustParseAddr("198.51.100.8"): 0, // in the account 198.51.100.0/24
+	netip.MustParseAddr("2001:db8:2::1"): 1,
 }
 
 // sourcedFrames are first packets of every class from a few sources each,
