@@ -1,6 +1,7 @@
 package config
 
 import (
+	"net"
 	"net/netip"
 	"strconv"
 	"strings"
@@ -143,4 +144,12 @@ func (d *decoder) sipReject(path string, n *yaml.Node, r *SIPReject) {
 			}
 		},
 	})
+}
+
+// hostPort decodes an "address:port" such as 127.0.0.1:9477.
+func (d *decoder) hostPort(n *yaml.Node, path string, dst *string) {
+	d.str(n, path, dst)
+	if _, _, err := net.SplitHostPort(*dst); *dst != "" && err != nil {
+		d.errorf(n, path, "must be host:port such as 127.0.0.1:9477, got %q", *dst)
+	}
 }

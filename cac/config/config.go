@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/netip"
 	"os"
 	"regexp"
@@ -39,6 +38,9 @@ type Config struct {
 	// path holds (key per-source-table).
 	SourceTable uint32
 	SIPReject   SIPReject
+	// DNSServer resolves session agents' hostnames ("ip:port"); empty
+	// uses the system's resolvers.
+	DNSServer string
 }
 
 // Interface is one interface to attach to.
@@ -252,16 +254,12 @@ func (c *Config) fields(d *decoder) fields {
 			d.sequence(v, p, func(p string, v *yaml.Node) { c.Realms = append(c.Realms, d.realm(p, v)) })
 		},
 		"sip-reject": func(p string, v *yaml.Node) { d.sipReject(p, v, &c.SIPReject) },
+		"dns-server": func(p string, v *yaml.Node) { d.hostPort(v, p, &c.DNSServer) },
 		"session-agents": func(p string, v *yaml.Node) {
 			d.sequence(v, p, func(p string, v *yaml.Node) { c.SessionAgents = append(c.SessionAgents, d.agent(p, v)) })
 		},
 		"metrics": func(p string, v *yaml.Node) {
-			d.mapping(v, p, fields{"listen": func(p string, v *yaml.Node) {
-				d.str(v, p, &c.Metrics.Listen)
-				if _, _, err := net.SplitHostPort(c.Metrics.Listen); c.Metrics.Listen != "" && err != nil {
-					d.errorf(v, p, "must be host:port such as 127.0.0.1:9477, got %q", c.Metrics.Listen)
-				}
-			}})
+			d.mapping(v, p, fields{"listen": func(p string, v *yaml.Node) { d.hostPort(v, p, &c.Metrics.Listen) }})
 		},
 	}
 }

@@ -200,6 +200,17 @@ func (d *daemon) serveAPI() (func(), error) {
 		d.mu.Unlock()
 		writeJSON(w, http.StatusOK, st)
 	})
+	mux.HandleFunc("GET /v1/agents", func(w http.ResponseWriter, r *http.Request) {
+		d.mu.Lock()
+		a := d.agents
+		d.mu.Unlock()
+		var v agentsView
+		if a != nil {
+			v.Targets = a.rows()
+			v.Answered, v.Unanswered = a.answers.answered.Load(), a.answers.dropped.Load()
+		}
+		writeJSON(w, http.StatusOK, v)
+	})
 	mux.HandleFunc("GET /v1/rejects", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, d.journal.lines())
 	})

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/xdpcac/xdpcac/cac/agents"
 	"github.com/xdpcac/xdpcac/cac/config"
 	"github.com/xdpcac/xdpcac/loader"
 )
@@ -72,6 +73,9 @@ type daemon struct {
 	force      bool   // replace foreign XDP programs
 	rejectsLog string // where the journal writes
 	journal    *journal
+
+	agents       *sipAgents // guarded by mu; nil without agents or rejects
+	agentsCancel context.CancelFunc
 	// applies carries API applies to the goroutine that owns the
 	// configuration, as SIGHUP does.
 	applies chan applyCall
@@ -135,6 +139,10 @@ func (d *daemon) run(ctx context.Context, detachOnExit bool) error {
 		return err
 	}
 	defer d.journal.close()
+	if err := d.swapAgents(ctx, cfg); err != nil {
+		return err
+	}
+	defer d.stopAgents()
 	stopAPI, err := d.serveAPI()
 	if err != nil {
 		return err
@@ -177,6 +185,9 @@ func (d *daemon) run(ctx context.Context, detachOnExit bool) error {
 				continue // the loop and the configuration in force stay
 			}
 			cfg, opts = next, nextOpts
+			if err := d.swapAgents(ctx, cfg); err != nil {
+				d.log.Error("session agents of the new configuration", "err", err)
+			}
 			if nm != nil { // the measuring changed: a new loop
 				cancel()
 				<-done
@@ -330,4 +341,40 @@ func (d *daemon) exit(cfg *config.Config, detach bool) error {
 		d.log.Info("detached", "interface", a.String())
 	}
 	return errors.Join(errs...)
+}
+
+// swapAgents watches the session agents of cfg in place of those of the
+// configuration before, carrying their statuses over.
+func (d *daemon) swapAgents(ctx context.Context, cfg *config.Config) error {
+	d.mu.Lock()
+	old, cancel := d.agents, d.agentsCancel
+	d.mu.Unlock()
+	var prev map[agents.TargetKey]agents.Status
+	if old != nil {
+		prev = old.statuses()
+		cancel()
+		old.stop()
+	}
+	actx, acancel := context.WithCancel(ctx)
+	a, err := d.startAgents(actx, cfg, prev)
+	if err != nil {
+		acancel()
+		a = nil
+	}
+	d.mu.Lock()
+	d.agents, d.agentsCancel = a, acancel
+	d.mu.Unlock()
+	return err
+}
+
+func (d *daemon) stopAgents() {
+	d.mu.Lock()
+	a, cancel := d.agents, d.agentsCancel
+	d.agents = nil
+	d.mu.Unlock()
+	if a != nil {
+		cancel()
+		a.save()
+		a.stop()
+	}
 }

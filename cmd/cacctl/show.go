@@ -18,7 +18,7 @@ func newShowCmd(g *globals) *cobra.Command {
 		Short: "Show what the filter counted",
 		Args:  exactArgs(),
 	}
-	show.AddCommand(newShowStatsCmd(g), newShowRejectsCmd(g), newShowCallCmd(g))
+	show.AddCommand(newShowStatsCmd(g), newShowRejectsCmd(g), newShowCallCmd(g), newShowSipdCmd(g))
 	return show
 }
 

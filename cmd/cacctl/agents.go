@@ -1,0 +1,370 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/netip"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/xdpcac/xdpcac/cac"
+	"github.com/xdpcac/xdpcac/cac/agents"
+	"github.com/xdpcac/xdpcac/cac/config"
+	"github.com/xdpcac/xdpcac/cac/sipd"
+	"github.com/xdpcac/xdpcac/loader"
+	"github.com/xdpcac/xdpcac/maps"
+)
+
+// How often the monitor looks at its targets, and resolves hostnames.
+const (
+	agentTick    = 100 * time.Millisecond
+	agentResolve = 30 * time.Second
+)
+
+// sipAgents watches the session agents of one configuration: it resolves
+// their hostnames into the fast path's agents table, pings each target
+// (destination and realm) from its realm, applies the Oracle rules, and
+// answers the SIP events of the fast path (out-service responses, and
+// refused requests to answer with 503).
+type sipAgents struct {
+	d        *daemon
+	cfg      *config.Config
+	realms   map[string]config.Realm
+	resolver *sipd.Resolver
+	pingers  map[string]*sipd.Pinger // by realm
+	pinned   *loader.Pinned          // the shared maps, of any attachment
+
+	mu       sync.Mutex
+	targets  map[agents.TargetKey]*agents.Target
+	index    map[agents.TargetKey]int // agent index of each target
+	pinging  map[agents.TargetKey]bool
+	seen     []uint64 // last request stamps already applied
+	resolved time.Time
+	dirty    bool // statuses changed since the last save
+
+	answers *answerer
+}
+
+// agentsFile is where target statuses are kept across daemon restarts.
+func agentsFile(stateDir string) string {
+	lock, _ := daemonPaths(stateDir)
+	return strings.TrimSuffix(lock, ".lock") + ".agents.json"
+}
+
+// savedTarget is one target in agentsFile.
+type savedTarget struct {
+	Agent       string         `json:"agent"`
+	Destination netip.AddrPort `json:"destination"`
+	Realm       string         `json:"realm"`
+	Status      agents.Status  `json:"status"`
+}
+
+// startAgents starts watching the agents of cfg, with statuses carried
+// over from before (a reload, or the file a previous daemon left).
+func (d *daemon) startAgents(ctx context.Context, cfg *config.Config, prev map[agents.TargetKey]agents.Status) (*sipAgents, error) {
+	rejects := cfg.Classes[cac.SIPInvite].Reject || cfg.Classes[cac.SIPOptions].Reject
+	if len(cfg.SessionAgents) == 0 && !rejects {
+		return nil, nil
+	}
+	atts, err := loader.List(d.g.stateDir)
+	if err != nil || len(atts) == 0 {
+		return nil, errors.Join(err, errors.New("session agents: no interface attached"))
+	}
+	p, err := loader.Open(d.g.stateDir, atts[0])
+	if err != nil {
+		return nil, err
+	}
+	a := &sipAgents{
+		d: d, cfg: cfg, realms: map[string]config.Realm{}, pinned: p,
+		resolver: &sipd.Resolver{Server: cfg.DNSServer, Timeout: 2 * time.Second},
+		pingers:  map[string]*sipd.Pinger{},
+		targets:  map[agents.TargetKey]*agents.Target{}, index: map[agents.TargetKey]int{},
+		pinging: map[agents.TargetKey]bool{}, seen: make([]uint64, len(cfg.SessionAgents)),
+	}
+	if prev == nil {
+		prev = loadSavedTargets(agentsFile(d.g.stateDir))
+	}
+	for _, r := range cfg.Realms {
+		a.realms[r.Name] = r
+	}
+	for _, ag := range cfg.SessionAgents {
+		for _, realm := range realmsOf(ag) {
+			if _, ok := a.pingers[realm]; ok {
+				continue
+			}
+			r := a.realms[realm]
+			var pg *sipd.Pinger
+			err := loader.InNetns(d.g.netns, func() error {
+				var err error
+				pg, err = sipd.NewPinger(netip.AddrPortFrom(r.Address, 0), agents.ContactHost(r))
+				return err
+			})
+			if err != nil {
+				a.stop()
+				return nil, fmt.Errorf("session agent %s: pings from realm %s: %w", ag.Name, realm, err)
+			}
+			a.pingers[realm] = pg
+		}
+	}
+	if a.answers, err = d.newAnswerer(cfg, p); err != nil {
+		a.stop()
+		return nil, err
+	}
+	a.resolve(ctx, prev)
+	go a.run(ctx)
+	return a, nil
+}
+
+// realmsOf are the realms an agent is pinged from.
+func realmsOf(a config.SessionAgent) []string {
+	if a.RealmID == "*" {
+		return a.EgressRealmIDs
+	}
+	return []string{a.RealmID}
+}
+
+// resolve turns every agent's hostname into destinations, keeps the
+// targets of those that stay, adds the new ones (with a status from prev
+// when it has one), and writes the agents table.
+func (a *sipAgents) resolve(ctx context.Context, prev map[agents.TargetKey]agents.Status) {
+	addrs := map[netip.Addr]uint32{}
+	keep := map[agents.TargetKey]bool{}
+	now := time.Now()
+	for i, ag := range a.cfg.SessionAgents {
+		dests, err := a.resolver.Resolve(ctx, ag.Hostname, ag.Port, ag.PingAllAddresses)
+		if err != nil {
+			a.d.log.Warn("resolve session agent", "agent", ag.Name, "hostname", ag.Hostname, "err", err)
+			// Keep what was resolved before rather than forget the agent.
+			a.mu.Lock()
+			for k := range a.targets {
+				if k.Agent == ag.Name {
+					keep[k] = true
+					addrs[netip.AddrFrom16(k.Destination.Addr().As16())] = uint32(i)
+				}
+			}
+			a.mu.Unlock()
+			continue
+		}
+		rules := agents.RulesOf(ag)
+		for _, dest := range dests {
+			addrs[netip.AddrFrom16(dest.Addr().As16())] = uint32(i)
+			for _, realm := range realmsOf(ag) {
+				k := agents.TargetKey{Agent: ag.Name, Destination: dest, Realm: realm}
+				keep[k] = true
+				a.mu.Lock()
+				if _, ok := a.targets[k]; !ok {
+					if st, ok := prev[k]; ok {
+						a.targets[k] = agents.RestoreTarget(rules, st)
+					} else {
+						a.targets[k] = agents.NewTarget(rules, now)
+					}
+					a.index[k] = i
+				}
+				a.mu.Unlock()
+			}
+		}
+	}
+	a.mu.Lock()
+	for k := range a.targets {
+		if !keep[k] {
+			delete(a.targets, k)
+			delete(a.index, k)
+		}
+	}
+	a.resolved = now
+	a.mu.Unlock()
+	if err := maps.WriteAgentAddrs(a.pinned.Agents, addrs); err != nil {
+		a.d.log.Error("write the session agents table", "err", err)
+	}
+}
+
+// run pings what is due and follows the agents' requests until ctx ends.
+func (a *sipAgents) run(ctx context.Context) {
+	events, err := a.readEvents(ctx)
+	if err != nil {
+		a.d.log.Error("read SIP events", "err", err)
+	}
+	defer func() {
+		if events != nil {
+			events()
+		}
+	}()
+	tick := time.NewTicker(agentTick)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		if time.Since(a.resolved) > agentResolve {
+			a.resolve(ctx, nil)
+		}
+		a.requestsSeen()
+		a.pingDue(ctx)
+		a.save()
+	}
+}
+
+// requestsSeen applies the fast path's last-request stamps: any request
+// from an agent brings it back, and defers keep-alive pings.
+func (a *sipAgents) requestsSeen() {
+	seen, err := maps.ReadAgentSeen(a.pinned.AgentSeen, len(a.cfg.SessionAgents))
+	if err != nil {
+		return
+	}
+	now := time.Now()
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for i, s := range seen {
+		if s == 0 || s == a.seen[i] {
+			continue
+		}
+		a.seen[i] = s
+		for k, t := range a.targets {
+			if a.index[k] == i && t.RequestSeen(now) {
+				a.changed(k, t)
+			}
+		}
+	}
+}
+
+// pingDue starts a ping for every target that is due and not waiting.
+func (a *sipAgents) pingDue(ctx context.Context) {
+	now := time.Now()
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for k, t := range a.targets {
+		if a.pinging[k] || t.NextPing(now).After(now) {
+			continue
+		}
+		pg := a.pingers[k.Realm]
+		if pg == nil {
+			continue
+		}
+		a.pinging[k] = true
+		t.PingSent(now)
+		go func() {
+			res, err := pg.Ping(ctx, k.Destination, "")
+			if ctx.Err() != nil {
+				return
+			}
+			a.mu.Lock()
+			defer a.mu.Unlock()
+			delete(a.pinging, k)
+			t, ok := a.targets[k]
+			if !ok {
+				return
+			}
+			changed := false
+			switch {
+			case errors.Is(err, sipd.ErrTimeout):
+				changed = t.PingTimeout(time.Now())
+			case err != nil:
+				a.d.log.Warn("ping session agent", "agent", k.Agent, "destination", k.Destination, "realm", k.Realm, "err", err)
+				changed = t.PingTimeout(time.Now())
+			default:
+				for _, p := range res.Provisional {
+					changed = t.PingResponse(time.Now(), p, 0) || changed
+				}
+				changed = t.PingResponse(time.Now(), res.Code, res.RetryAfter) || changed
+			}
+			if changed {
+				a.changed(k, t)
+			}
+			a.dirty = true
+		}()
+	}
+}
+
+// changed logs a target's new status; mu is held.
+func (a *sipAgents) changed(k agents.TargetKey, t *agents.Target) {
+	st := t.Status()
+	a.dirty = true
+	a.d.log.Info("session agent target", "agent", k.Agent, "destination", k.Destination.String(), "realm", k.Realm,
+		"in_service", st.InService, "reason", st.Reason)
+}
+
+// rows are the targets for show sipd agents.
+func (a *sipAgents) rows() []agents.Row {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	out := make([]agents.Row, 0, len(a.targets))
+	for k, t := range a.targets {
+		out = append(out, agents.Row{Agent: k.Agent, Destination: k.Destination, Realm: k.Realm, Status: t.Status()})
+	}
+	return out
+}
+
+// statuses are the targets' statuses, for the next configuration.
+func (a *sipAgents) statuses() map[agents.TargetKey]agents.Status {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	out := map[agents.TargetKey]agents.Status{}
+	for k, t := range a.targets {
+		out[k] = t.Status()
+	}
+	return out
+}
+
+// save writes the statuses, so that a restarted daemon does not flap
+// every agent.
+func (a *sipAgents) save() {
+	a.mu.Lock()
+	if !a.dirty {
+		a.mu.Unlock()
+		return
+	}
+	a.dirty = false
+	var out []savedTarget
+	for k, t := range a.targets {
+		out = append(out, savedTarget{Agent: k.Agent, Destination: k.Destination, Realm: k.Realm, Status: t.Status()})
+	}
+	a.mu.Unlock()
+	b, err := json.Marshal(out)
+	if err == nil {
+		path := agentsFile(a.d.g.stateDir)
+		err = os.WriteFile(path+".tmp", b, 0o600)
+		if err == nil {
+			err = os.Rename(path+".tmp", path)
+		}
+	}
+	if err != nil {
+		a.d.log.Warn("save session agent statuses", "err", err)
+	}
+}
+
+func loadSavedTargets(path string) map[agents.TargetKey]agents.Status {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil
+	}
+	var saved []savedTarget
+	if json.Unmarshal(b, &saved) != nil {
+		return nil
+	}
+	out := map[agents.TargetKey]agents.Status{}
+	for _, s := range saved {
+		out[agents.TargetKey{Agent: s.Agent, Destination: s.Destination, Realm: s.Realm}] = s.Status
+	}
+	return out
+}
+
+func (a *sipAgents) stop() {
+	if a == nil {
+		return
+	}
+	for _, p := range a.pingers {
+		p.Close()
+	}
+	if a.answers != nil {
+		a.answers.close()
+	}
+	if a.pinned != nil {
+		a.pinned.Close()
+	}
+}
