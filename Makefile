@@ -6,9 +6,10 @@
 #   sudo make bench fast-path cost against an empty XDP program
 
 GO ?= go
-# Debian packages the tests and `make generate` need; the benchmarks also
+# Debian packages the tests and `make generate` need (sip-tester is sipp,
+# the SIP peer of the session agent tests); the benchmarks also
 # compare against nftables on a veth.
-DEB_PACKAGES := clang llvm iproute2 git
+DEB_PACKAGES := clang llvm iproute2 git sip-tester
 BENCH_PACKAGES := nftables ethtool
 
 .PHONY: all build deps generate check-generate vet test bench demo clean

@@ -41,6 +41,9 @@ type Config struct {
 	// DNSServer resolves session agents' hostnames ("ip:port"); empty
 	// uses the system's resolvers.
 	DNSServer string
+	// SIPT1 is RFC 3261's T1 for pings: no answer within 64 × T1 is a
+	// failed ping (key sip-t1, default 500ms).
+	SIPT1 time.Duration
 }
 
 // Interface is one interface to attach to.
@@ -171,6 +174,7 @@ func Parse(file string, data []byte) (*Config, error) {
 		StaleAfter:  5 * time.Second,
 		OnStale:     "static",
 		SIPReject:   SIPReject{RetryAfter: 10 * time.Second, Rate: 100},
+		SIPT1:       500 * time.Millisecond,
 	}
 	d := &decoder{file: file}
 	root := &doc
@@ -255,6 +259,7 @@ func (c *Config) fields(d *decoder) fields {
 		},
 		"sip-reject": func(p string, v *yaml.Node) { d.sipReject(p, v, &c.SIPReject) },
 		"dns-server": func(p string, v *yaml.Node) { d.hostPort(v, p, &c.DNSServer) },
+		"sip-t1":     func(p string, v *yaml.Node) { d.duration(v, p, &c.SIPT1) },
 		"session-agents": func(p string, v *yaml.Node) {
 			d.sequence(v, p, func(p string, v *yaml.Node) { c.SessionAgents = append(c.SessionAgents, d.agent(p, v)) })
 		},

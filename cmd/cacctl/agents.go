@@ -100,7 +100,8 @@ func (d *daemon) startAgents(ctx context.Context, cfg *config.Config, prev map[a
 			var pg *sipd.Pinger
 			err := loader.InNetns(d.g.netns, func() error {
 				var err error
-				pg, err = sipd.NewPinger(netip.AddrPortFrom(r.Address, 0), agents.ContactHost(r))
+				pg, err = sipd.NewPinger(netip.AddrPortFrom(r.Address, 0), agents.ContactHost(r), sipd.WithT1(cfg.SIPT1),
+					sipd.WithLogger(d.log))
 				return err
 			})
 			if err != nil {

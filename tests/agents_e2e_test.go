@@ -1,0 +1,265 @@
+package tests
+
+import (
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/netip"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/miekg/dns"
+	"github.com/xdpcac/xdpcac/cac/agents"
+	. "github.com/xdpcac/xdpcac/tests/pkt"
+	"github.com/xdpcac/xdpcac/tests/testenv"
+)
+
+// The box's realm and the peer's addresses, on the testbed's veth.
+const (
+	boxIP      = "192.0.2.1"
+	agentIP    = "192.0.2.2"
+	strangerIP = "192.0.2.3"
+)
+
+// sipTestbed is a testbed with addresses: the box on 192.0.2.1, the peer
+// on 192.0.2.2 (the agent) and 192.0.2.3 (a stranger).
+func sipTestbed(t *testing.T) *testbed {
+	tb := newTestbed(t)
+	testenv.Addr(t, tb.box, tb.boxIface, boxIP+"/24")
+	testenv.Addr(t, tb.peer, tb.peerIfc, agentIP+"/24")
+	testenv.Addr(t, tb.peer, tb.peerIfc, strangerIP+"/24")
+	return tb
+}
+
+// agentConfig is a daemon's file with one realm on the box and one agent,
+// pinged every second with a short T1, so that silence counts in 3.2 s;
+// agentKeys go into the agent's mapping.
+func agentConfig(tb *testbed, agentKeys, extra string) string {
+	return e2eConfig + "interfaces: [{name: " + tb.boxIface + "}]\n" +
+		"cpu: {sample-interval: 200ms}\nsip-t1: 50ms\n" +
+		"realms: [{name: core, address: " + boxIP + "}]\n" +
+		"session-agents:\n  - {name: peer1, hostname: " + agentIP + ", realm-id: core, ping-interval: 1s" +
+		agentKeys + "}\n" + extra
+}
+
+// agentTargets is show sipd agents -o json.
+func (tb *testbed) agentTargets(t *testing.T) []agents.Row {
+	t.Helper()
+	out, stderr, err := tb.cacctl(t, "show", "sipd", "agents", "-o", "json")
+	if err != nil {
+		t.Fatalf("show sipd agents: %v: %s", err, stderr)
+	}
+	var v struct{ Targets []agents.Row }
+	if err := json.Unmarshal([]byte(out), &v); err != nil {
+		t.Fatalf("show sipd agents -o json: %v\n%s", err, out)
+	}
+	return v.Targets
+}
+
+// waitStatus waits until the target of dest is in (or out of) service and
+// returns how long that took; it fails after limit.
+func (tb *testbed) waitStatus(t *testing.T, dest string, in bool, limit time.Duration) time.Duration {
+	t.Helper()
+	start := time.Now()
+	for {
+		for _, r := range tb.agentTargets(t) {
+			if r.Destination.Addr().String() == dest && r.Status.InService == in {
+				return time.Since(start)
+			}
+		}
+		if time.Since(start) > limit {
+			t.Fatalf("%s not %s within %v: %+v", dest, map[bool]string{true: "in service", false: "out of service"}[in], limit, tb.agentTargets(t))
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// TestSessionAgentStatus: a real SIP peer (sipp) answers the daemon's
+// OPTIONS with 200, then 503 with Retry-After, then 404 while the agent
+// keeps only 200 in service, then nothing, then 200 again; the status
+// follows each step within the interval times the failure count.
+func TestSessionAgentStatus(t *testing.T) {
+	tb := sipTestbed(t)
+	uas := func(scenario string) *testenv.Sipp {
+		return testenv.StartSipp(t, tb.peer, "-sf", testenv.ScenarioPath(t, scenario), "-i", agentIP, "-p", "5060", "-t", "u1")
+	}
+	cfgPath := writeConfig(t, agentConfig(tb, ", ping-send-mode: continuous, out-service-response-codes: [503], options: [ping-failure-count=2]", ""))
+	peer := uas("options-503")
+	tb.startDaemon(t, cfgPath)
+	took := tb.waitStatus(t, agentIP, false, 3*time.Second)
+	t.Logf("503 with Retry-After: out of service in %v", took)
+	out, _, _ := tb.cacctl(t, "show", "sipd", "agents", "peer1")
+	if !strings.Contains(out, "Session Agent peer1 [Out of Service]") || !strings.Contains(out, "Destination: "+agentIP+"  Source : core  Out of Service") {
+		t.Errorf("show sipd agents peer1:\n%s", out)
+	}
+	peer.Stop()
+
+	peer = uas("options-200")
+	took = tb.waitStatus(t, agentIP, true, 4*time.Second) // Retry-After 2 s, then the next ping
+	t.Logf("200: in service again in %v", took)
+
+	// Only 200 keeps it in service now: two 404s take it out.
+	writeFile(t, cfgPath, agentConfig(tb, ", ping-send-mode: continuous, out-service-response-codes: [503], ping-in-service-response-codes: [200], options: [ping-failure-count=2]", ""))
+	if _, stderr, err := tb.cacctl(t, "apply", "--config", cfgPath); err != nil {
+		t.Fatalf("apply: %v: %s", err, stderr)
+	}
+	peer.Stop()
+	peer = uas("options-404")
+	took = tb.waitStatus(t, agentIP, false, 4*time.Second)
+	t.Logf("404 not in the in-service list, twice: out of service in %v", took)
+
+	peer.Stop() // silence: stays out
+	time.Sleep(1500 * time.Millisecond)
+	if rows := tb.agentTargets(t); len(rows) != 1 || rows[0].Status.InService {
+		t.Errorf("silence: %+v", rows)
+	}
+	peer = uas("options-200")
+	took = tb.waitStatus(t, agentIP, true, 6*time.Second) // a timed-out ping may be in flight
+	t.Logf("200 after silence: in service in %v", took)
+	peer.Stop()
+	tb.waitStatus(t, agentIP, false, 10*time.Second) // two pings of 3.2 s each go unanswered
+}
+
+// TestSessionAgentProtected: a flood of INVITEs from a stranger is held by
+// its per-source bucket and does not touch the agent, whose INVITEs and
+// OPTIONS pass; a refused INVITE from sipp gets a 503 and sipp stops.
+func TestSessionAgentProtected(t *testing.T) {
+	tb := sipTestbed(t)
+	uas := testenv.StartSipp(t, tb.peer, "-sf", testenv.ScenarioPath(t, "options-200"), "-i", agentIP, "-p", "5060", "-t", "u1")
+	defer uas.Stop()
+	tb.startDaemon(t, writeConfig(t, agentConfig(tb, ", ping-send-mode: continuous, cps: 1000",
+		"classes:\n  sip-invite: {action: reject, per-source: {cps: 0.001, burst: 2}}\n  sip-options: {per-source: {cps: 0.001, burst: 2}}\n")))
+	tb.waitStatus(t, agentIP, true, 3*time.Second)
+
+	from := func(src string, method string) []byte {
+		return Frame(Ether{}, IPv4{Src: netip.MustParseAddr(src), Dst: netip.MustParseAddr(boxIP)}, UDP{Src: 5060, Dst: 5060}, SIPRequest(method, toNoTag))
+	}
+	var flood [][]byte
+	for i := 0; i < 200; i++ {
+		flood = append(flood, from(strangerIP, "INVITE"))
+	}
+	testenv.Send(t, tb.peer, tb.peerIfc, flood)
+	var mine [][]byte
+	for i := 0; i < 20; i++ {
+		mine = append(mine, from(agentIP, "INVITE"), from(agentIP, "OPTIONS"))
+	}
+	testenv.Send(t, tb.peer, tb.peerIfc, mine)
+	waitFor(t, func() bool { return tb.stats(t).Classes["sip-invite"].Seen == 220 })
+	s := tb.stats(t)
+	inv, opt := s.Classes["sip-invite"], s.Classes["sip-options"]
+	if inv.Admitted != 22 || inv.Reasons["source"] != 198 {
+		t.Errorf("INVITEs: %+v; want the agent's 20 and the stranger's 2 admitted, 198 rejected by source", inv)
+	}
+	if opt.Admitted != 20 || opt.Rejected != 0 {
+		t.Errorf("the agent's OPTIONS: %+v; want all 20 admitted", opt)
+	}
+
+	// The stranger's bucket is empty: sipp's INVITE is refused and
+	// answered with 503, which ends sipp's call (it would retransmit for
+	// 32 s otherwise).
+	uac := testenv.StartSipp(t, tb.peer, "-sf", testenv.ScenarioPath(t, "invite-uac"), "-i", strangerIP, "-p", "5062", "-t", "u1", "-m", "1", boxIP+":5060")
+	if err := uac.Wait(10 * time.Second); err != nil {
+		t.Errorf("sipp as UAC did not get its 503: %v\n%s", err, uac.Log())
+	}
+	var v struct {
+		Answered uint64 `json:"answered_503"`
+	}
+	out, _, _ := tb.cacctl(t, "show", "sipd", "agents", "-o", "json")
+	if json.Unmarshal([]byte(out), &v) != nil || v.Answered == 0 {
+		t.Errorf("no 503 counted as answered: %s", out)
+	}
+}
+
+// TestSessionAgentBadInput: malformed responses, responses from strangers
+// and a flood of fake out-of-service responses never change a status.
+func TestSessionAgentBadInput(t *testing.T) {
+	tb := sipTestbed(t)
+	uas := testenv.StartSipp(t, tb.peer, "-sf", testenv.ScenarioPath(t, "options-200"), "-i", agentIP, "-p", "5060", "-t", "u1")
+	defer uas.Stop()
+	tb.startDaemon(t, writeConfig(t, agentConfig(tb, ", out-service-response-codes: [503], ping-send-mode: keep-alive", "")))
+	tb.waitStatus(t, agentIP, true, 3*time.Second)
+	response := func(src, status, cseq string) []byte {
+		return Frame(Ether{}, IPv4{Src: netip.MustParseAddr(src), Dst: netip.MustParseAddr(boxIP)}, UDP{Src: 5060, Dst: 5060},
+			Raw(fmt.Sprintf("SIP/2.0 %s\r\nVia: SIP/2.0/UDP %s;branch=z9hG4bK1\r\nFrom: <sip:a@x>;tag=1\r\nTo: <sip:b@x>;tag=2\r\nCall-ID: c\r\nCSeq: %s\r\nRetry-After: 60\r\nContent-Length: 0\r\n\r\n", status, boxIP, cseq)))
+	}
+	var bad [][]byte
+	for i := 0; i < 100; i++ {
+		bad = append(bad, response(strangerIP, "503 Service Unavailable", "1 INVITE")) // not the agent
+	}
+	bad = append(bad,
+		response(agentIP, "503 Service Unavailable", "1 OPTIONS"),                                       // not a dialog-creating request
+		response(agentIP, "503 Service Unavailable", "1 INVITE garbage"),                                // malformed CSeq
+		Frame(Ether{}, IPv4{Src: netip.MustParseAddr(agentIP)}, UDP{Dst: 5060}, Raw("SIP/2.0 503\r\n")), // truncated
+	)
+	testenv.Send(t, tb.peer, tb.peerIfc, bad)
+	time.Sleep(500 * time.Millisecond)
+	if rows := tb.agentTargets(t); len(rows) != 1 || !rows[0].Status.InService {
+		t.Errorf("after bad responses: %+v", rows)
+	}
+	// The real thing from the agent takes it out.
+	testenv.Send(t, tb.peer, tb.peerIfc, [][]byte{response(agentIP, "503 Service Unavailable", "1 INVITE")})
+	tb.waitStatus(t, agentIP, false, 2*time.Second)
+}
+
+func writeFile(t *testing.T, path, body string) {
+	t.Helper()
+	if err := os.WriteFile(path, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestSessionAgentDNS: an agent named by a DNS name with two A records,
+// served by a test DNS server, has two destinations, each with its own
+// status: the one sipp answers is in service, the silent one is not.
+func TestSessionAgentDNS(t *testing.T) {
+	tb := sipTestbed(t)
+	const second = "192.0.2.4"
+	testenv.Addr(t, tb.peer, tb.peerIfc, second+"/24")
+	dnsAddr := testDNS(t, "peers.example.com.", agentIP, second)
+	uas := testenv.StartSipp(t, tb.peer, "-sf", testenv.ScenarioPath(t, "options-200"), "-i", agentIP, "-p", "5060", "-t", "u1")
+	defer uas.Stop()
+	cfg := e2eConfig + "interfaces: [{name: " + tb.boxIface + "}]\ncpu: {sample-interval: 200ms}\nsip-t1: 50ms\n" +
+		"dns-server: \"" + dnsAddr + "\"\nrealms: [{name: core, address: " + boxIP + "}]\n" +
+		"session-agents:\n  - {name: peers, hostname: peers.example.com, realm-id: core, ping-interval: 1s, ping-send-mode: continuous, ping-all-addresses: true}\n"
+	tb.startDaemon(t, writeConfig(t, cfg))
+	tb.waitStatus(t, second, false, 8*time.Second)
+	tb.waitStatus(t, agentIP, true, 2*time.Second)
+	if rows := tb.agentTargets(t); len(rows) != 2 {
+		t.Errorf("targets: %+v, want one per address", rows)
+	}
+	out, _, _ := tb.cacctl(t, "show", "sipd", "agents")
+	if !strings.Contains(out, "Session Agent peers [In Service]") || !strings.Contains(out, "Destination: "+second+"  Source : core  Out of Service") {
+		t.Errorf("show sipd agents:\n%s", out)
+	}
+}
+
+// testDNS serves A records of name on 127.0.0.1 until the test ends.
+func testDNS(t *testing.T, name string, addrs ...string) string {
+	t.Helper()
+	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	mux := dns.NewServeMux()
+	mux.HandleFunc(".", func(w dns.ResponseWriter, r *dns.Msg) {
+		m := new(dns.Msg)
+		m.SetReply(r)
+		q := r.Question[0]
+		switch {
+		case q.Name == name && q.Qtype == dns.TypeA:
+			for _, a := range addrs {
+				m.Answer = append(m.Answer, &dns.A{Hdr: dns.RR_Header{Name: name, Rrtype: dns.TypeA, Class: dns.ClassINET, Ttl: 60}, A: net.ParseIP(a)})
+			}
+		case q.Name == name:
+		default:
+			m.Rcode = dns.RcodeNameError
+		}
+		w.WriteMsg(m)
+	})
+	srv := &dns.Server{PacketConn: pc, Handler: mux}
+	go srv.ActivateAndServe()
+	t.Cleanup(func() { srv.Shutdown() })
+	return pc.LocalAddr().String()
+}
