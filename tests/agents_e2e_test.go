@@ -7,6 +7,7 @@ import (
 	"net/netip"
 	"os"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -87,17 +88,25 @@ func TestSessionAgentStatus(t *testing.T) {
 	}
 	cfgPath := writeConfig(t, agentConfig(tb, ", ping-send-mode: continuous, out-service-response-codes: [503], options: [ping-failure-count=2]", ""))
 	peer := uas("options-503")
-	tb.startDaemon(t, cfgPath)
+	d := tb.startDaemon(t, cfgPath)
 	took := tb.waitStatus(t, agentIP, false, 3*time.Second)
 	t.Logf("503 with Retry-After: out of service in %v", took)
+	// A restarted daemon starts from the statuses it kept, not from "in
+	// service" for every agent: with the peer silent, a fresh start would
+	// show it in service for a whole ping timeout.
+	peer.Stop()
+	d.cmd.Process.Signal(syscall.SIGTERM)
+	d.cmd.Wait()
+	tb.startDaemon(t, cfgPath)
+	if rows := tb.agentTargets(t); len(rows) != 1 || rows[0].Status.InService {
+		t.Errorf("after a restart: %+v, want the target still out of service", rows)
+	}
 	out, _, _ := tb.cacctl(t, "show", "sipd", "agents", "peer1")
 	if !strings.Contains(out, "Session Agent peer1 [Out of Service]") || !strings.Contains(out, "Destination: "+agentIP+"  Source : core  Out of Service") {
 		t.Errorf("show sipd agents peer1:\n%s", out)
 	}
-	peer.Stop()
-
 	peer = uas("options-200")
-	took = tb.waitStatus(t, agentIP, true, 4*time.Second) // Retry-After 2 s, then the next ping
+	took = tb.waitStatus(t, agentIP, true, 8*time.Second) // Retry-After 2 s, a timed-out ping, then the next
 	t.Logf("200: in service again in %v", took)
 
 	// Only 200 keeps it in service now: two 404s take it out.
