@@ -6,10 +6,9 @@
 #   sudo make bench fast-path cost against an empty XDP program
 
 GO ?= go
-# Debian packages the tests and `make generate` need (sip-tester is sipp,
-# the SIP peer of the session agent tests); the benchmarks also
+# Debian packages: tests/provision.sh installs what the tests need (the
+# Vagrantfile provisions its VM with the same script); the benchmarks also
 # compare against nftables on a veth.
-DEB_PACKAGES := clang llvm iproute2 git sip-tester
 BENCH_PACKAGES := nftables ethtool
 
 .PHONY: all build deps generate check-generate vet test bench demo clean
@@ -21,12 +20,7 @@ build:
 
 # deps installs what is missing, so that a fresh machine needs only Go.
 deps:
-	@missing=""; \
-	for p in $(DEB_PACKAGES) $(EXTRA_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
-	if [ -n "$$missing" ]; then \
-		echo "installing:$$missing"; \
-		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; \
-	fi
+	tests/provision.sh $(EXTRA_PACKAGES)
 
 generate: deps
 	$(GO) generate ./bpf
@@ -38,6 +32,7 @@ check-generate: generate
 		{ echo "bpf/: committed object is stale; run make generate and commit the result"; exit 1; }
 
 vet:
+	ruby -c Vagrantfile >/dev/null
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go')); \
 	if [ -n "$$unformatted" ]; then echo "gofmt wants to change: $$unformatted"; exit 1; fi
 	$(GO) vet ./...

@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# Installs what the tests need on a Debian machine, and nothing it already
+# has: `make test` runs it on every machine (CI included), and the
+# Vagrantfile provisions its VM with it. With --go it also installs Go,
+# for a fresh VM; elsewhere Go is expected to be there.
+#
+#   tests/provision.sh [--go] [extra Debian packages...]
+set -euo pipefail
+
+GO_VERSION=1.26.0
+# clang and llvm build the BPF object; iproute2 makes the test namespaces;
+# sip-tester is sipp, the SIP peer; ruby checks the Vagrantfile.
+PACKAGES=(make git clang llvm iproute2 sip-tester ruby)
+
+want_go=0
+if [[ ${1:-} == --go ]]; then
+	want_go=1
+	shift
+fi
+PACKAGES+=("$@")
+
+missing=()
+for p in "${PACKAGES[@]}"; do
+	dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
+done
+if ((want_go)) && ! /usr/local/go/bin/go version 2>/dev/null | grep -q "go$GO_VERSION"; then
+	missing+=(curl ca-certificates)
+fi
+if ((${#missing[@]})); then
+	echo "installing: ${missing[*]}"
+	apt-get update -qq
+	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
+if ((want_go)) && ! /usr/local/go/bin/go version 2>/dev/null | grep -q "go$GO_VERSION"; then
+	echo "installing: go $GO_VERSION"
+	curl -fsSL "https://go.dev/dl/go$GO_VERSION.linux-amd64.tar.gz" | tar -C /usr/local -xz
+fi
