@@ -130,6 +130,17 @@ static __always_inline int admit(struct xdp_md *ctx, struct frame *f, __u32 clas
 	__u64 now = now_ns();
 	*now_out = now;
 
+	/* A known SIP peer is held by its agent's bucket instead of an
+	 * automatic one; its request is stamped whatever the verdict, even a
+	 * gate's. */
+	__u32 agent = NO_AGENT;
+	if (with_agents && (class == CAC_CLASS_SIP_INVITE || class == CAC_CLASS_SIP_OPTIONS))
+		agent = agent_at(ctx, f->l3off, f->family);
+	if (agent >= lim->agents) /* an address left over from agents gone */
+		agent = NO_AGENT;
+	if (agent != NO_AGENT)
+		agent_saw(agent, now);
+
 	/* Call admission applies to calls (every class but sip-options) once
 	 * a limit makes it operational; its gates come before any bucket. */
 	struct cac_admission *ca = &lim->cac;
@@ -163,15 +174,7 @@ static __always_inline int admit(struct xdp_md *ctx, struct frame *f, __u32 clas
 		lv[L_CUSTOMER].bucket = bpf_map_lookup_elem(&customer_buckets, &c);
 	}
 
-	/* A known SIP peer is held by its agent's bucket instead of an
-	 * automatic one; its request is stamped whatever the verdict. */
-	__u32 agent = NO_AGENT;
-	if (with_agents && (class == CAC_CLASS_SIP_INVITE || class == CAC_CLASS_SIP_OPTIONS))
-		agent = agent_at(ctx, f->l3off, f->family);
-	if (agent >= lim->agents) /* an address left over from agents gone */
-		agent = NO_AGENT;
 	if (agent != NO_AGENT) {
-		agent_saw(agent, now);
 		__u32 al = slot * CAC_MAX_AGENTS + agent;
 		struct cac_agent *ag = bpf_map_lookup_elem(&agent_limits, &al);
 		lv[L_AGENT].limit = (void *)ag; /* the limit is its first member */

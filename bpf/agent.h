@@ -109,7 +109,8 @@ static __always_inline void sip_event_out(struct frame *f, __u8 kind, __u32 agen
 	ev->family = f->family;
 	ev->agent = agent;
 	ev->code = code;
-	__builtin_memset(ev->saddr, 0, sizeof(ev->saddr) * 2);
+	__builtin_memset(ev->saddr, 0, sizeof(ev->saddr));
+	__builtin_memset(ev->daddr, 0, sizeof(ev->daddr));
 	if (f->family == 4) {
 		struct iphdr *ip = data + l3off;
 		if ((void *)(ip + 1) > data_end)

@@ -48,9 +48,12 @@ static __always_inline __u8 udp_port_kind(__be16 dest)
 #define RESULT(kind, class) ((kind) | ((class) << 8))
 #define RESULT_KIND(r) ((r) & 0xff)
 #define RESULT_CLASS(r) (((r) >> 8) & 0xff)
-/* A SIP response is kind other, with its status code above the class. */
+/* A SIP response is kind other, with its status code above the class; a
+ * SIP request of another method is kind other with SIP_OTHER_REQUEST
+ * there, for the agents' last-request stamps. */
 #define RESULT_SIP_RESPONSE(code) (RESULT(CAC_KIND_OTHER, 0) | ((code) << 16))
 #define RESULT_CODE(r) (((r) >> 16) & 0x3ff)
+#define SIP_OTHER_REQUEST 1
 
 /* The frame under classification; len is data_end - data as a scalar. */
 struct frame {

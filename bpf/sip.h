@@ -171,8 +171,12 @@ static __always_inline int classify_sip(struct xdp_md *ctx, struct frame *f, str
 		class = CAC_CLASS_SIP_OPTIONS;
 	else if (sip_starts_with(&m, "SIP/2.0 ", 8))
 		return sip_response(&m); /* an agent's may take it out of service */
+	else if (u->len >= 8)
+		/* another method (BYE, REGISTER, ...): still a request of its
+		 * sender's; a keep-alive of a few bytes is not */
+		return RESULT_SIP_RESPONSE(SIP_OTHER_REQUEST);
 	else
-		return RESULT(CAC_KIND_OTHER, 0); /* other methods, keep-alives */
+		return RESULT(CAC_KIND_OTHER, 0);
 
 	/* Without a To header in sight (missing, odd, or in a later fragment)
 	 * the request is taken for a new dialog, so it is charged. */

@@ -68,6 +68,16 @@ __noinline int agent_request(struct xdp_md *ctx, __u64 where)
 	return 0;
 }
 
+/* A CPU's budget of refused SIP requests handed up, per second. */
+#define SIP_REJECTED_PER_SECOND 256
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct reject_budget);
+} sip_reject_budget SEC(".maps");
+
 /* sip_frame unpacks what agent_response and sip_rejected are given. */
 static __always_inline struct frame sip_frame(struct xdp_md *ctx, __u64 where)
 {
@@ -86,6 +96,22 @@ static __always_inline struct frame sip_frame(struct xdp_md *ctx, __u64 where)
  * global function: the copy is verified once, not once per parser path. */
 __noinline int sip_rejected(struct xdp_md *ctx, __u64 where)
 {
+	/* A flood of refused requests must not fill the ring buffer the
+	 * agents' responses share, nor cost a copy each: a CPU hands up at
+	 * most SIP_REJECTED_PER_SECOND a second, more than user space
+	 * answers; the rest are only dropped. */
+	__u32 zero = 0;
+	struct reject_budget *b = bpf_map_lookup_elem(&sip_reject_budget, &zero);
+	if (!b)
+		return 0;
+	__u64 second = now_ns() / 1000000000ULL;
+	if (b->second != second) {
+		b->second = second;
+		b->used = 0;
+	}
+	if (b->used >= SIP_REJECTED_PER_SECOND)
+		return 0;
+	b->used++;
 	struct frame f = sip_frame(ctx, where);
 	sip_event_out(&f, CAC_SIP_REJECTED, NO_AGENT, 0);
 	return 0;
@@ -164,10 +190,15 @@ static __always_inline int verdict(struct xdp_md *ctx, struct frame *f, int resu
 	}
 	default:
 		st->passed_other++;
-		/* A response with a code an agent's out-service list may hold. */
-		if (RESULT_CODE(result) >= 300) {
+		/* A request of another method stamps its agent; a response with a
+		 * code an agent's out-service list may hold goes up. */
+		if (RESULT_CODE(result)) {
 			__u32 policy = policy_word();
-			if (policy & POLICY_AGENTS)
+			if (!(policy & POLICY_AGENTS))
+				return XDP_PASS;
+			if (RESULT_CODE(result) == SIP_OTHER_REQUEST)
+				agent_request(ctx, (__u64)f->l3off | (__u64)f->family << 16);
+			else if (RESULT_CODE(result) >= 300)
 				agent_response(ctx, (__u64)f->l3off | (__u64)f->family << 16 |
 							    (__u64)RESULT_CODE(result) << 24 |
 							    (__u64)f->msgoff << 34 | (__u64)f->msglen << 48,

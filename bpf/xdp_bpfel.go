@@ -176,6 +176,7 @@ const (
 	XdpMapRejects         = "rejects"
 	XdpMapSettings        = "settings"
 	XdpMapSipEvents       = "sip_events"
+	XdpMapSipRejectBudget = "sip_reject_budget"
 	XdpMapSources         = "sources"
 	XdpMapStats           = "stats"
 	XdpMapTestClock       = "test_clock"
@@ -254,6 +255,7 @@ type XdpMapSpecs struct {
 	Rejects         *ebpf.MapSpec `ebpf:"rejects"`
 	Settings        *ebpf.MapSpec `ebpf:"settings"`
 	SipEvents       *ebpf.MapSpec `ebpf:"sip_events"`
+	SipRejectBudget *ebpf.MapSpec `ebpf:"sip_reject_budget"`
 	Sources         *ebpf.MapSpec `ebpf:"sources"`
 	Stats           *ebpf.MapSpec `ebpf:"stats"`
 	TestClock       *ebpf.MapSpec `ebpf:"test_clock"`
@@ -308,6 +310,7 @@ type XdpMaps struct {
 	Rejects         *ebpf.Map `ebpf:"rejects"`
 	Settings        *ebpf.Map `ebpf:"settings"`
 	SipEvents       *ebpf.Map `ebpf:"sip_events"`
+	SipRejectBudget *ebpf.Map `ebpf:"sip_reject_budget"`
 	Sources         *ebpf.Map `ebpf:"sources"`
 	Stats           *ebpf.Map `ebpf:"stats"`
 	TestClock       *ebpf.Map `ebpf:"test_clock"`
@@ -337,6 +340,7 @@ func (m *XdpMaps) Close() error {
 		m.Rejects,
 		m.Settings,
 		m.SipEvents,
+		m.SipRejectBudget,
 		m.Sources,
 		m.Stats,
 		m.TestClock,

@@ -32,6 +32,9 @@ func agentOf(a admission.Agent) bpf.XdpCacAgent {
 // seen as from its old agent or its new, and from none only while it is
 // being removed.
 func WriteAgentAddrs(m *ebpf.Map, addrs map[netip.Addr]uint32) error {
+	if len(addrs) > int(m.MaxEntries()) {
+		return fmt.Errorf("%d session agent addresses: the agents table holds %d", len(addrs), m.MaxEntries())
+	}
 	want := map[bpf.XdpCacPrefix]uint32{}
 	for a, i := range addrs {
 		if i >= admission.MaxAgents {
@@ -51,14 +54,15 @@ func WriteAgentAddrs(m *ebpf.Map, addrs map[netip.Addr]uint32) error {
 	if err := it.Err(); err != nil {
 		return fmt.Errorf("read session agent addresses: %w", err)
 	}
-	for k, i := range want {
-		if err := m.Update(&k, i, ebpf.UpdateAny); err != nil {
-			return fmt.Errorf("write session agent address %v: %w", netip.AddrFrom16(k.Addr), err)
-		}
-	}
+	// Stale ones go first, so that a full table makes room.
 	for _, k := range stale {
 		if err := m.Delete(&k); err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
 			return fmt.Errorf("remove session agent address %v: %w", netip.AddrFrom16(k.Addr), err)
+		}
+	}
+	for k, i := range want {
+		if err := m.Update(&k, i, ebpf.UpdateAny); err != nil {
+			return fmt.Errorf("write session agent address %v: %w", netip.AddrFrom16(k.Addr), err)
 		}
 	}
 	return nil
@@ -124,4 +128,18 @@ func DecodeSIPEvent(raw []byte) (SIPEvent, error) {
 		Src: netip.AddrPortFrom(addr(h.Saddr), h.Sport), Dst: netip.AddrPortFrom(addr(h.Daddr), h.Dport),
 		Message: append([]byte(nil), raw[n:n+int(h.Len)]...),
 	}, nil
+}
+
+// ResetAgents empties the last-request stamp and the bucket of the agents
+// at idx, whose place a different agent took.
+func ResetAgents(seen, buckets *ebpf.Map, idx []uint32) error {
+	for _, i := range idx {
+		if err := seen.Update(i, uint64(0), ebpf.UpdateAny); err != nil {
+			return fmt.Errorf("reset session agent %d: %w", i, err)
+		}
+		if err := buckets.Update(i, bpf.XdpCacBucket{}, ebpf.UpdateAny); err != nil {
+			return fmt.Errorf("reset session agent %d: %w", i, err)
+		}
+	}
+	return nil
 }

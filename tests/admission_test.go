@@ -279,10 +279,12 @@ func randomPolicy(t testing.TB, rng *rand.Rand) admission.Policy {
 }
 
 // diffAgentAddrs are session agents among the sources of sourcedFrames:
-// one also inside an account, one not; policies have zero or two agents.
+// one also inside an account, one not, and an address left over for an
+// agent no policy has; policies have zero or two agents.
 var diffAgentAddrs = map[netip.Addr]int{
 	netip.MustParseAddr("198.51.100.8"):  0, // in the account 198.51.100.0/24
 	netip.MustParseAddr("2001:db8:2::1"): 1,
+	netip.MustParseAddr("203.0.113.10"):  2, // no agent 2: a stranger
 }
 
 // sourcedFrames are first packets of every class from a few sources each,

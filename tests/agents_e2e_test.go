@@ -91,8 +91,15 @@ func TestSessionAgentStatus(t *testing.T) {
 	d := tb.startDaemon(t, cfgPath)
 	took := tb.waitStatus(t, agentIP, false, 3*time.Second)
 	t.Logf("503 with Retry-After: out of service in %v", took)
+	// Any request from the agent brings it back; the next ping's 503 takes
+	// it out again.
+	testenv.Send(t, tb.peer, tb.peerIfc, [][]byte{Frame(Ether{}, IPv4{Src: netip.MustParseAddr(agentIP), Dst: netip.MustParseAddr(boxIP)},
+		UDP{Src: 5060, Dst: 5060}, Raw("BYE sip:b@"+boxIP+" SIP/2.0\r\nVia: SIP/2.0/UDP "+agentIP+";branch=z9hG4bK9\r\nCSeq: 2 BYE\r\n\r\n"))})
+	tb.waitStatus(t, agentIP, true, 2*time.Second)
+	tb.waitStatus(t, agentIP, false, 3*time.Second)
 	// A restarted daemon starts from the statuses it kept, not from "in
-	// service" for every agent: with the peer silent, a fresh start would
+	// service" for every agent, and the request stamped before it started
+	// does not count again: with the peer silent, either mistake would
 	// show it in service for a whole ping timeout.
 	peer.Stop()
 	d.cmd.Process.Signal(syscall.SIGTERM)
@@ -197,13 +204,25 @@ func TestSessionAgentBadInput(t *testing.T) {
 	for i := 0; i < 100; i++ {
 		bad = append(bad, response(strangerIP, "503 Service Unavailable", "1 INVITE")) // not the agent
 	}
+	toElsewhere := response(agentIP, "503 Service Unavailable", "1 INVITE")
+	toElsewhere = Frame(Ether{}, IPv4{Src: netip.MustParseAddr(agentIP), Dst: netip.MustParseAddr(boxIP)}, UDP{Src: 5060, Dst: 5080},
+		Raw(toElsewhere[42:])) // to a SIP port that is no realm's
 	bad = append(bad,
-		response(agentIP, "503 Service Unavailable", "1 OPTIONS"),                                       // not a dialog-creating request
-		response(agentIP, "503 Service Unavailable", "1 INVITE garbage"),                                // malformed CSeq
+		response(agentIP, "503 Service Unavailable", "1 OPTIONS"),        // not a dialog-creating request
+		response(agentIP, "503 Service Unavailable", "1 INVITE garbage"), // malformed CSeq
+		toElsewhere,
 		Frame(Ether{}, IPv4{Src: netip.MustParseAddr(agentIP)}, UDP{Dst: 5060}, Raw("SIP/2.0 503\r\n")), // truncated
 	)
 	testenv.Send(t, tb.peer, tb.peerIfc, bad)
-	time.Sleep(500 * time.Millisecond)
+	// The three from the agent's address with code 503 reach the daemon;
+	// wait until it has read them before looking.
+	waitFor(t, func() bool {
+		out, _, _ := tb.cacctl(t, "show", "sipd", "agents", "-o", "json")
+		var v struct {
+			Responses uint64 `json:"agent_responses"`
+		}
+		return json.Unmarshal([]byte(out), &v) == nil && v.Responses >= 3
+	})
 	if rows := tb.agentTargets(t); len(rows) != 1 || !rows[0].Status.InService {
 		t.Errorf("after bad responses: %+v", rows)
 	}

@@ -66,6 +66,9 @@ func (r *Resolver) Resolve(ctx context.Context, hostname string, port uint16, al
 		if err != nil {
 			return nil, fmt.Errorf("sipd: resolve %q: %w", hostname, errors.Join(err, srvErr))
 		}
+		// A round-robin server rotates its answer: sorted, the first
+		// address (ping-all-addresses off) stays the same target.
+		slices.SortFunc(ips, func(a, b netip.Addr) int { return a.Compare(b) })
 		for _, ip := range ips {
 			out = append(out, netip.AddrPortFrom(ip, port))
 		}

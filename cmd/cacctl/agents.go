@@ -9,6 +9,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/xdpcac/xdpcac/cac"
@@ -47,7 +48,16 @@ type sipAgents struct {
 	dirty    bool // statuses changed since the last save
 
 	answers *answerer
+	wg      sync.WaitGroup // run, the event reader and pings
+	events  atomic.Uint64  // agents' responses the fast path handed up
+	stopRd  func()         // closes the event reader
 }
+
+// maxRetryAfter caps what a Retry-After can hold an agent out for: a
+// forged or broken answer must not take a peer out for years.
+const maxRetryAfter = time.Hour
+
+func capRetry(d time.Duration) time.Duration { return min(d, maxRetryAfter) }
 
 // agentsFile is where target statuses are kept across daemon restarts.
 func agentsFile(stateDir string) string {
@@ -115,9 +125,31 @@ func (d *daemon) startAgents(ctx context.Context, cfg *config.Config, prev map[a
 		a.stop()
 		return nil, err
 	}
+	// Stamps already in the map are old news: only newer ones are
+	// requests that bring an agent back.
+	if seen, err := maps.ReadAgentSeen(p.AgentSeen, len(cfg.SessionAgents)); err == nil {
+		a.seen = seen
+	}
 	a.resolve(ctx, prev)
+	if a.stopRd, err = a.readEvents(ctx); err != nil {
+		a.stop()
+		return nil, err
+	}
+	a.wg.Add(1)
 	go a.run(ctx)
 	return a, nil
+}
+
+// addrsByName are the addresses each agent resolved to, for the next
+// configuration to keep in the agents table while it resolves again.
+func (a *sipAgents) addrsByName() map[string][]netip.Addr {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	out := map[string][]netip.Addr{}
+	for k := range a.targets {
+		out[k.Agent] = append(out[k.Agent], k.Destination.Addr())
+	}
+	return out
 }
 
 // realmsOf are the realms an agent is pinged from.
@@ -185,15 +217,7 @@ func (a *sipAgents) resolve(ctx context.Context, prev map[agents.TargetKey]agent
 
 // run pings what is due and follows the agents' requests until ctx ends.
 func (a *sipAgents) run(ctx context.Context) {
-	events, err := a.readEvents(ctx)
-	if err != nil {
-		a.d.log.Error("read SIP events", "err", err)
-	}
-	defer func() {
-		if events != nil {
-			events()
-		}
-	}()
+	defer a.wg.Done()
 	tick := time.NewTicker(agentTick)
 	defer tick.Stop()
 	for {
@@ -249,7 +273,9 @@ func (a *sipAgents) pingDue(ctx context.Context) {
 		}
 		a.pinging[k] = true
 		t.PingSent(now)
+		a.wg.Add(1)
 		go func() {
+			defer a.wg.Done()
 			res, err := pg.Ping(ctx, k.Destination, "")
 			if ctx.Err() != nil {
 				return
@@ -272,7 +298,7 @@ func (a *sipAgents) pingDue(ctx context.Context) {
 				for _, p := range res.Provisional {
 					changed = t.PingResponse(time.Now(), p, 0) || changed
 				}
-				changed = t.PingResponse(time.Now(), res.Code, res.RetryAfter) || changed
+				changed = t.PingResponse(time.Now(), res.Code, capRetry(res.RetryAfter)) || changed
 			}
 			if changed {
 				a.changed(k, t)
@@ -355,13 +381,20 @@ func loadSavedTargets(path string) map[agents.TargetKey]agents.Status {
 	return out
 }
 
+// stop ends the monitor, whose context the caller has cancelled: the
+// reader and the pingers are closed to end what waits on them, and
+// everything else only once no goroutine of it is left.
 func (a *sipAgents) stop() {
 	if a == nil {
 		return
 	}
+	if a.stopRd != nil {
+		a.stopRd()
+	}
 	for _, p := range a.pingers {
 		p.Close()
 	}
+	a.wg.Wait()
 	if a.answers != nil {
 		a.answers.close()
 	}

@@ -208,6 +208,7 @@ func (d *daemon) serveAPI() (func(), error) {
 		if a != nil {
 			v.Targets = a.rows()
 			v.Answered, v.Unanswered = a.answers.answered.Load(), a.answers.dropped.Load()
+			v.Responses = a.events.Load()
 		}
 		writeJSON(w, http.StatusOK, v)
 	})

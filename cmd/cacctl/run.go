@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	"github.com/xdpcac/xdpcac/cac/agents"
 	"github.com/xdpcac/xdpcac/cac/config"
 	"github.com/xdpcac/xdpcac/loader"
 )
@@ -178,15 +177,19 @@ func (d *daemon) run(ctx context.Context, detachOnExit bool) error {
 				d.log.Warn("reopen the rejects log", "err", err)
 			}
 			next, nextOpts, nm, err := d.reload(call.file, cfg)
-			if call.reply != nil {
-				call.reply <- err
-			}
 			if err != nil {
+				if call.reply != nil {
+					call.reply <- err
+				}
 				continue // the loop and the configuration in force stay
 			}
 			cfg, opts = next, nextOpts
-			if err := d.swapAgents(ctx, cfg); err != nil {
-				d.log.Error("session agents of the new configuration", "err", err)
+			if aerr := d.swapAgents(ctx, cfg); aerr != nil {
+				d.log.Error("session agents of the new configuration", "err", aerr)
+				err = fmt.Errorf("%s is in force, but its session agents are not watched: %w", call.file, aerr)
+			}
+			if call.reply != nil {
+				call.reply <- err
 			}
 			if nm != nil { // the measuring changed: a new loop
 				cancel()
@@ -210,6 +213,9 @@ func (d *daemon) reload(file string, cur *config.Config) (*config.Config, loader
 	var nm *measure
 	if err == nil && !sameMeasure(cur, next) {
 		nm, err = d.newMeasure(next)
+	}
+	if err == nil {
+		opts.AgentAddrs = d.carryAgentAddrs(next, opts.AgentAddrs)
 	}
 	if err == nil {
 		if err = d.attachAll(next, opts); err != nil && nm != nil {
@@ -341,40 +347,4 @@ func (d *daemon) exit(cfg *config.Config, detach bool) error {
 		d.log.Info("detached", "interface", a.String())
 	}
 	return errors.Join(errs...)
-}
-
-// swapAgents watches the session agents of cfg in place of those of the
-// configuration before, carrying their statuses over.
-func (d *daemon) swapAgents(ctx context.Context, cfg *config.Config) error {
-	d.mu.Lock()
-	old, cancel := d.agents, d.agentsCancel
-	d.mu.Unlock()
-	var prev map[agents.TargetKey]agents.Status
-	if old != nil {
-		prev = old.statuses()
-		cancel()
-		old.stop()
-	}
-	actx, acancel := context.WithCancel(ctx)
-	a, err := d.startAgents(actx, cfg, prev)
-	if err != nil {
-		acancel()
-		a = nil
-	}
-	d.mu.Lock()
-	d.agents, d.agentsCancel = a, acancel
-	d.mu.Unlock()
-	return err
-}
-
-func (d *daemon) stopAgents() {
-	d.mu.Lock()
-	a, cancel := d.agents, d.agentsCancel
-	d.agents = nil
-	d.mu.Unlock()
-	if a != nil {
-		cancel()
-		a.save()
-		a.stop()
-	}
 }

@@ -17,6 +17,9 @@ type agentsView struct {
 	// 503, and those over the rate or not answerable (dropped).
 	Answered   uint64 `json:"answered_503"`
 	Unanswered uint64 `json:"unanswered"`
+	// Responses counts the agents' out-service responses the fast path
+	// handed up, whether or not they counted.
+	Responses uint64 `json:"agent_responses"`
 }
 
 // newShowSipdCmd is `show sipd agents [NAME]`, spelled as on the Oracle SBC.

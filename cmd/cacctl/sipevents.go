@@ -26,7 +26,9 @@ func (a *sipAgents) readEvents(ctx context.Context) (func(), error) {
 	if err != nil {
 		return nil, fmt.Errorf("SIP events: %w", err)
 	}
+	a.wg.Add(1)
 	go func() {
+		defer a.wg.Done()
 		for {
 			rec, err := rd.Read()
 			if errors.Is(err, ringbuf.ErrClosed) || ctx.Err() != nil {
@@ -53,11 +55,21 @@ func (a *sipAgents) readEvents(ctx context.Context) (func(), error) {
 
 // agentResponse applies an agent's response with an out-service code to
 // the targets at the address it came from. Only a response that parses,
-// comes from an agent's destination and answers an INVITE counts: a
-// stranger's fake one changes nothing.
+// comes from an agent's destination, goes to the SIP interface of one of
+// the agent's realms and answers an INVITE counts: a stranger's fake one,
+// or one aimed anywhere else, changes nothing.
 func (a *sipAgents) agentResponse(ev maps.SIPEvent) {
+	a.events.Add(1)
 	res, err := sipd.ResponseOf(ev.Message)
 	if err != nil || int(ev.Agent) >= len(a.cfg.SessionAgents) {
+		return
+	}
+	toRealm := false
+	for _, name := range realmsOf(a.cfg.SessionAgents[ev.Agent]) {
+		r := a.realms[name]
+		toRealm = toRealm || netip.AddrPortFrom(r.Address, r.Port) == ev.Dst
+	}
+	if !toRealm {
 		return
 	}
 	now := time.Now()
@@ -65,7 +77,7 @@ func (a *sipAgents) agentResponse(ev maps.SIPEvent) {
 	defer a.mu.Unlock()
 	for k, t := range a.targets {
 		if a.index[k] == int(ev.Agent) && k.Destination.Addr() == ev.Src.Addr() &&
-			t.DialogResponse(now, res.Code, res.CSeqMethod, res.RetryAfter) {
+			t.DialogResponse(now, res.Code, res.CSeqMethod, capRetry(res.RetryAfter)) {
 			a.changed(k, t)
 		}
 	}
@@ -108,11 +120,15 @@ func (w *answerer) answer(d *daemon, ev maps.SIPEvent) {
 		w.dropped.Add(1)
 		return
 	}
+	// The port as the Via says (rport and all), but never another host
+	// than the sender: received= is the sender's word, and a 503 must not
+	// be aimed at a third party.
 	to, err := sipd.ReplyAddr(msg, ev.Src)
 	if err != nil {
 		w.dropped.Add(1)
 		return
 	}
+	to = netip.AddrPortFrom(ev.Src.Addr(), to.Port())
 	conn, err := w.conn(ev.Dst.Addr())
 	if err == nil {
 		_, err = conn.WriteToUDPAddrPort(resp, to)
