@@ -4,6 +4,7 @@
 #   make generate   rebuild the BPF object and its Go bindings with clang
 #   sudo make test  everything CI runs: packages, generate check, vet, all tests
 #   sudo make bench fast-path cost against an empty XDP program
+#   sudo make demo  storms against the filter on a testbed, with live counts
 
 GO ?= go
 # Debian packages: tests/provision.sh installs what the tests need (the
@@ -56,9 +57,11 @@ bench:
 	$(MAKE) deps EXTRA_PACKAGES="$(BENCH_PACKAGES)"
 	XDPCAC_REQUIRE_BPF=1 $(GO) test -count=1 -run '^$$' -bench 'FastPath|SourceTable|Flood' -benchtime 1x ./tests/
 
+# demo needs root: a testbed in network namespaces, the filter on it, a
+# minute of storms; everything it makes goes when it ends or is stopped.
 demo:
-	@echo "cacctl demo (a testbed in network namespaces with live traffic and stats) comes in a later change."
-	@echo "Until then: sudo make test runs the filter against frames of every class on a veth pair."
+	$(GO) build -o bin/cacctl ./cmd/cacctl
+	bin/cacctl demo
 
 clean:
 	rm -rf bin .cache

@@ -36,6 +36,7 @@ admits or drops it, and shows what it counted.`,
 		newValidateCmd(),
 		newShowCmd(g),
 		newStatusCmd(g),
+		newDemoCmd(g),
 	)
 	return root
 }
