@@ -102,3 +102,29 @@ func TestDemoInterrupted(t *testing.T) {
 		t.Errorf("Ctrl-C left behind: %v", left)
 	}
 }
+
+// TestTopOnce: cacctl top --once draws a frame from the pinned maps: the
+// classes, the buckets and the sources rejected last.
+func TestTopOnce(t *testing.T) {
+	tb := newTestbed(t)
+	cfg := writeConfig(t, e2eConfig+"classes:\n  pppoe-padi: {cps: 0.001, burst: 2}\n")
+	if _, stderr, err := tb.cacctl(t, "attach", tb.boxIface, "--config", cfg); err != nil {
+		t.Fatalf("attach: %v: %s", err, stderr)
+	}
+	t.Cleanup(func() { tb.cacctl(t, "detach", tb.boxIface) })
+	var frames [][]byte
+	for i := 0; i < 5; i++ {
+		frames = append(frames, padi)
+	}
+	testenv.Send(t, tb.peer, tb.peerIfc, frames)
+	waitFor(t, func() bool { return tb.stats(t).Classes["pppoe-padi"].Seen == 5 })
+	out, stderr, err := tb.cacctl(t, "top", "--once")
+	if err != nil {
+		t.Fatalf("top --once: %v: %s", err, stderr)
+	}
+	for _, want := range []string{"pppoe-padi", "of 2      calls", "pppoe-padi   class"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("top --once lacks %q:\n%s", want, out)
+		}
+	}
+}

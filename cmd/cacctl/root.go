@@ -37,6 +37,7 @@ admits or drops it, and shows what it counted.`,
 		newShowCmd(g),
 		newStatusCmd(g),
 		newDemoCmd(g),
+		newTopCmd(g),
 	)
 	return root
 }
