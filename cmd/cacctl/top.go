@@ -139,7 +139,9 @@ func writeTop(w io.Writer, prev, last topSample, err error) {
 	}
 	if len(last.rejects) > 0 {
 		rs := append([]maps.Reject(nil), last.rejects...)
-		sort.SliceStable(rs, func(i, j int) bool { return rs[i].LastNS > rs[j].LastNS || (rs[i].LastNS == rs[j].LastNS && rs[i].Count > rs[j].Count) })
+		sort.SliceStable(rs, func(i, j int) bool {
+			return rs[i].LastNS > rs[j].LastNS || (rs[i].LastNS == rs[j].LastNS && rs[i].Count > rs[j].Count)
+		})
 		fmt.Fprintln(w, "\nlatest rejected sources")
 		for _, r := range rs[:min(5, len(rs))] {
 			fmt.Fprintf(w, "  %-28s %-12s %-16s %d in its last second\n", r.Source, r.Class, r.Reason, r.Count)
