@@ -1,7 +1,6 @@
 package tests
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -23,28 +22,10 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// lockedBuffer collects a daemon's log while the test reads it.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // daemon is `cacctl run` on the testbed's box interface.
 type daemon struct {
 	cmd        *exec.Cmd
-	log        *lockedBuffer
+	log        *testenv.SyncBuffer
 	rejectsLog string
 }
 
@@ -52,7 +33,7 @@ type daemon struct {
 // measurement is in force; the filter is detached when the test ends.
 func (tb *testbed) startDaemon(t *testing.T, cfg string, flags ...string) *daemon {
 	t.Helper()
-	d := &daemon{log: &lockedBuffer{}, rejectsLog: filepath.Join(t.TempDir(), "rejects.jsonl")}
+	d := &daemon{log: &testenv.SyncBuffer{}, rejectsLog: filepath.Join(t.TempDir(), "rejects.jsonl")}
 	args := append([]string{"--netns", tb.box, "--state-dir", tb.state, "run", "--config", cfg,
 		"--rejects-log", d.rejectsLog}, flags...)
 	d.cmd = exec.Command(cacctlBin, args...)

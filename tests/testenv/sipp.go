@@ -35,7 +35,7 @@ type Sipp struct {
 	ns      string
 	args    []string
 	cmd     *exec.Cmd
-	out     *syncBuffer // stdout and stderr
+	out     *SyncBuffer // stdout and stderr
 	errFile string      // -error_file
 	done    chan struct{}
 	err     error // cmd.Wait's, once done is closed
@@ -64,7 +64,7 @@ func StartSipp(t testing.TB, ns string, args ...string) *Sipp {
 	s := &Sipp{
 		ns:      ns,
 		args:    args,
-		out:     &syncBuffer{},
+		out:     &SyncBuffer{},
 		errFile: filepath.Join(dir, "errors.log"),
 		done:    make(chan struct{}),
 	}
@@ -255,20 +255,20 @@ func ScenarioPath(t testing.TB, name string) string {
 	}
 }
 
-// syncBuffer is a bytes.Buffer that sipp's output copiers and Log may use
-// at once.
-type syncBuffer struct {
+// SyncBuffer is a bytes.Buffer that a process's output copier and the
+// test reading it may use at once.
+type SyncBuffer struct {
 	mu  sync.Mutex
 	buf bytes.Buffer
 }
 
-func (b *syncBuffer) Write(p []byte) (int, error) {
+func (b *SyncBuffer) Write(p []byte) (int, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.buf.Write(p)
 }
 
-func (b *syncBuffer) String() string {
+func (b *SyncBuffer) String() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.buf.String()
