@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"math"
@@ -34,9 +33,7 @@ func newShowCallCmd(g *globals) *cobra.Command {
 			}
 			v := maps.CallAdmissionViewOf(st.CallAdmission, st.Inputs, st.Rings, st.Stats, control.MonotonicCoarse(), ifaces)
 			if *out == "json" {
-				enc := json.NewEncoder(cmd.OutOrStdout())
-				enc.SetIndent("", "  ")
-				return enc.Encode(v)
+				return printJSON(cmd.OutOrStdout(), v)
 			}
 			writeCallAdmission(cmd.OutOrStdout(), v)
 			return nil

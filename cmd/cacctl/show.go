@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"text/tabwriter"
@@ -43,9 +42,7 @@ func newShowStatsCmd(g *globals) *cobra.Command {
 				for _, a := range per {
 					v.Interfaces[a.Key()] = a.Stats.View()
 				}
-				enc := json.NewEncoder(cmd.OutOrStdout())
-				enc.SetIndent("", "  ")
-				return enc.Encode(v)
+				return printJSON(cmd.OutOrStdout(), v)
 			}
 			return writeStatsText(cmd.OutOrStdout(), total, per)
 		},

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -58,9 +57,7 @@ func newShowSipdCmd(g *globals) *cobra.Command {
 					return agents.WriteAgents(cmd.OutOrStdout(), v.Targets, name) // says which there are
 				}
 				v.Targets = keep
-				enc := json.NewEncoder(cmd.OutOrStdout())
-				enc.SetIndent("", "  ")
-				return enc.Encode(v)
+				return printJSON(cmd.OutOrStdout(), v)
 			}
 			return agents.WriteAgents(cmd.OutOrStdout(), v.Targets, name)
 		},

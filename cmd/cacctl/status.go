@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -67,9 +66,7 @@ func newStatusCmd(g *globals) *cobra.Command {
 				v.HeartbeatAgeMS, v.Stale, v.OnStale = cav.HeartbeatAgeMS, cav.Stale, cav.OnStale
 			}
 			if *out == "json" {
-				enc := json.NewEncoder(cmd.OutOrStdout())
-				enc.SetIndent("", "  ")
-				return enc.Encode(v)
+				return printJSON(cmd.OutOrStdout(), v)
 			}
 			writeStatus(cmd.OutOrStdout(), v)
 			return nil
