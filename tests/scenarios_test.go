@@ -1,6 +1,7 @@
 package tests
 
 import (
+	"context"
 	"net/netip"
 	"testing"
 	"time"
@@ -8,6 +9,7 @@ import (
 	"github.com/xdpcac/xdpcac/bpf"
 	"github.com/xdpcac/xdpcac/cac"
 	"github.com/xdpcac/xdpcac/loader"
+	"github.com/xdpcac/xdpcac/tests/gen"
 	. "github.com/xdpcac/xdpcac/tests/pkt"
 	"github.com/xdpcac/xdpcac/tests/testenv"
 )
@@ -112,5 +114,54 @@ func TestICRQBurstAfterTunnelFlap(t *testing.T) {
 			t.Errorf("round %d: %d of 500 admitted over %d lifetime(s), want 60 a lifetime and the rest rejected by session charges", round, got, lifetimes)
 		}
 		time.Sleep(1100 * time.Millisecond) // the charges of the burst expire
+	}
+}
+
+// TestSIPScannerBesideTrustedPeer: a scanner floods OPTIONS and INVITEs
+// from 250 addresses at 2,000 a second while a trusted peer, an account of
+// its own, calls 50 times a second. The scanner is held by its per-source
+// buckets; not one of the peer's calls is refused.
+func TestSIPScannerBesideTrustedPeer(t *testing.T) {
+	tb := newTestbed(t)
+	cfg := writeConfig(t, e2eConfig+`classes:
+  sip-invite: {cps: 1000, per-source: {cps: 0.1, burst: 1}}
+  sip-options: {per-source: {cps: 0.1, burst: 2}}
+customers:
+  - {name: trusted, cps: 60, burst: 60, accounts: [{name: pbx, source: 192.0.2.2/32, cps: 60, burst: 60}]}
+`)
+	if _, stderr, err := tb.cacctl(t, "attach", tb.boxIface, "--config", cfg); err != nil {
+		t.Fatalf("attach: %v: %s", err, stderr)
+	}
+	t.Cleanup(func() { tb.cacctl(t, "detach", tb.boxIface) })
+	bras, scanner := netip.MustParseAddr("192.0.2.1"), netip.MustParseAddr("203.0.113.1")
+	invites, options := gen.SIPFlood("INVITE", scanner, 250, bras), gen.SIPFlood("OPTIONS", scanner, 250, bras)
+	g := gen.Generator{Name: "sip-scanner", Rate: 2000, Duration: 2 * time.Second,
+		Frame: gen.Mix(func(i int) []byte {
+			if i%2 == 0 {
+				return invites(i / 2)
+			}
+			return options(i / 2)
+		}, gen.SIPFlood("INVITE", netip.MustParseAddr("192.0.2.2"), 1, bras), 40)}
+	r, err := g.Run(context.Background(), tb.peer, tb.peerIfc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Log(r)
+	trusted := uint64((r.Sent + 39) / 40)
+	waitFor(t, func() bool {
+		s := tb.stats(t)
+		return s.Classes["sip-invite"].Seen+s.Classes["sip-options"].Seen == uint64(r.Sent)
+	})
+	s := tb.stats(t)
+	inv, opt := s.Classes["sip-invite"], s.Classes["sip-options"]
+	t.Logf("INVITE %+v, OPTIONS %+v", inv, opt)
+	if n := inv.Rejected - inv.Reasons["source"]; n != 0 {
+		t.Errorf("%d INVITEs rejected other than by source: the trusted peer's calls were refused", n)
+	}
+	if inv.Admitted < trusted || inv.Admitted > trusted+250+50+1 {
+		t.Errorf("%d INVITEs admitted: want the peer's %d, and of the scanner's at most one a source and 0.1 a second each", inv.Admitted, trusted)
+	}
+	if opt.Reasons["source"] == 0 || opt.Admitted > 250*2+50+1 {
+		t.Errorf("OPTIONS %+v: the scanner was not held by its per-source buckets", opt)
 	}
 }

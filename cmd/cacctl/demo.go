@@ -21,6 +21,7 @@ import (
 	"github.com/xdpcac/xdpcac/cac/control"
 	"github.com/xdpcac/xdpcac/loader"
 	"github.com/xdpcac/xdpcac/maps"
+	"github.com/xdpcac/xdpcac/tests/gen"
 )
 
 // demoConfig is the embedded default of the demo: per-MAC and per-class
@@ -153,13 +154,13 @@ func runDemo(ctx context.Context, w io.Writer, total time.Duration) error {
 		tb.brasIface, tb.bras, tb.peerIfc, tb.peer, mode)
 
 	for _, s := range demoScenarios(total) {
-		fmt.Fprintf(w, "== %s: %s (%d frames/s for %v)\n", s.name, s.story, s.rate, s.length.Round(time.Second))
+		fmt.Fprintf(w, "== %s: %s (%d frames/s for %v)\n", s.Name, s.story, s.Rate, s.Duration.Round(time.Second))
 		sctx, cancel := context.WithCancel(ctx)
 		done := make(chan error, 1)
-		var sent int
+		var report gen.Report
 		go func() {
 			var err error
-			sent, err = s.send(sctx, tb.peer, tb.peerIfc)
+			report, err = s.Run(sctx, tb.peer, tb.peerIfc)
 			done <- err
 		}()
 		err := tb.progress(sctx, w, done)
@@ -167,7 +168,7 @@ func runDemo(ctx context.Context, w io.Writer, total time.Duration) error {
 		if err != nil {
 			return err
 		}
-		fmt.Fprintf(w, "   sent %d frames\n", sent)
+		fmt.Fprintf(w, "   sent %s\n", report)
 		if ctx.Err() != nil {
 			fmt.Fprintln(w, "interrupted: removing the testbed")
 			return nil
