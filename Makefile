@@ -5,6 +5,7 @@
 #   sudo make test  everything CI runs: packages, generate check, vet, all tests
 #   sudo make bench fast-path cost against an empty XDP program
 #   sudo make demo  storms against the filter on a testbed, with live counts
+#   sudo make soak  the daemon under every storm for XDPCAC_SOAK (default 10m)
 
 GO ?= go
 # Debian packages: tests/provision.sh installs what the tests need (the
@@ -12,7 +13,7 @@ GO ?= go
 # compare against nftables on a veth.
 BENCH_PACKAGES := nftables ethtool
 
-.PHONY: all build deps generate check-generate vet test bench demo clean
+.PHONY: all build deps generate check-generate vet test bench soak demo clean
 
 all: build
 
@@ -56,6 +57,11 @@ test: deps check-generate vet $(PROMTOOL)
 bench:
 	$(MAKE) deps EXTRA_PACKAGES="$(BENCH_PACKAGES)"
 	XDPCAC_REQUIRE_BPF=1 $(GO) test -count=1 -run '^$$' -bench 'FastPath|SourceTable|Flood' -benchtime 1x ./tests/
+
+# soak runs the daemon under every storm in turn for XDPCAC_SOAK (default
+# 10m): the long variant of the scenarios, kept out of make test.
+soak: deps
+	XDPCAC_REQUIRE_BPF=1 $(GO) test -count=1 -tags soak -run Soak -timeout 0 -v ./tests/
 
 # demo needs root: a testbed in network namespaces, the filter on it, a
 # minute of storms; everything it makes goes when it ends or is stopped.
