@@ -66,6 +66,7 @@ soak: deps
 # demo needs root: a testbed in network namespaces, the filter on it, a
 # minute of storms; everything it makes goes when it ends or is stopped.
 demo:
+	@dpkg -s iproute2 >/dev/null 2>&1 || tests/provision.sh iproute2
 	$(GO) build -o bin/cacctl ./cmd/cacctl
 	bin/cacctl demo
 

@@ -10,8 +10,9 @@ set -euo pipefail
 GO_VERSION=1.26.0
 # clang and llvm build the BPF object; iproute2 makes the test namespaces;
 # sip-tester is sipp, the SIP peer; pppoe has pppoe-server and
-# pppoe-discovery, a real BRAS and client; ruby checks the Vagrantfile.
-PACKAGES=(make git clang llvm iproute2 sip-tester pppoe ruby)
+# pppoe-discovery, a real BRAS and client; xl2tpd a real LAC and LNS;
+# ruby checks the Vagrantfile.
+PACKAGES=(make git clang llvm iproute2 sip-tester pppoe xl2tpd ruby)
 
 want_go=0
 if [[ ${1:-} == --go ]]; then
