@@ -6,6 +6,7 @@
 #   sudo make bench fast-path cost against an empty XDP program
 #   sudo make demo  storms against the filter on a testbed, with live counts
 #   sudo make soak  the daemon under every storm for XDPCAC_SOAK (default 10m)
+#   sudo make fuzz  every fuzz target for FUZZTIME (default 30s)
 
 GO ?= go
 # Debian packages: tests/provision.sh installs what the tests need (the
@@ -13,7 +14,7 @@ GO ?= go
 # compare against nftables on a veth.
 BENCH_PACKAGES := nftables ethtool
 
-.PHONY: all build deps generate check-generate vet test bench soak demo clean
+.PHONY: all build deps generate check-generate vet test bench soak fuzz demo clean
 
 all: build
 
@@ -57,6 +58,18 @@ test: deps check-generate vet $(PROMTOOL)
 bench:
 	$(MAKE) deps EXTRA_PACKAGES="$(BENCH_PACKAGES)"
 	XDPCAC_REQUIRE_BPF=1 $(GO) test -count=1 -run '^$$' -bench 'FastPath|SourceTable|Flood' -benchtime 1x ./tests/
+
+# fuzz runs every fuzz target for FUZZTIME each; the seed corpora under
+# testdata/fuzz run in make test as plain tests. FuzzXDP holds the real
+# object to the model on mutated frames, so it needs root.
+FUZZTIME ?= 30s
+FUZZ_TARGETS := ./cac/config:FuzzParse ./cac/config:FuzzCallAdmission ./cac/fsol:FuzzClassify \
+	./cac/sipd:FuzzResponseOf ./cac/sipd:FuzzReject503 ./maps:FuzzDecodeEvents ./tests:FuzzXDP
+fuzz:
+	@for t in $(FUZZ_TARGETS); do \
+		echo "fuzz $${t#*:} ($${t%%:*}) for $(FUZZTIME)"; \
+		XDPCAC_REQUIRE_BPF=1 $(GO) test -run '^$$' -fuzz "^$${t#*:}$$" -fuzztime $(FUZZTIME) $${t%%:*} || exit 1; \
+	done
 
 # soak runs the daemon under every storm in turn for XDPCAC_SOAK (default
 # 10m): the long variant of the scenarios, kept out of make test.

@@ -56,6 +56,14 @@ func Reject503(raw []byte, retryAfter time.Duration) ([]byte, error) {
 	if req.IsAck() {
 		return nil, fmt.Errorf("sipd: reject 503: %w", ErrACK)
 	}
+	// Only a SIP/2.0 request with a method and a Via naming a host is
+	// answered: the 503 echoes them, and garbage must get no echo.
+	if req.SipVersion != "SIP/2.0" || !isToken(string(req.Method)) {
+		return nil, fmt.Errorf("sipd: reject 503: %w: request line %q %q", ErrNotRequest, req.Method, req.SipVersion)
+	}
+	if v := req.Via(); v == nil || v.Host == "" || v.ProtocolName != "SIP" {
+		return nil, fmt.Errorf("sipd: reject 503: %w: Via", ErrMissingHeader)
+	}
 	vias := req.GetHeaders("Via")
 	var missing []string
 	if len(vias) == 0 {
@@ -152,4 +160,18 @@ func ReplyAddr(raw []byte, src netip.AddrPort) (netip.AddrPort, error) {
 		}
 	}
 	return netip.AddrPortFrom(host.Unmap(), port), nil
+}
+
+// isToken reports whether s is a SIP method: letters only, as every
+// method of RFC 3261 and its extensions is.
+func isToken(s string) bool {
+	if s == "" {
+		return false
+	}
+	for _, c := range s {
+		if (c < 'A' || c > 'Z') && (c < 'a' || c > 'z') {
+			return false
+		}
+	}
+	return true
 }

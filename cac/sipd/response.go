@@ -31,6 +31,9 @@ func ResponseOf(raw []byte) (Response, error) {
 	if !ok {
 		return Response{}, fmt.Errorf("%w: a request", ErrNotResponse)
 	}
+	if res.SipVersion != "SIP/2.0" || res.StatusCode < 100 || res.StatusCode > 699 {
+		return Response{}, fmt.Errorf("%w: status line %q %d", ErrNotResponse, res.SipVersion, res.StatusCode)
+	}
 	cseq := res.CSeq()
 	if cseq == nil {
 		return Response{}, fmt.Errorf("%w: no CSeq", ErrNotResponse)
