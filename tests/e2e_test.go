@@ -3,6 +3,7 @@ package tests
 import (
 	"encoding/json"
 	"os"
+	"os/exec"
 	"reflect"
 	"strings"
 	"testing"
@@ -315,5 +316,38 @@ func TestDottedInterfaceName(t *testing.T) {
 	}
 	if entries, _ := os.ReadDir(tb.state); len(entries) != 0 {
 		t.Errorf("state left behind: %v", entries)
+	}
+}
+
+// TestLeastPrivilege: with only CAP_NET_ADMIN, CAP_SYS_ADMIN and CAP_BPF
+// (the deploy/ unit's set, less CAP_PERFMON) cacctl attaches, shows and
+// detaches; without CAP_SYS_ADMIN it says what it needs instead of
+// failing deep inside; a user who is not root is told to use sudo.
+func TestLeastPrivilege(t *testing.T) {
+	tb := newTestbed(t)
+	cfg := writeConfig(t, e2eConfig)
+	limited := func(caps string, args ...string) (string, error) {
+		all := append([]string{"--bounding-set=-all," + caps, "--inh-caps=-all," + caps, "--ambient-caps=-all," + caps, "--",
+			cacctlBin, "--netns", tb.box, "--state-dir", tb.state}, args...)
+		out, err := exec.Command("setpriv", all...).CombinedOutput()
+		return string(out), err
+	}
+	const caps = "+net_admin,+sys_admin,+bpf"
+	if out, err := limited(caps, "attach", tb.boxIface, "--config", cfg); err != nil {
+		t.Fatalf("attach with %s: %v\n%s", caps, err, out)
+	}
+	t.Cleanup(func() { tb.cacctl(t, "detach", tb.boxIface) })
+	if out, err := limited(caps, "show", "stats"); err != nil || !strings.Contains(out, tb.boxIface) {
+		t.Errorf("show stats with %s: %v\n%s", caps, err, out)
+	}
+	if out, err := limited("+net_admin,+bpf", "show", "stats"); err == nil || !strings.Contains(out, "missing: CAP_SYS_ADMIN") {
+		t.Errorf("show stats without CAP_SYS_ADMIN: %v\n%s", err, out)
+	}
+	out, err := exec.Command("setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", cacctlBin, "status").CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "run it with sudo") || strings.Contains(string(out), "goroutine") {
+		t.Errorf("status as nobody: %v\n%s", err, out)
+	}
+	if out, err := limited(caps, "detach", tb.boxIface); err != nil {
+		t.Errorf("detach with %s: %v\n%s", caps, err, out)
 	}
 }

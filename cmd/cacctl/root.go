@@ -27,6 +27,9 @@ new PPPoE, L2TP and SIP session (PADI/PADR, SCCRQ/ICRQ, INVITE/OPTIONS) and
 admits or drops it, and shows what it counted.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		PersistentPreRunE: func(cmd *cobra.Command, args []string) error {
+			return checkPrivilege(cmd)
+		},
 	}
 	root.PersistentFlags().StringVar(&g.netns, "netns", "", "act on an interface in this named network namespace (pins stay in this one)")
 	root.PersistentFlags().StringVar(&g.stateDir, "state-dir", loader.DefaultStateDir, "bpffs directory holding the pinned state of each attachment")
