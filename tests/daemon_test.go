@@ -366,3 +366,23 @@ func TestDaemonBuffers(t *testing.T) {
 	took, _ = tb.until(t, "admitted", 10*time.Second)
 	t.Logf("admitted again %v after the server read the queue empty", took)
 }
+
+// TestDaemonSamplerFails: the cgroup the daemon measures goes away under
+// it. It writes no heartbeat without a measurement, so after stale-after
+// the fast path applies on-stale: closed rejects calls as stale.
+func TestDaemonSamplerFails(t *testing.T) {
+	tb := newTestbed(t)
+	cg, source := newBusyCgroup(t)
+	d := tb.startDaemon(t, writeConfig(t, daemonConfig(tb, source, "stale-after: 1s\non-stale: closed\n")))
+	if got := tb.padiOutcome(t); got != "admitted" {
+		t.Fatalf("measuring: PADI %s", got)
+	}
+	if err := os.Remove(cg.dir); err != nil {
+		t.Fatal(err)
+	}
+	took, _ := tb.until(t, "stale", 5*time.Second)
+	t.Logf("stale %v after the cgroup went", took)
+	if !strings.Contains(d.log.String(), "control loop step failed") {
+		t.Errorf("the daemon did not log why it stopped measuring:\n%s", d.log.String())
+	}
+}

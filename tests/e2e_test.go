@@ -351,3 +351,24 @@ func TestLeastPrivilege(t *testing.T) {
 		t.Errorf("detach with %s: %v\n%s", caps, err, out)
 	}
 }
+
+// TestMTUChange: the interface's MTU changes under the filter; it stays
+// attached and keeps counting.
+func TestMTUChange(t *testing.T) {
+	tb := newTestbed(t)
+	if _, stderr, err := tb.cacctl(t, "attach", tb.boxIface, "--config", writeConfig(t, e2eConfig)); err != nil {
+		t.Fatalf("attach: %v: %s", err, stderr)
+	}
+	t.Cleanup(func() { tb.cacctl(t, "detach", tb.boxIface) })
+	id := xdpProgID(t, tb.box, tb.boxIface)
+	for _, mtu := range []string{"1400", "1500"} {
+		if out, err := exec.Command("ip", "-n", tb.box, "link", "set", tb.boxIface, "mtu", mtu).CombinedOutput(); err != nil {
+			t.Fatalf("mtu %s: %v: %s", mtu, err, out)
+		}
+		if got := xdpProgID(t, tb.box, tb.boxIface); got != id {
+			t.Fatalf("after mtu %s the XDP program is %d, was %d", mtu, got, id)
+		}
+	}
+	testenv.Send(t, tb.peer, tb.peerIfc, [][]byte{Frame(Ether{Broadcast: true}, PPPoE{Code: PADI})})
+	waitFor(t, func() bool { return tb.stats(t).Classes["pppoe-padi"].Seen == 1 })
+}
