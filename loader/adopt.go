@@ -186,3 +186,14 @@ func NeedsAttach(stateDir string, a Attachment) bool {
 	nl, err := linkByName(a.Netns, a.Iface)
 	return err == nil && uint32(nl.Attrs().Index) != info.XDP().Ifindex
 }
+
+// HoldLink opens the pinned link of a, so that the filter stays attached
+// for as long as the holder keeps it, even if the pin goes (a bpffs
+// unmounted, a state directory removed by hand).
+func HoldLink(stateDir string, a Attachment) (link.Link, error) {
+	l, err := link.LoadPinnedLink(filepath.Join(stateDir, a.dirName(), pinLink), nil)
+	if err != nil {
+		return nil, fmt.Errorf("hold the link of %s: %w", a, err)
+	}
+	return l, nil
+}

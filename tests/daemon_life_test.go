@@ -366,3 +366,35 @@ func TestDaemonRejectsLog(t *testing.T) {
 		t.Errorf("show rejects counts %v, want the second in progress (1) and then the finished one (3)", counts)
 	}
 }
+
+// TestDaemonOutlivesPins: the bpffs that holds the pins is unmounted under
+// a running daemon; the daemon holds the links, so the filter stays on
+// while it runs.
+func TestDaemonOutlivesPins(t *testing.T) {
+	tb := newTestbed(t)
+	// A bpffs of this test's own, so that unmounting it touches nothing
+	// else on the machine.
+	tb.state = t.TempDir()
+	if out, err := exec.Command("mount", "-t", "bpf", "bpf", tb.state).CombinedOutput(); err != nil {
+		t.Fatalf("mount a bpffs: %v: %s", err, out)
+	}
+	mounted := true
+	t.Cleanup(func() {
+		if mounted {
+			exec.Command("umount", tb.state).Run()
+		}
+	})
+	d := tb.startDaemon(t, writeConfig(t, lifeConfig(tb, 1, "")))
+	id := xdpProgID(t, tb.box, tb.boxIface)
+	if out, err := exec.Command("umount", tb.state).CombinedOutput(); err != nil {
+		t.Fatalf("umount: %v: %s", err, out)
+	}
+	mounted = false
+	time.Sleep(200 * time.Millisecond)
+	if got := xdpProgID(t, tb.box, tb.boxIface); got != id {
+		t.Fatalf("with its pins gone the XDP program is %d, was %d: the filter came off", got, id)
+	}
+	if d.cmd.ProcessState != nil {
+		t.Error("the daemon went away with its pins")
+	}
+}

@@ -12,6 +12,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/cilium/ebpf/link"
 	"github.com/spf13/cobra"
 	"github.com/xdpcac/xdpcac/cac/config"
 	"github.com/xdpcac/xdpcac/loader"
@@ -75,6 +76,10 @@ type daemon struct {
 
 	agents       *sipAgents // guarded by mu; nil without agents or rejects
 	agentsCancel context.CancelFunc
+
+	// held are the links of the attachments, open while the daemon runs:
+	// the filter outlives its pins (bpffs unmounted under it).
+	held map[loader.Attachment]link.Link
 	// applies carries API applies to the goroutine that owns the
 	// configuration, as SIGHUP does.
 	applies chan applyCall
@@ -128,6 +133,7 @@ func (d *daemon) run(ctx context.Context, detachOnExit bool) error {
 		return err
 	}
 	defer func() { m.close() }()
+	defer d.release()
 	if err := d.attachAll(cfg, opts); err != nil {
 		return err
 	}
@@ -280,6 +286,7 @@ func (d *daemon) attachAll(cfg *config.Config, opts loader.Options) error {
 	var fresh []loader.Attachment
 	undo := func(err error) error {
 		for _, a := range fresh {
+			d.unhold(a)
 			if derr := loader.Detach(a, d.g.stateDir); derr != nil {
 				d.log.Error("take back an attachment", "interface", a.String(), "err", derr)
 			}
@@ -311,7 +318,7 @@ func (d *daemon) attachAll(cfg *config.Config, opts loader.Options) error {
 	return nil
 }
 
-// ensure attaches one interface or takes it over.
+// ensure attaches one interface or takes it over, and holds its link.
 func (d *daemon) ensure(i config.Interface, opts loader.Options) error {
 	opts.StateDir, opts.Mode, opts.Force = d.g.stateDir, i.Mode, d.force
 	a := loader.Attachment{Iface: i.Name, Netns: d.g.netns}
@@ -321,6 +328,7 @@ func (d *daemon) ensure(i config.Interface, opts loader.Options) error {
 			return err
 		}
 		d.log.Info("took over the attachment", "interface", a.String(), "program", string(did))
+		d.hold(a)
 		return nil
 	}
 	mode, err := loader.Attach(a, opts)
@@ -328,7 +336,42 @@ func (d *daemon) ensure(i config.Interface, opts loader.Options) error {
 		return err
 	}
 	d.log.Info("attached", "interface", a.String(), "mode", mode)
+	d.hold(a)
 	return nil
+}
+
+// hold keeps the link of a open (the one pinned now: a reattach pins a
+// new one).
+func (d *daemon) hold(a loader.Attachment) {
+	l, err := loader.HoldLink(d.g.stateDir, a)
+	if err != nil {
+		d.log.Warn("hold the link", "interface", a.String(), "err", err)
+		return
+	}
+	if d.held == nil {
+		d.held = map[loader.Attachment]link.Link{}
+	}
+	if old, ok := d.held[a]; ok {
+		old.Close()
+	}
+	d.held[a] = l
+}
+
+// unhold closes the held link of a, before it is detached: a held link
+// would keep the filter on.
+func (d *daemon) unhold(a loader.Attachment) {
+	if l, ok := d.held[a]; ok {
+		l.Close()
+		delete(d.held, a)
+	}
+}
+
+// release closes the held links; pinned links stay attached.
+func (d *daemon) release() {
+	for a, l := range d.held {
+		l.Close()
+		delete(d.held, a)
+	}
 }
 
 // exit leaves the filter attached (fail-static) or detaches it.
@@ -338,6 +381,7 @@ func (d *daemon) exit(cfg *config.Config, detach bool) error {
 		return nil
 	}
 	var errs []error
+	d.release()
 	for _, i := range cfg.Interfaces {
 		a := loader.Attachment{Iface: i.Name, Netns: d.g.netns}
 		if err := loader.Detach(a, d.g.stateDir); err != nil {
