@@ -79,6 +79,9 @@ func Load(sourceTable uint32, shared map[string]*ebpf.Map) (*bpf.XdpObjects, err
 	if err := rlimit.RemoveMemlock(); err != nil {
 		return nil, fmt.Errorf("lift memlock limit: %w", err)
 	}
+	if err := CheckKernel(); err != nil {
+		return nil, err
+	}
 	spec, err := bpf.LoadXdp()
 	if err != nil {
 		return nil, err

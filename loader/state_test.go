@@ -1,6 +1,7 @@
 package loader
 
 import (
+	"os"
 	"strings"
 	"testing"
 )
@@ -18,5 +19,24 @@ func TestDirNames(t *testing.T) {
 	}
 	if _, err := xdpFlags("turbo"); err == nil {
 		t.Error("mode turbo accepted")
+	}
+}
+
+// TestCheckKernel: the kernel the tests run on has every feature the
+// filter rests on; each probe runs.
+func TestCheckKernel(t *testing.T) {
+	if os.Geteuid() != 0 {
+		if os.Getenv("XDPCAC_REQUIRE_BPF") == "1" {
+			t.Fatal("XDPCAC_REQUIRE_BPF=1 but probing BPF features needs root")
+		}
+		t.Skip("probing BPF features needs root")
+	}
+	for _, f := range kernelFeatures() {
+		if err := f.probe(); err != nil {
+			t.Errorf("%s (Linux %s): %v", f.what, f.kernel, err)
+		}
+	}
+	if err := CheckKernel(); err != nil {
+		t.Error(err)
 	}
 }
