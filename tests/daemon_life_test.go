@@ -375,6 +375,7 @@ func TestDaemonOutlivesPins(t *testing.T) {
 	// A bpffs of this test's own, so that unmounting it touches nothing
 	// else on the machine.
 	tb.state = t.TempDir()
+	t.Cleanup(func() { removeDaemonFiles(tb.state) })
 	if out, err := exec.Command("mount", "-t", "bpf", "bpf", tb.state).CombinedOutput(); err != nil {
 		t.Fatalf("mount a bpffs: %v: %s", err, out)
 	}

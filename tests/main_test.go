@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/xdpcac/xdpcac/tests/testenv"
@@ -49,14 +50,20 @@ func stateDir(t testing.TB) string {
 	dir := filepath.Join("/sys/fs/bpf", testenv.Unique("xdpcac-t-"))
 	t.Cleanup(func() {
 		os.RemoveAll(dir)
-		// A daemon's lock file, and the socket of one that was killed,
-		// are named after the state directory.
-		left, _ := filepath.Glob(filepath.Join("/run/xdpcac", "api*"+filepath.Base(dir)+".*"))
-		for _, f := range left {
-			os.Remove(f)
-		}
+		removeDaemonFiles(dir)
 	})
 	return dir
+}
+
+// removeDaemonFiles removes what a daemon of stateDir leaves in
+// /run/xdpcac: its lock file, its statuses, and the socket of one that was
+// killed, all named after the state directory as cacctl names them.
+func removeDaemonFiles(stateDir string) {
+	name := "api" + strings.ReplaceAll(filepath.Clean(stateDir), "/", "_")
+	left, _ := filepath.Glob(filepath.Join("/run/xdpcac", name+".*"))
+	for _, f := range left {
+		os.Remove(f)
+	}
 }
 
 func writeConfig(t testing.TB, body string) string {
