@@ -79,7 +79,7 @@ soak: deps
 # demo needs root: a testbed in network namespaces, the filter on it, a
 # minute of storms; everything it makes goes when it ends or is stopped.
 demo:
-	@dpkg -s iproute2 >/dev/null 2>&1 || tests/provision.sh iproute2
+	@dpkg -s iproute2 >/dev/null 2>&1 || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq iproute2; }
 	$(GO) build -o bin/cacctl ./cmd/cacctl
 	bin/cacctl demo
 

@@ -328,8 +328,13 @@ func Detach(a Attachment, stateDir string) error {
 	if err != nil {
 		return fmt.Errorf("open the pinned link of %s: %w", a, err)
 	}
-	// With its pin gone and this, the last descriptor, closed, the kernel
-	// destroys the link and the program leaves the interface.
+	// Detach takes the program off now, even while another process (a
+	// running cacctl run) holds the link; with its pin gone and the last
+	// descriptor closed, the kernel then destroys the link.
+	if err := l.Detach(); err != nil && !errors.Is(err, ebpf.ErrNotSupported) {
+		l.Close()
+		return fmt.Errorf("detach the link of %s: %w", a, err)
+	}
 	if err := l.Unpin(); err != nil {
 		l.Close()
 		return fmt.Errorf("unpin link of %s: %w", a, err)

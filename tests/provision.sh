@@ -32,6 +32,11 @@ if ((${#missing[@]})); then
 	echo "installing: ${missing[*]}"
 	apt-get update -qq
 	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
+	# The tests start their own xl2tpd; the package's service would hold
+	# UDP 1701 on the machine.
+	if [[ " ${missing[*]} " == *" xl2tpd "* ]]; then
+		systemctl disable --now xl2tpd >/dev/null 2>&1 || service xl2tpd stop >/dev/null 2>&1 || true
+	fi
 fi
 if ((want_go)) && ! /usr/local/go/bin/go version 2>/dev/null | grep -q "go$GO_VERSION"; then
 	echo "installing: go $GO_VERSION"

@@ -149,7 +149,8 @@ func apiClient(stateDir string) *http.Client {
 	c.Close()
 	return &http.Client{
 		Timeout: 30 * time.Second,
-		Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+		// One request a command: no connection is left open behind it.
+		Transport: &http.Transport{DisableKeepAlives: true, DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
 			var d net.Dialer
 			return d.DialContext(ctx, "unix", socket)
 		}},
@@ -233,7 +234,7 @@ func (d *daemon) serveAPI() (func(), error) {
 		}
 		writeJSON(w, http.StatusOK, map[string]string{"applied": req.Config})
 	})
-	srv := &http.Server{Handler: rootOnly(mux), ConnContext: peerUID, ReadHeaderTimeout: 5 * time.Second}
+	srv := &http.Server{Handler: rootOnly(mux), ConnContext: peerUID, ReadHeaderTimeout: 5 * time.Second, IdleTimeout: 30 * time.Second}
 	go srv.Serve(l)
 	return func() {
 		srv.Close()

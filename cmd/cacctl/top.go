@@ -103,8 +103,8 @@ func writeTop(w io.Writer, prev, last topSample, err error) {
 		return
 	}
 	secs := last.at.Sub(prev.at).Seconds()
-	if prev.at.IsZero() || secs <= 0 {
-		secs = 0
+	if prev.at.IsZero() || secs <= 0 || wentDown(prev.total, last.total) {
+		secs = 0 // no rate: the first frame, or counters that restarted
 	}
 	d := last.total.Sub(prev.total)
 	rate := func(n uint64) string {
@@ -183,4 +183,15 @@ apart from the first reading, and exits: for scripts and logs.`,
 	}
 	cmd.Flags().BoolVar(&once, "once", false, "print one frame and exit")
 	return cmd
+}
+
+// wentDown reports whether any counter is lower in b than in a: an
+// attachment went away or started again between the samples.
+func wentDown(a, b maps.Stats) bool {
+	for c := range a.Classes {
+		if b.Classes[c].Admitted < a.Classes[c].Admitted || b.Classes[c].RejectedTotal() < a.Classes[c].RejectedTotal() {
+			return true
+		}
+	}
+	return false
 }
