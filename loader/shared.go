@@ -1,6 +1,7 @@
 package loader
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/cilium/ebpf"
@@ -74,4 +75,22 @@ func mapID(m *ebpf.Map) (ebpf.MapID, error) {
 		return 0, fmt.Errorf("map has no ID")
 	}
 	return id, nil
+}
+
+// ErrNothingAttached is what OpenShared says of a state directory with no
+// attachment.
+var ErrNothingAttached = errors.New("no interface attached yet")
+
+// OpenShared opens the maps of an attachment of stateDir, for the maps all
+// its attachments share (measurements, charges, agents); its own counters
+// are that attachment's only.
+func OpenShared(stateDir string) (*Pinned, error) {
+	atts, err := List(stateDir)
+	if err != nil {
+		return nil, err
+	}
+	if len(atts) == 0 {
+		return nil, ErrNothingAttached
+	}
+	return Open(stateDir, atts[0])
 }

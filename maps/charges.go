@@ -92,13 +92,9 @@ func ReadChargeRings(m *ebpf.Map) (*[cac.NumCallTypes]admission.ChargeRing, erro
 
 // ReadCallAdmission returns the call admission in force.
 func ReadCallAdmission(pm PolicyMaps) (admission.CallAdmission, error) {
-	var slot uint32
-	if err := pm.Slot.Lookup(uint32(0), &slot); err != nil {
-		return admission.CallAdmission{}, fmt.Errorf("read policy slot: %w", err)
-	}
-	var v bpf.XdpCacLimits
-	if err := pm.Limits.Lookup(slot&1, &v); err != nil {
-		return admission.CallAdmission{}, fmt.Errorf("read limits: %w", err)
+	v, err := readLimits(pm)
+	if err != nil {
+		return admission.CallAdmission{}, err
 	}
 	ca := admission.CallAdmission{
 		LimitMilli:    v.Cac.LimitMilli,

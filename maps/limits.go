@@ -205,13 +205,9 @@ type LevelTokens struct {
 // ReadLevelTokens reads the class and environment buckets at monotonic
 // time now against the limits in force; unlimited levels are left out.
 func ReadLevelTokens(pm PolicyMaps, buckets *ebpf.Map, now uint64) ([]LevelTokens, error) {
-	var slot uint32
-	if err := pm.Slot.Lookup(uint32(0), &slot); err != nil {
-		return nil, fmt.Errorf("read policy slot: %w", err)
-	}
-	var lim bpf.XdpCacLimits
-	if err := pm.Limits.Lookup(slot&1, &lim); err != nil {
-		return nil, fmt.Errorf("read limits: %w", err)
+	lim, err := readLimits(pm)
+	if err != nil {
+		return nil, err
 	}
 	var bk bpf.XdpCacBuckets
 	if err := buckets.Lookup(uint32(0), &bk); err != nil {
@@ -227,4 +223,17 @@ func ReadLevelTokens(pm PolicyMaps, buckets *ebpf.Map, now uint64) ([]LevelToken
 		out = append(out, LevelTokens{Level: i, Tokens: tokens, Burst: burst})
 	}
 	return out, nil
+}
+
+// readLimits reads the limits of the slot in force.
+func readLimits(pm PolicyMaps) (bpf.XdpCacLimits, error) {
+	var slot uint32
+	var v bpf.XdpCacLimits
+	if err := pm.Slot.Lookup(uint32(0), &slot); err != nil {
+		return v, fmt.Errorf("read policy slot: %w", err)
+	}
+	if err := pm.Limits.Lookup(slot&1, &v); err != nil {
+		return v, fmt.Errorf("read limits: %w", err)
+	}
+	return v, nil
 }

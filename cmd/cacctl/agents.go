@@ -80,13 +80,9 @@ func (d *daemon) startAgents(ctx context.Context, cfg *config.Config, prev map[a
 	if len(cfg.SessionAgents) == 0 && !rejects {
 		return nil, nil
 	}
-	atts, err := loader.List(d.g.stateDir)
-	if err != nil || len(atts) == 0 {
-		return nil, errors.Join(err, errors.New("session agents: no interface attached"))
-	}
-	p, err := loader.Open(d.g.stateDir, atts[0])
+	p, err := loader.OpenShared(d.g.stateDir)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("session agents: %w", err)
 	}
 	a := &sipAgents{
 		d: d, cfg: cfg, realms: map[string]config.Realm{}, pinned: p,

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"net/netip"
 
 	"github.com/xdpcac/xdpcac/cac/agents"
@@ -83,11 +84,10 @@ func (d *daemon) resetAgents(idx []uint32) error {
 	if len(idx) == 0 {
 		return nil
 	}
-	atts, err := loader.List(d.g.stateDir)
-	if err != nil || len(atts) == 0 {
-		return err
+	p, err := loader.OpenShared(d.g.stateDir)
+	if errors.Is(err, loader.ErrNothingAttached) {
+		return nil // nothing holds stamps or buckets to reset
 	}
-	p, err := loader.Open(d.g.stateDir, atts[0])
 	if err != nil {
 		return err
 	}

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"errors"
 	"fmt"
 	"reflect"
 
@@ -74,16 +73,11 @@ func (d *daemon) newMeasure(cfg *config.Config) (*measure, error) {
 // attachment's do. None may be attached yet, while interfaces come up.
 func (m *measure) write(d *daemon, in admission.Inputs) error {
 	if m.pinned == nil {
-		atts, err := loader.List(d.g.stateDir)
+		p, err := loader.OpenShared(d.g.stateDir)
 		if err != nil {
 			return err
 		}
-		if len(atts) == 0 {
-			return errors.New("no interface attached yet")
-		}
-		if m.pinned, err = loader.Open(d.g.stateDir, atts[0]); err != nil {
-			return err
-		}
+		m.pinned = p
 	}
 	return maps.WriteInputs(maps.InputMapsOf(&m.pinned.XdpMaps), in)
 }
