@@ -15,6 +15,7 @@
 #include "cac.h"
 #include "parse.h"
 #include "source.h"
+#include "counters.h"
 
 /* policy_slot says, besides the slot and the limited classes, whether any
  * agent is configured: then every SIP request is looked up. */
@@ -101,8 +102,10 @@ static __always_inline void agent_saw(__u32 agent, __u64 now)
 static __always_inline void sip_event_out(struct frame *f, __u8 kind, __u32 agent, __u16 code)
 {
 	struct cac_sip_event *ev = bpf_ringbuf_reserve(&sip_events, sizeof(*ev), 0);
-	if (!ev)
+	if (!ev) {
+		lost_sip_event();
 		return;
+	}
 	void *data = f->data, *data_end = f->data_end;
 	__u32 l3off = f->l3off & 0x3f;
 	ev->kind = kind;

@@ -66,6 +66,10 @@ struct cac_stats {
 	__u64 fragment;
 	__u64 malformed;
 	__u64 passed_other;
+	/* Records a full ring buffer refused: the daemon did not keep up.
+	 * Nothing else changes; the verdicts and counters above stay exact. */
+	__u64 reject_records_lost;
+	__u64 sip_events_lost;
 };
 
 /* Index of each bucket in the limits and buckets maps: one per class,

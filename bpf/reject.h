@@ -11,6 +11,7 @@
 #pragma once
 
 #include "source.h"
+#include "counters.h"
 
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
@@ -109,6 +110,8 @@ static __always_inline void record_reject(struct xdp_md *ctx, struct frame *f, _
 				ev->rec.second = last;
 				ev->rec.count = count;
 				bpf_ringbuf_submit(ev, 0);
+			} else {
+				lost_reject_record();
 			}
 			r->first_ns = now;
 		} else {

@@ -11,13 +11,7 @@
 #include "parse.h"
 #include "admit.h"
 #include "reject.h"
-
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, struct cac_stats);
-} stats SEC(".maps");
+#include "counters.h"
 
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);

@@ -139,10 +139,12 @@ type XdpCacStats struct {
 		Admitted uint64
 		Rejected [11]uint64
 	}
-	SipIndialog uint64
-	Fragment    uint64
-	Malformed   uint64
-	PassedOther uint64
+	SipIndialog       uint64
+	Fragment          uint64
+	Malformed         uint64
+	PassedOther       uint64
+	RejectRecordsLost uint64
+	SipEventsLost     uint64
 }
 
 type XdpRejectBudget struct {

@@ -19,6 +19,9 @@ type StatsView struct {
 	Fragment    uint64               `json:"fragment"`
 	Malformed   uint64               `json:"malformed"`
 	PassedOther uint64               `json:"passed_other"`
+	// Ring buffer records lost while the daemon fell behind.
+	RejectRecordsLost uint64 `json:"reject_records_lost"`
+	SIPEventsLost     uint64 `json:"sip_events_lost"`
 	// Interfaces breaks the sums down by attached interface, keyed by
 	// IFACE or NETNS:IFACE; it is absent inside a breakdown.
 	Interfaces map[string]StatsView `json:"interfaces,omitempty"`
@@ -32,6 +35,9 @@ func (s Stats) View() StatsView {
 		Fragment:    s.Fragment,
 		Malformed:   s.Malformed,
 		PassedOther: s.PassedOther,
+
+		RejectRecordsLost: s.RejectRecordsLost,
+		SIPEventsLost:     s.SIPEventsLost,
 	}
 	for _, c := range cac.Classes() {
 		cs := s.Classes[c]

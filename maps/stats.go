@@ -34,6 +34,11 @@ type Stats struct {
 	Malformed   uint64
 	// PassedOther counts frames on a watched carrier that open no session.
 	PassedOther uint64
+	// Records a full ring buffer refused because the daemon fell behind:
+	// finished seconds of reject records, and SIP messages (agents'
+	// out-service responses, refused requests to answer with 503).
+	RejectRecordsLost uint64
+	SIPEventsLost     uint64
 }
 
 // Add adds o to s, as when summing interfaces.
@@ -48,6 +53,8 @@ func (s *Stats) Add(o Stats) {
 	s.Fragment += o.Fragment
 	s.Malformed += o.Malformed
 	s.PassedOther += o.PassedOther
+	s.RejectRecordsLost += o.RejectRecordsLost
+	s.SIPEventsLost += o.SIPEventsLost
 }
 
 // Sub returns s - o, counter by counter: what happened between two reads.
@@ -63,6 +70,8 @@ func (s Stats) Sub(o Stats) Stats {
 	d.Fragment -= o.Fragment
 	d.Malformed -= o.Malformed
 	d.PassedOther -= o.PassedOther
+	d.RejectRecordsLost -= o.RejectRecordsLost
+	d.SIPEventsLost -= o.SIPEventsLost
 	return d
 }
 
@@ -81,7 +90,10 @@ func ReadStats(m *ebpf.Map) (Stats, error) {
 
 // fromKernel converts one CPU's counters from the layout of struct cac_stats.
 func fromKernel(c bpf.XdpCacStats) Stats {
-	s := Stats{SIPInDialog: c.SipIndialog, Fragment: c.Fragment, Malformed: c.Malformed, PassedOther: c.PassedOther}
+	s := Stats{
+		SIPInDialog: c.SipIndialog, Fragment: c.Fragment, Malformed: c.Malformed, PassedOther: c.PassedOther,
+		RejectRecordsLost: c.RejectRecordsLost, SIPEventsLost: c.SipEventsLost,
+	}
 	for i := range s.Classes {
 		s.Classes[i] = ClassStats{Admitted: c.Classes[i].Admitted, Rejected: c.Classes[i].Rejected}
 	}

@@ -34,6 +34,13 @@ type fastPath struct {
 
 func newFastPath(t testing.TB, malformedDrop bool) *fastPath {
 	t.Helper()
+	return newFastPathWith(t, malformedDrop, nil)
+}
+
+// newFastPathWith is newFastPath with edit applied to the spec before it
+// loads: a smaller map, say, to reach a bound quickly.
+func newFastPathWith(t testing.TB, malformedDrop bool, edit func(*ebpf.CollectionSpec)) *fastPath {
+	t.Helper()
 	testenv.RequireBPF(t)
 	f := &fastPath{model: &admission.Model{Ports: fsol.NewPorts(testL2TPPorts, testSIPPorts), MalformedDrop: malformedDrop}}
 	spec, err := bpf.LoadXdp()
@@ -45,6 +52,9 @@ func newFastPath(t testing.TB, malformedDrop bool) *fastPath {
 	}
 	// The model never evicts; no test uses this many sources.
 	spec.Maps[bpf.XdpMapSources].MaxEntries = 8192
+	if edit != nil {
+		edit(spec)
+	}
 	if err := spec.LoadAndAssign(&f.objs, nil); err != nil {
 		var ve *ebpf.VerifierError
 		if errors.As(err, &ve) {

@@ -80,5 +80,10 @@ func writeStatsText(w io.Writer, s maps.Stats, per []loader.AttachmentStats) err
 	}
 	fmt.Fprintf(w, "sip-indialog %d, fragment %d, malformed %d, passed_other %d\n",
 		s.SIPInDialog, s.Fragment, s.Malformed, s.PassedOther)
+	if s.RejectRecordsLost > 0 || s.SIPEventsLost > 0 {
+		// The daemon fell behind its ring buffers: say so, it is rare.
+		fmt.Fprintf(w, "lost to full ring buffers: %d reject records, %d SIP events\n",
+			s.RejectRecordsLost, s.SIPEventsLost)
+	}
 	return nil
 }

@@ -43,7 +43,7 @@ type Collector struct {
 	mu            sync.Mutex
 	lastErr       error
 
-	packets, rejects                  family
+	packets, rejects, recordsLost     family
 	bucketTokens, bucketBurst         family
 	charges, cpu, cpuAverage          family
 	buffersFull, heartbeatAge, stale  family
@@ -63,6 +63,9 @@ func New(r Reader, version string) *Collector {
 		rejects: newFamily("xdpcac_rejects_total",
 			"First packets of a session rejected, by interface, class and the limit that rejected them.",
 			prometheus.CounterValue, "iface", "class", "reason"),
+		recordsLost: newFamily("xdpcac_ring_records_lost_total",
+			"Records a full ring buffer refused while the daemon fell behind, by interface and ring (rejects, sip).",
+			prometheus.CounterValue, "iface", "ring"),
 		bucketTokens: newFamily("xdpcac_bucket_tokens",
 			"Tokens left in a class or environment bucket.",
 			prometheus.GaugeValue, "level", "class"),
@@ -104,7 +107,7 @@ func New(r Reader, version string) *Collector {
 
 func (c *Collector) families() []family {
 	return []family{
-		c.packets, c.rejects, c.bucketTokens, c.bucketBurst,
+		c.packets, c.rejects, c.recordsLost, c.bucketTokens, c.bucketBurst,
 		c.charges, c.cpu, c.cpuAverage, c.buffersFull, c.heartbeatAge, c.stale,
 		c.calls, c.agentUp, c.buildInfo, c.errors,
 	}
@@ -200,6 +203,8 @@ func (c *Collector) collectInterfaces(e *emitter, s Snapshot) {
 		e.emit(c.packets, float64(st.Fragment), iface, "fragment", verdictPass)
 		e.emit(c.packets, float64(st.PassedOther), iface, "passed-other", verdictPass)
 		e.emit(c.packets, float64(st.Malformed), iface, "malformed", malformed)
+		e.emit(c.recordsLost, float64(st.RejectRecordsLost), iface, "rejects")
+		e.emit(c.recordsLost, float64(st.SIPEventsLost), iface, "sip")
 	}
 }
 

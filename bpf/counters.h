@@ -1,0 +1,37 @@
+/* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
+/*
+ * The per-CPU counters of an attachment. They sit apart from stats.h so
+ * that the code writing the ring buffers, deep inside admission, can count
+ * what a full ring made it drop.
+ */
+#pragma once
+
+#include "uapi.h"
+#include "bpf_helpers.h"
+#include "cac.h"
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct cac_stats);
+} stats SEC(".maps");
+
+/* lost_reject_record counts a reject record a full ring buffer refused;
+ * the reject itself is counted as always. */
+static __always_inline void lost_reject_record(void)
+{
+	__u32 zero = 0;
+	struct cac_stats *st = bpf_map_lookup_elem(&stats, &zero);
+	if (st)
+		st->reject_records_lost++;
+}
+
+/* lost_sip_event counts a SIP message a full ring buffer refused. */
+static __always_inline void lost_sip_event(void)
+{
+	__u32 zero = 0;
+	struct cac_stats *st = bpf_map_lookup_elem(&stats, &zero);
+	if (st)
+		st->sip_events_lost++;
+}

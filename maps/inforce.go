@@ -1,0 +1,61 @@
+package maps
+
+import (
+	"fmt"
+	"net/netip"
+
+	"github.com/xdpcac/xdpcac/bpf"
+	"github.com/xdpcac/xdpcac/cac/admission"
+)
+
+// InForce is the policy the fast path holds, read back from the slot in
+// force: everything one apply writes, so that two reads compare whole.
+type InForce struct {
+	// Word is the policy word less its slot bit: which classes are
+	// limited, and whether session agents are.
+	Word     uint32
+	Limits   bpf.XdpCacLimits
+	Accounts map[netip.Prefix]AccountInForce
+	Agents   []bpf.XdpCacAgent // the configured ones, by index
+}
+
+// AccountInForce is an account prefix's limit and its customer's.
+type AccountInForce struct {
+	Limit, Customer bpf.XdpCacLimit
+}
+
+// ReadInForce reads the policy of the slot in force. It is meant for a
+// quiet moment: a read during an apply may see the slot switch under it.
+func ReadInForce(pm PolicyMaps) (InForce, error) {
+	var word uint32
+	if err := pm.Slot.Lookup(uint32(0), &word); err != nil {
+		return InForce{}, fmt.Errorf("read policy slot: %w", err)
+	}
+	slot := word & 1
+	in := InForce{Word: word &^ 1, Accounts: map[netip.Prefix]AccountInForce{}}
+	if err := pm.Limits.Lookup(slot, &in.Limits); err != nil {
+		return in, fmt.Errorf("read limits: %w", err)
+	}
+	accounts, err := readAccounts(pm.Accounts[slot])
+	if err != nil {
+		return in, err
+	}
+	for p, idx := range accounts {
+		var a AccountInForce
+		if err := pm.AccountLimits.Lookup(slot*admission.MaxAccounts+idx.Account, &a.Limit); err != nil {
+			return in, fmt.Errorf("read limit of account %s: %w", p, err)
+		}
+		if err := pm.CustomerLimits.Lookup(slot*admission.MaxCustomers+idx.Customer, &a.Customer); err != nil {
+			return in, fmt.Errorf("read limit of the customer of %s: %w", p, err)
+		}
+		in.Accounts[p] = a
+	}
+	for i := range in.Limits.Agents {
+		var a bpf.XdpCacAgent
+		if err := pm.AgentLimits.Lookup(slot*admission.MaxAgents+i, &a); err != nil {
+			return in, fmt.Errorf("read session agent %d: %w", i, err)
+		}
+		in.Agents = append(in.Agents, a)
+	}
+	return in, nil
+}
