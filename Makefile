@@ -51,9 +51,11 @@ $(PROMTOOL):
 	dpkg-deb -x .cache/prometheus_*.deb .cache/prometheus
 
 # XDPCAC_REQUIRE_BPF=1 turns a BPF test that cannot run into a failure;
-# XDPCAC_PROMTOOL makes the metrics test run promtool.
+# XDPCAC_PROMTOOL makes the metrics test run promtool. TestClockJumps sets
+# the machine's wall clock for two seconds, so it runs alone, afterwards.
 test: deps check-generate vet $(PROMTOOL)
 	XDPCAC_REQUIRE_BPF=1 XDPCAC_PROMTOOL=$(PROMTOOL) $(GO) test -count=1 ./...
+	XDPCAC_REQUIRE_BPF=1 XDPCAC_CLOCK_JUMPS=1 $(GO) test -count=1 -run '^TestClockJumps$$' ./tests/
 
 bench:
 	$(MAKE) deps EXTRA_PACKAGES="$(BENCH_PACKAGES)"
