@@ -4,6 +4,9 @@ import (
 	"os"
 	"strings"
 	"testing"
+
+	"github.com/cilium/ebpf"
+	"github.com/xdpcac/xdpcac/bpf"
 )
 
 func TestDirNames(t *testing.T) {
@@ -38,5 +41,23 @@ func TestCheckKernel(t *testing.T) {
 	}
 	if err := CheckKernel(); err != nil {
 		t.Error(err)
+	}
+}
+
+// TestKernelMapNamesUnique: Repin finds each map of a running program by
+// the name the kernel keeps, its first 15 bytes, so no two maps may share
+// those.
+func TestKernelMapNamesUnique(t *testing.T) {
+	seen := map[string]string{}
+	eachMap(&bpf.XdpMaps{}, func(name string, _ **ebpf.Map) error {
+		short := name[:min(len(name), kernelNameLen)]
+		if other, dup := seen[short]; dup {
+			t.Errorf("maps %s and %s are both %q to the kernel", other, name, short)
+		}
+		seen[short] = name
+		return nil
+	})
+	if len(seen) < 20 {
+		t.Errorf("only %d maps seen", len(seen))
 	}
 }

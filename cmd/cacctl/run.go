@@ -80,6 +80,9 @@ type daemon struct {
 	// held are the links of the attachments, open while the daemon runs:
 	// the filter outlives its pins (bpffs unmounted under it).
 	held map[loader.Attachment]link.Link
+	// pinErrs are the attachments whose pins could not be made again,
+	// with the error last logged (keepPins).
+	pinErrs map[loader.Attachment]string
 	// applies carries API applies to the goroutine that owns the
 	// configuration, as SIGHUP does.
 	applies chan applyCall
@@ -244,8 +247,12 @@ func (d *daemon) reload(file string, cur *config.Config) (*config.Config, loader
 // wait serves link events while the control loop runs, until the loop
 // ends or a stop is asked for (nil), or a reload is asked for.
 func (d *daemon) wait(cfg *config.Config, opts loader.Options, done chan error, links <-chan linkEvent, hup <-chan os.Signal) *applyCall {
+	pins := time.NewTicker(pinCheckEvery)
+	defer pins.Stop()
 	for {
 		select {
+		case <-pins.C:
+			d.keepPins()
 		case err := <-done:
 			done <- err // for the caller
 			return nil
@@ -322,6 +329,13 @@ func (d *daemon) attachAll(cfg *config.Config, opts loader.Options) error {
 func (d *daemon) ensure(i config.Interface, opts loader.Options) error {
 	opts.StateDir, opts.Mode, opts.Force = d.g.stateDir, i.Mode, d.force
 	a := loader.Attachment{Iface: i.Name, Netns: d.g.netns}
+	if l, ok := d.held[a]; ok && !loader.IsAttached(d.g.stateDir, a) {
+		// Pins gone under a filter this daemon holds: pin it again rather
+		// than attach a second one with fresh state.
+		if _, err := loader.Repin(d.g.stateDir, a, l); err != nil {
+			return fmt.Errorf("the pins of %s are gone: %w", a, err)
+		}
+	}
 	if loader.IsAttached(d.g.stateDir, a) {
 		did, err := loader.Adopt(a, opts)
 		if err != nil {
@@ -338,40 +352,6 @@ func (d *daemon) ensure(i config.Interface, opts loader.Options) error {
 	d.log.Info("attached", "interface", a.String(), "mode", mode)
 	d.hold(a)
 	return nil
-}
-
-// hold keeps the link of a open (the one pinned now: a reattach pins a
-// new one).
-func (d *daemon) hold(a loader.Attachment) {
-	l, err := loader.HoldLink(d.g.stateDir, a)
-	if err != nil {
-		d.log.Warn("hold the link", "interface", a.String(), "err", err)
-		return
-	}
-	if d.held == nil {
-		d.held = map[loader.Attachment]link.Link{}
-	}
-	if old, ok := d.held[a]; ok {
-		old.Close()
-	}
-	d.held[a] = l
-}
-
-// unhold closes the held link of a, before it is detached: a held link
-// would keep the filter on.
-func (d *daemon) unhold(a loader.Attachment) {
-	if l, ok := d.held[a]; ok {
-		l.Close()
-		delete(d.held, a)
-	}
-}
-
-// release closes the held links; pinned links stay attached.
-func (d *daemon) release() {
-	for a, l := range d.held {
-		l.Close()
-		delete(d.held, a)
-	}
 }
 
 // exit leaves the filter attached (fail-static) or detaches it.
