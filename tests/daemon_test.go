@@ -30,13 +30,16 @@ type daemon struct {
 }
 
 // startDaemon runs cacctl run with cfg and waits until its first
-// measurement is in force; the filter is detached when the test ends.
+// measurement is in force; the filter is detached when the test ends. It
+// runs with the capabilities of deploy/'s unit alone (daemonCaps), so that
+// every daemon test shows they are enough.
 func (tb *testbed) startDaemon(t *testing.T, cfg string, flags ...string) *daemon {
 	t.Helper()
 	d := &daemon{log: &testenv.SyncBuffer{}, rejectsLog: filepath.Join(t.TempDir(), "rejects.jsonl")}
 	args := append([]string{"--netns", tb.box, "--state-dir", tb.state, "run", "--config", cfg,
 		"--rejects-log", d.rejectsLog}, flags...)
-	d.cmd = exec.Command(cacctlBin, args...)
+	argv := append(append(daemonCaps[:len(daemonCaps):len(daemonCaps)], cacctlBin), args...)
+	d.cmd = exec.Command(argv[0], argv[1:]...)
 	d.cmd.Stderr = d.log
 	if err := d.cmd.Start(); err != nil {
 		t.Fatal(err)
