@@ -107,7 +107,13 @@ func Reject503(raw []byte, retryAfter time.Duration) ([]byte, error) {
 	}
 	res.AppendHeader(sip.NewHeader("Server", UserAgent))
 	res.SetBody(nil) // Content-Length: 0
-	return []byte(res.String()), nil
+	out := []byte(res.String())
+	// The parser takes some headers it cannot write back (a To URI of
+	// "A:>" comes out as "<a:>>"): send nothing a caller could not parse.
+	if _, err := ResponseOf(out); err != nil {
+		return nil, fmt.Errorf("sipd: reject 503 %s: %w: the answer would not parse: %v", req.Method, ErrNotRequest, err)
+	}
+	return out, nil
 }
 
 // ReplyAddr is where a response to the raw request goes per RFC 3261
