@@ -33,8 +33,10 @@ func kernelFeatures() []kernelFeature {
 // CheckKernel says which feature the filter needs that this kernel lacks,
 // naming the kernel that brought it: better than the verifier's words
 // about an unknown helper. A probe that cannot tell passes.
-func CheckKernel() error {
-	for _, f := range kernelFeatures() {
+func CheckKernel() error { return checkFeatures(kernelFeatures()) }
+
+func checkFeatures(fs []kernelFeature) error {
+	for _, f := range fs {
 		err := f.probe()
 		if errors.Is(err, ebpf.ErrNotSupported) {
 			return fmt.Errorf("this kernel lacks %s (Linux %s or later): xdpcac needs Linux 5.15 or later", f.what, f.kernel)

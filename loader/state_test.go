@@ -1,6 +1,8 @@
 package loader
 
 import (
+	"errors"
+	"fmt"
 	"os"
 	"strings"
 	"testing"
@@ -41,6 +43,19 @@ func TestCheckKernel(t *testing.T) {
 	}
 	if err := CheckKernel(); err != nil {
 		t.Error(err)
+	}
+}
+
+// TestCheckKernelNamesWhatIsMissing: a kernel without a feature is told
+// which, and the kernel that brought it; a probe that cannot tell passes.
+func TestCheckKernelNamesWhatIsMissing(t *testing.T) {
+	err := checkFeatures([]kernelFeature{
+		{"a probe that cannot tell", "4.0", func() error { return errors.New("EPERM") }},
+		{"BPF ring buffers", "5.8", func() error { return fmt.Errorf("map type: %w", ebpf.ErrNotSupported) }},
+	})
+	want := "this kernel lacks BPF ring buffers (Linux 5.8 or later): xdpcac needs Linux 5.15 or later"
+	if err == nil || err.Error() != want {
+		t.Errorf("got %v, want %q", err, want)
 	}
 }
 
