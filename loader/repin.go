@@ -1,12 +1,17 @@
 package loader
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/link"
 	"github.com/xdpcac/xdpcac/bpf"
 )
+
+// ErrDetached is what Repin says of a link that is no longer attached:
+// detached by hand, or its interface gone. Its state is not pinned again.
+var ErrDetached = errors.New("the link is no longer attached to its interface")
 
 // kernelNameLen is how much of a map's name the kernel keeps
 // (BPF_OBJ_NAME_LEN less the NUL).
@@ -40,6 +45,9 @@ func pinAgain(stateDir string, a Attachment, held link.Link) error {
 	info, err := held.Info()
 	if err != nil {
 		return fmt.Errorf("link of %s: %w", a, err)
+	}
+	if x := info.XDP(); x == nil || x.Ifindex == 0 {
+		return fmt.Errorf("%s: %w", a, ErrDetached)
 	}
 	// Fresh handles: pinning a handle opened from a pin would try to move
 	// that pin, which is gone.

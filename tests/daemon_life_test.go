@@ -123,6 +123,12 @@ func TestDaemonRefusals(t *testing.T) {
 	if id := xdpProgID(t, tb.box, tb.boxIface); id != 0 {
 		t.Errorf("after detach, with the daemon running, XDP program %d is still on", id)
 	}
+	// The daemon sees its held link detached and lets it go rather than
+	// pin its state again.
+	waitFor(t, func() bool { return strings.Contains(first.log.String(), "detached while the daemon runs") })
+	if out, _, _ := tb.cacctl(t, "status"); strings.Contains(out, tb.boxIface) {
+		t.Errorf("after detach, status still shows the interface:\n%s", out)
+	}
 }
 
 // TestDaemonInterfaceReturns: an interface deleted and created again gets

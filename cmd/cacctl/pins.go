@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"time"
 
 	"github.com/cilium/ebpf/link"
@@ -21,6 +22,11 @@ func (d *daemon) keepPins() {
 		pinned, err := loader.Repin(d.g.stateDir, a, l)
 		was, failing := d.pinErrs[a]
 		switch {
+		case errors.Is(err, loader.ErrDetached):
+			// `cacctl detach` took it off, or the interface went: the
+			// pins went on purpose, or come back with the interface.
+			d.unhold(a)
+			d.log.Info("detached while the daemon runs; its state is not pinned again", "interface", a.String())
 		case err == nil:
 			delete(d.pinErrs, a)
 			if pinned {
