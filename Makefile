@@ -2,11 +2,13 @@
 #
 #   make            build bin/cacctl (no clang needed: the BPF object is committed)
 #   make generate   rebuild the BPF object and its Go bindings with clang
-#   sudo make test  everything CI runs: packages, generate check, vet, all tests
+#   sudo make test  everything CI runs: packages, generate check, vet, all tests,
+#                   the kernel floor
 #   sudo make bench fast-path cost against an empty XDP program
 #   sudo make demo  storms against the filter on a testbed, with live counts
-#   sudo make soak  the daemon under every storm for XDPCAC_SOAK (default 10m)
+#   sudo make soak  floods flat out with applies and restarts for XDPCAC_SOAK (default 10m)
 #   sudo make fuzz  every fuzz target for FUZZTIME (default 30s)
+#   sudo make kernels  the kernel-floor tests on Debian 12's kernel (6.1) in qemu
 
 GO ?= go
 # Debian packages: tests/provision.sh installs what the tests need (the
@@ -14,7 +16,7 @@ GO ?= go
 # compare against nftables on a veth.
 BENCH_PACKAGES := nftables ethtool
 
-.PHONY: all build deps generate check-generate vet test bench soak fuzz demo clean
+.PHONY: all build deps generate check-generate vet test bench soak fuzz kernels demo clean
 
 all: build
 
@@ -52,10 +54,12 @@ $(PROMTOOL):
 
 # XDPCAC_REQUIRE_BPF=1 turns a BPF test that cannot run into a failure;
 # XDPCAC_PROMTOOL makes the metrics test run promtool. TestClockJumps sets
-# the machine's wall clock for two seconds, so it runs alone, afterwards.
+# the machine's wall clock for two seconds, so it runs alone, afterwards;
+# then the kernel-floor tests on Debian 12's kernel (about four minutes).
 test: deps check-generate vet $(PROMTOOL)
 	XDPCAC_REQUIRE_BPF=1 XDPCAC_PROMTOOL=$(PROMTOOL) $(GO) test -count=1 ./...
 	XDPCAC_REQUIRE_BPF=1 XDPCAC_CLOCK_JUMPS=1 $(GO) test -count=1 -run '^TestClockJumps$$' ./tests/
+	$(MAKE) kernels
 
 bench:
 	$(MAKE) deps EXTRA_PACKAGES="$(BENCH_PACKAGES)"
@@ -73,10 +77,17 @@ fuzz:
 		XDPCAC_REQUIRE_BPF=1 $(GO) test -run '^$$' -fuzz "^$${t#*:}$$" -fuzztime $(FUZZTIME) $${t%%:*} || exit 1; \
 	done
 
-# soak runs the daemon under every storm in turn for XDPCAC_SOAK (default
-# 10m): the long variant of the scenarios, kept out of make test.
+# soak floods PADI, ICRQ and INVITE flat out at the daemon for XDPCAC_SOAK
+# (default 10m), with an apply every 10 s and a new daemon every minute;
+# kept out of make test. BENCHMARKS.md has its figures.
 soak: deps
 	XDPCAC_REQUIRE_BPF=1 $(GO) test -count=1 -tags soak -run Soak -timeout 0 -v ./tests/
+
+# kernels boots Debian 12's kernel in qemu (no KVM needed) with the test
+# binary and runs the tests that need only the kernel: the floor the README
+# states. Its downloads are kept in .cache/kernels.
+kernels:
+	GO="$(GO)" tests/kernels/run.sh
 
 # demo needs root: a testbed in network namespaces, the filter on it, a
 # minute of storms; everything it makes goes when it ends or is stopped.

@@ -25,7 +25,12 @@ static __always_inline __u8 udp_port_kind(__be16 dest)
 {
 	__u32 zero = 0;
 	struct cac_ports *ports = bpf_map_lookup_elem(&udp_ports, &zero);
-	return ports ? ports->kind[bpf_ntohs(dest)] : CAC_PORT_NONE;
+	__u32 port = bpf_ntohs(dest);
+	/* Verifiers older than Linux 7.0 (Debian 12's 6.1 among them) know
+	 * nothing of a byte swap's result and refuse it as an unbounded index:
+	 * bound it where they can see it. tests/kernels runs the object on 6.1. */
+	barrier_var(port);
+	return ports ? ports->kind[port & 0xffff] : CAC_PORT_NONE;
 }
 
 #define ETH_P_IP 0x0800

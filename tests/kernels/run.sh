@@ -1,0 +1,245 @@
+#!/usr/bin/env bash
+# The kernel floor: runs the fast-path and end-to-end tests on the kernel of
+# Debian 12 (6.1) in a qemu VM, so that the object is known to load and work
+# there and not only on the kernel of the machine that runs the tests. It
+# needs no KVM (qemu emulates the CPU when /dev/kvm is not there) and no
+# network in the VM: the VM has no NIC, the tests make their veth pairs in
+# their own namespaces.
+#
+#   tests/kernels/run.sh [kernel package]
+#
+# The kernel is the package Debian's linux-image-amd64 depends on (or the
+# linux-image-* package named), fetched with apt-get download into
+# .cache/kernels and unpacked there. The VM boots it with an initramfs built
+# here: busybox, the test binary, cacctl, iproute2's ip and util-linux's
+# setpriv with their libraries, the modules the tests need, and init (next
+# to this script), which runs the tests and powers off. The console goes to
+# the terminal and to .cache/kernels/console.log; the script fails unless
+# the VM reports that the tests passed.
+#
+# XDPCAC_KERNELS_MINUTES (default 60) bounds the test run; the VM gets 10
+# minutes more to boot and power off. XDPCAC_KERNELS_RUN, a -test.run
+# pattern, runs other tests than the list below (one that failed, say).
+set -euo pipefail
+shopt -s lastpipe nullglob
+
+cd "$(dirname "$0")/../.."
+GO=${GO:-go}
+CACHE=$PWD/.cache/kernels
+MINUTES=${XDPCAC_KERNELS_MINUTES:-60}
+KERNEL=${1:-linux-image-amd64}
+
+# busybox-static is the VM's userland; iproute2 and util-linux (essential,
+# so always there) give the ip and setpriv the tests call.
+PACKAGES=(qemu-system-x86 busybox-static iproute2)
+HOST_TOOLS=(ip setpriv)
+# Modules the tests need that Debian builds as modules, dependencies
+# found through modules.dep.
+MODULES=(veth)
+# The tests that need only the kernel: BPF_PROG_TEST_RUN on the object
+# (classifier, admission, charges, agents, rejects, the differential tests
+# against the reference model), and the end-to-end tests on veth pairs in
+# network namespaces with cacctl. Left out: the tests of real peers (sipp,
+# pppoe, xl2tpd); those whose timing an emulated CPU cannot keep: the
+# daemon and demo tests (deadlines of a few seconds, when loading the
+# object alone takes seconds there), the scenarios (storms of thousands of
+# frames a second), TestConcurrentRate (a flood past 200,000 calls a
+# second); the benchmarks and FuzzXDP.
+TESTS=(
+	# admission_test.go
+	TestSeedVectorXDP TestRejectedConsumesNothing TestAdmissionDifferential
+	TestApplyKeepsState TestApplyShrinksBacklog
+	# agents_test.go
+	TestAgentLevel TestSIPEvents
+	# charges_test.go, charges_diff_test.go
+	TestLoadChargeSeed TestSessionChargeSeed TestLoadAndSessionSeed
+	TestNewModelSessionCharges TestNewModelCPULimit TestStaleControlPlane
+	TestBufferCharge TestChargeDifferential TestChargeRejectConsumesNothing
+	TestConcurrentCharges
+	# classify_test.go, differential_test.go, rejects_test.go
+	TestClassifyTable TestClassifyTruncations TestClassifyLargeFrames
+	TestDifferential TestRejectRecords TestRejectRecordBudget
+	# ringfull_test.go, torn_test.go, lru_test.go, verifier_test.go
+	TestRejectRingFull TestSIPRingFull TestApplyUnderFlood
+	TestSpoofedSourcesFillTheTable TestVerifierHeadroom
+	# e2e_test.go, e2e_limits_test.go
+	TestEndToEnd TestAttachRefusals TestDetachAfterInterfaceGone
+	TestUnknownNetns TestStatsSumInterfaces TestDottedInterfaceName
+	TestLeastPrivilege TestMTUChange TestFloodAgainstLimits TestManySources
+	TestApplyLive TestInterfacesShareLimits
+)
+
+die() {
+	echo "kernels: $*" >&2
+	exit 1
+}
+
+apt_install() {
+	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "$@" >/dev/null
+}
+
+# apt_retry runs an apt command, and again after apt-get update if it fails:
+# the package lists of a fresh machine may be missing or stale.
+apt_retry() {
+	"$@" || { apt-get update -qq && "$@"; }
+}
+
+missing=()
+for p in "${PACKAGES[@]}"; do
+	dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
+done
+if ((${#missing[@]})); then
+	echo "installing: ${missing[*]}"
+	apt_retry apt_install "${missing[@]}"
+fi
+
+tmp=$(mktemp -d)
+# On every way out: the VM goes (if still there), then the temporary files.
+cleanup() {
+	if [[ -s $tmp/qemu.pid ]]; then
+		kill "$(cat "$tmp/qemu.pid")" 2>/dev/null || true
+	fi
+	rm -rf "$tmp"
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+# The kernel package: linux-image-amd64 is a metapackage whose dependency
+# names the current ABI (linux-image-6.1.0-N-amd64), which changes with
+# Debian's updates.
+kernel_package() {
+	if [[ $KERNEL =~ ^linux-image-[0-9] ]]; then
+		echo "$KERNEL"
+	else
+		apt-cache depends "$KERNEL" 2>/dev/null |
+			awk '$1 == "Depends:" && $2 ~ /^linux-image-[0-9]/ { print $2; exit }' | grep .
+	fi
+}
+pkg=$(apt_retry kernel_package) || die "no kernel package found for $KERNEL"
+
+# The cache keeps the kernel under test: its .deb, and the package unpacked
+# with a modules.dep (Debian's postinst makes it, dpkg-deb -x does not).
+mkdir -p "$CACHE"
+debs=("$CACHE/${pkg}_"*.deb)
+if ((${#debs[@]} == 0)); then
+	for old in "$CACHE"/linux-image-*; do
+		rm -rf "$old"
+	done
+	echo "downloading $pkg"
+	(cd "$CACHE" && apt_retry apt-get download -qq -o APT::Sandbox::User=root "$pkg")
+	debs=("$CACHE/${pkg}_"*.deb)
+	((${#debs[@]})) || die "apt-get download $pkg left no .deb in $CACHE"
+fi
+kroot=$CACHE/$pkg
+if [[ ! -e $kroot/.unpacked ]]; then
+	rm -rf "$kroot"
+	dpkg-deb -x "${debs[0]}" "$kroot"
+	for d in "$kroot"/lib/modules/*/; do
+		busybox depmod -b "$kroot" "$(basename "$d")"
+	done
+	touch "$kroot/.unpacked"
+fi
+vmlinuz=("$kroot"/boot/vmlinuz-*)
+((${#vmlinuz[@]} == 1)) || die "$pkg: expected one vmlinuz, found ${#vmlinuz[@]}"
+kver=${vmlinuz[0]##*/vmlinuz-}
+moddir=$kroot/lib/modules/$kver
+
+# The VM's root filesystem.
+root=$tmp/root
+mkdir -p "$root"/{bin,dev,proc,sys,tmp,run,root,var,etc/xdpcac,usr/local/bin}
+ln -s ../run "$root/var/run"
+cp "$(command -v busybox)" "$root/bin/busybox"
+ln -s busybox "$root/bin/sh" # init's interpreter; init makes the other links
+install -m 755 tests/kernels/init "$root/init"
+
+echo "building the test binary and cacctl"
+CGO_ENABLED=0 "$GO" test -c -o "$root/usr/local/bin/xdpcac.test" ./tests
+CGO_ENABLED=0 "$GO" build -o "$root/usr/local/bin/cacctl" ./cmd/cacctl
+
+# Host tools, with the shared libraries they load (the VM runs the same
+# x86-64 code, only its kernel differs).
+for tool in "${HOST_TOOLS[@]}"; do
+	path=$(command -v "$tool") || die "$tool not found"
+	cp "$path" "$root/usr/local/bin/"
+	ldd "$path" | awk '$2 == "=>" && $3 ~ /^\// { print $3 } $1 ~ /^\// { print $1 }' |
+		while read -r lib; do
+			cp -L --parents "$lib" "$root"
+		done
+done
+
+# Modules, each after the ones it depends on.
+declare -A added=()
+add_module() { # $1: path in modules.dep, relative to the module directory
+	local dep
+	[[ -z ${added[$1]:-} ]] || return 0
+	added[$1]=1
+	for dep in $(awk -v m="$1:" '$1 == m { $1 = ""; print }' "$moddir/modules.dep"); do
+		add_module "$dep"
+	done
+	mkdir -p "$root/lib/modules/$kver/$(dirname "$1")"
+	cp "$moddir/$1" "$root/lib/modules/$kver/$1"
+	echo "/lib/modules/$kver/$1" >>"$root/etc/xdpcac/modules"
+}
+: >"$root/etc/xdpcac/modules"
+for m in "${MODULES[@]}"; do
+	path=$(awk -F: -v m="$m.ko" '$1 == m || $1 ~ "/" m "$" { print $1; exit }' "$moddir/modules.dep")
+	[[ -n $path ]] || die "$pkg has no module $m (built in?)"
+	add_module "$path"
+done
+
+run=$(IFS='|' && echo "^(${TESTS[*]})\$")
+echo "${XDPCAC_KERNELS_RUN:-$run}" >"$root/etc/xdpcac/tests"
+echo "${MINUTES}m" >"$root/etc/xdpcac/timeout"
+(cd "$root" && find . | busybox cpio -o -H newc -R 0:0 2>/dev/null) | gzip -1 >"$tmp/initrd.gz"
+
+# Emulated unless KVM is there to use.
+accel=tcg
+[[ -w /dev/kvm ]] && accel=kvm
+prepared=$SECONDS # the packages, the kernel, the binaries, the initramfs
+log=$CACHE/console.log
+echo "booting $pkg ($kver) under qemu ($accel); console in .cache/kernels/console.log"
+start=$EPOCHREALTIME
+booted=
+{
+	timeout --foreground "$((MINUTES + 10))m" \
+		qemu-system-x86_64 -machine q35 -accel "$accel" -cpu max -m 2048 -smp 2 \
+		-nographic -no-reboot -nic none -pidfile "$tmp/qemu.pid" \
+		-kernel "${vmlinuz[0]}" -initrd "$tmp/initrd.gz" \
+		-append "console=ttyS0 panic=-1 quiet" </dev/null 2>&1 ||
+		echo $? >"$tmp/qemu-status"
+} | sed -u 's/\r$//; s/\x1b\[[0-9;?]*[A-Za-z]//g; s/\x1b.//g' | tee "$log" |
+	while IFS= read -r line; do
+		echo "$line"
+		[[ -n $booted || $line != *"xdpcac-kernels: booted"* ]] || booted=$EPOCHREALTIME
+	done
+qemu_status=$(cat "$tmp/qemu-status" 2>/dev/null || echo 0)
+end=$EPOCHREALTIME
+
+seconds() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.0f", b - a }'; }
+count() { grep -ac "^--- $1: " "$log" || true; }
+echo
+echo "kernels: $pkg, uname -r $(sed -n 's/.*xdpcac-kernels: booted: uname -r \([^,]*\),.*/\1/p' "$log")"
+if [[ -n $booted ]]; then
+	echo "kernels: prepared in ${prepared}s, boot $(seconds "$start" "$booted")s, tests $(seconds "$booted" "$end")s (qemu $accel)"
+fi
+echo "kernels: $(count PASS) tests passed, $(count FAIL) failed, $(count SKIP) skipped"
+result=$(sed -n 's/.*xdpcac-kernels: result //p' "$log" | head -n 1)
+if [[ $result == 0 ]]; then
+	echo "kernels: PASS on $kver"
+	exit 0
+fi
+# Why: a kernel that refuses the object fails the first test that loads it,
+# with the feature it lacks or the verifier's log, whose last lines before
+# "processed N insns" name the instruction refused and the reason.
+awk '/load program|lacks .*Linux/ && !seen++ { print "kernels: the kernel refused the object:"; print }
+	/processed [0-9]+ insns/ && !refused++ { print "kernels: the verifier'"'"'s last lines:"; for (i = 4; i > 0; i--) print last[i]; print }
+	{ for (i = 4; i > 1; i--) last[i] = last[i - 1]; last[1] = $0 }' "$log" >&2
+if [[ $qemu_status == 124 ]]; then
+	die "FAIL on $kver: timed out after $(seconds "$start" "$end")s"
+elif [[ -z $booted ]]; then
+	die "FAIL on $kver: the VM did not boot to the tests (qemu exit $qemu_status)"
+elif [[ -z $result ]]; then
+	die "FAIL on $kver: the VM ended before the tests did (qemu exit $qemu_status)"
+fi
+die "FAIL on $kver: the tests exited $result"
