@@ -4,7 +4,6 @@ import (
 	"context"
 	"net"
 	"net/http"
-	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -92,7 +91,7 @@ func TestDaemonKilledDuringApply(t *testing.T) {
 // postApply asks the testbed's daemon, on its API socket, to apply cfg,
 // and ignores the answer: the daemon may die before it gives one.
 func (tb *testbed) postApply(cfg string) {
-	socket := filepath.Join("/run/xdpcac", "api"+strings.ReplaceAll(filepath.Clean(tb.state), "/", "_")+".sock")
+	socket := daemonFiles(tb.state) + ".sock"
 	c := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{
 		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
 			return (&net.Dialer{}).DialContext(ctx, "unix", socket)

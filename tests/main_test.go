@@ -59,12 +59,17 @@ func stateDir(t testing.TB) string {
 	return dir
 }
 
+// daemonFiles is how cacctl names what a daemon of stateDir keeps in
+// /run/xdpcac, less the suffix: .sock, .lock and its statuses.
+func daemonFiles(stateDir string) string {
+	return filepath.Join("/run/xdpcac", "api"+strings.ReplaceAll(filepath.Clean(stateDir), "/", "_"))
+}
+
 // removeDaemonFiles removes what a daemon of stateDir leaves in
 // /run/xdpcac: its lock file, its statuses, and the socket of one that was
-// killed, all named after the state directory as cacctl names them.
+// killed.
 func removeDaemonFiles(stateDir string) {
-	name := "api" + strings.ReplaceAll(filepath.Clean(stateDir), "/", "_")
-	left, _ := filepath.Glob(filepath.Join("/run/xdpcac", name+".*"))
+	left, _ := filepath.Glob(daemonFiles(stateDir) + ".*")
 	for _, f := range left {
 		os.Remove(f)
 	}

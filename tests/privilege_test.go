@@ -45,7 +45,7 @@ func TestDaemonLeastPrivilege(t *testing.T) {
 	}
 
 	var fi fs.FileInfo
-	socket := filepath.Join("/run/xdpcac", "api"+strings.ReplaceAll(filepath.Clean(tb.state), "/", "_")+".sock")
+	socket := daemonFiles(tb.state) + ".sock"
 	rootOnly := func(path string, fi fs.FileInfo) {
 		t.Helper()
 		st := fi.Sys().(*syscall.Stat_t)
