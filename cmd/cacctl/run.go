@@ -336,6 +336,12 @@ func (d *daemon) ensure(i config.Interface, opts loader.Options) error {
 			return fmt.Errorf("the pins of %s are gone: %w", a, err)
 		}
 	}
+	if _, ok := d.held[a]; ok && !loader.NeedsAttach(d.g.stateDir, a) {
+		// This daemon attached it or took it over, so it runs this
+		// version's program: a reload has nothing to check here, and
+		// skips loading the program again (half a second of verifier).
+		return nil
+	}
 	if loader.IsAttached(d.g.stateDir, a) {
 		did, err := loader.Adopt(a, opts)
 		if err != nil {
