@@ -43,12 +43,11 @@ MODULES=(veth)
 # pppoe, xl2tpd); those whose timing an emulated CPU cannot keep: the
 # daemon and demo tests (deadlines of a few seconds, when loading the
 # object alone takes seconds there), the scenarios (storms of thousands of
-# frames a second), TestConcurrentRate (a flood past 200,000 calls a
-# second); the benchmarks and FuzzXDP.
+# frames a second); the benchmarks and FuzzXDP.
 TESTS=(
 	# admission_test.go
 	TestSeedVectorXDP TestRejectedConsumesNothing TestAdmissionDifferential
-	TestApplyKeepsState TestApplyShrinksBacklog
+	TestApplyKeepsState TestApplyShrinksBacklog TestConcurrentRate
 	# agents_test.go
 	TestAgentLevel TestSIPEvents
 	# charges_test.go, charges_diff_test.go
