@@ -4,8 +4,10 @@ import (
 	"context"
 	"net"
 	"net/http"
+	"os/exec"
 	"reflect"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -100,5 +102,70 @@ func (tb *testbed) postApply(cfg string) {
 	resp, err := c.Post("http://xdpcac/v1/apply", "application/json", strings.NewReader(`{"config": "`+cfg+`"}`))
 	if err == nil {
 		resp.Body.Close()
+	}
+}
+
+// TestDaemonOutlivesPins: the bpffs that holds the pins is unmounted under
+// a running daemon; the daemon holds the links, so the filter stays on
+// while it runs. Once a bpffs is mounted there again the daemon pins the
+// same state again: the CLI reads the counters from before, the bucket is
+// still spent, and a restarted daemon takes over the same program.
+func TestDaemonOutlivesPins(t *testing.T) {
+	tb := newTestbed(t)
+	// A bpffs of this test's own, so that unmounting it touches nothing
+	// else on the machine.
+	tb.state = t.TempDir()
+	t.Cleanup(func() { removeDaemonFiles(tb.state) })
+	mounted := false
+	mount := func() {
+		t.Helper()
+		if out, err := exec.Command("mount", "-t", "bpf", "bpf", tb.state).CombinedOutput(); err != nil {
+			t.Fatalf("mount a bpffs: %v: %s", err, out)
+		}
+		mounted = true
+	}
+	mount()
+	t.Cleanup(func() {
+		if mounted {
+			exec.Command("umount", tb.state).Run()
+		}
+	})
+	d := tb.startDaemon(t, writeConfig(t, lifeConfig(tb, 1, "")))
+	if got := tb.padiOutcome(t); got != "admitted" {
+		t.Fatalf("the first PADI: %s", got)
+	}
+	id := xdpProgID(t, tb.box, tb.boxIface)
+	if out, err := exec.Command("umount", tb.state).CombinedOutput(); err != nil {
+		t.Fatalf("umount: %v: %s", err, out)
+	}
+	mounted = false
+	waitFor(t, func() bool { return strings.Contains(d.log.String(), "the pins are gone") })
+	_, stderr, err := tb.cacctl(t, "apply", "--config", writeConfig(t, lifeConfig(tb, 5, "")))
+	if err == nil || !strings.Contains(stderr, "pins") {
+		t.Errorf("apply with the pins gone: %v: %s", err, stderr)
+	}
+	if got := xdpProgID(t, tb.box, tb.boxIface); got != id {
+		t.Fatalf("with its pins gone the XDP program is %d, was %d: the filter came off", got, id)
+	}
+	if err := d.cmd.Process.Signal(syscall.Signal(0)); err != nil {
+		t.Fatalf("the daemon went away with its pins: %v", err)
+	}
+
+	mount()
+	waitFor(t, func() bool { return strings.Contains(d.log.String(), "pinned again") })
+	if padi := tb.stats(t).Classes["pppoe-padi"]; padi.Seen != 1 || padi.Admitted != 1 {
+		t.Errorf("counters pinned again: %+v, want the one PADI from before", padi)
+	}
+	if got := tb.padiOutcome(t); got != "class" {
+		t.Errorf("a PADI after the pins came back: %s, want class (the burst of 1 stays spent)", got)
+	}
+	d.cmd.Process.Kill()
+	d.cmd.Wait()
+	d = tb.startDaemon(t, writeConfig(t, lifeConfig(tb, 1, "")))
+	if got := xdpProgID(t, tb.box, tb.boxIface); got != id || !strings.Contains(d.log.String(), "took over") {
+		t.Errorf("a restarted daemon runs program %d (was %d); its log:\n%s", got, id, d.log.String())
+	}
+	if padi := tb.stats(t).Classes["pppoe-padi"]; padi.Seen != 2 {
+		t.Errorf("counters after the restart: %+v, want the two PADIs", padi)
 	}
 }

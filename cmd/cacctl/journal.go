@@ -36,6 +36,9 @@ type journal struct {
 type journalReader struct {
 	p  *loader.Pinned
 	rd *ringbuf.Reader
+	// lost is the attachment's count of reject records a full ring
+	// refused, as last seen: a rise is logged.
+	lost uint64
 }
 
 // startJournal opens the file and follows the attachments of the state
@@ -91,9 +94,10 @@ func (j *journal) follow() {
 	for _, a := range atts {
 		live[a.Key()] = true
 		j.mu.Lock()
-		_, known := j.readers[a.Key()]
+		r, known := j.readers[a.Key()]
 		j.mu.Unlock()
 		if known {
+			j.checkLost(a, r)
 			continue
 		}
 		p, err := loader.Open(j.d.g.stateDir, a)
@@ -106,7 +110,10 @@ func (j *journal) follow() {
 			j.d.log.Warn("read reject records", "interface", a.String(), "err", err)
 			continue
 		}
-		r := &journalReader{p: p, rd: rd}
+		r = &journalReader{p: p, rd: rd}
+		if st, err := maps.ReadStats(p.Stats); err == nil {
+			r.lost = st.RejectRecordsLost // what was lost before this daemon is not news
+		}
 		j.mu.Lock()
 		j.readers[a.Key()] = r
 		j.mu.Unlock()
@@ -120,6 +127,18 @@ func (j *journal) follow() {
 			delete(j.readers, key)
 		}
 	}
+}
+
+// checkLost warns when the fast path found an attachment's reject ring
+// buffer full since the last look: records the log will never have.
+func (j *journal) checkLost(a loader.Attachment, r *journalReader) {
+	st, err := maps.ReadStats(r.p.Stats)
+	if err != nil || st.RejectRecordsLost <= r.lost {
+		return
+	}
+	j.d.log.Warn("the reject ring buffer was full: records are missing from the rejects log",
+		"interface", a.String(), "lost", st.RejectRecordsLost-r.lost)
+	r.lost = st.RejectRecordsLost
 }
 
 // read turns an attachment's events into lines until its reader closes.
