@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/cilium/ebpf"
-	"github.com/xdpcac/xdpcac/bpf"
 	"github.com/xdpcac/xdpcac/tests/pkt"
 	. "github.com/xdpcac/xdpcac/tests/pkt"
 	"github.com/xdpcac/xdpcac/tests/testenv"
@@ -137,12 +136,7 @@ customers:
 	if err != nil {
 		t.Fatal(err)
 	}
-	tracked := 0
-	var key bpf.XdpCacSource
-	var val bpf.XdpCacBucket
-	for it := table.Iterate(); it.Next(&key, &val); {
-		tracked++
-	}
+	tracked := entries(t, table)
 	table.Close()
 	if tracked != 75 {
 		t.Errorf("%d sources in the per-source table, want the 75 that were admitted", tracked)

@@ -66,10 +66,7 @@ func TestSpoofedSourcesFillTheTable(t *testing.T) {
 		t.Errorf("admitted under the flood: %v; want the account 29, the agent 49", admitted)
 	}
 
-	n, key, val := 0, make([]byte, f.objs.Sources.KeySize()), make([]byte, f.objs.Sources.ValueSize())
-	for it := f.objs.Sources.Iterate(); it.Next(&key, &val); {
-		n++
-	}
+	n := entries(t, f.objs.Sources)
 	if n > table {
 		t.Errorf("the per-source table holds %d entries, more than its %d", n, table)
 	}
@@ -79,4 +76,19 @@ func TestSpoofedSourcesFillTheTable(t *testing.T) {
 	}
 	t.Logf("table of %d after %d spoofed sources: %d entries; admitted %v; %d spoofed calls rejected by source",
 		table, spoofed, n, admitted, st.Rejected[cac.ReasonSource])
+}
+
+// entries counts what a map holds.
+func entries(t *testing.T, m *ebpf.Map) int {
+	t.Helper()
+	n := 0
+	key, val := make([]byte, m.KeySize()), make([]byte, m.ValueSize())
+	it := m.Iterate()
+	for it.Next(&key, &val) {
+		n++
+	}
+	if err := it.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return n
 }

@@ -79,21 +79,6 @@ func rssKB(t *testing.T, pid int) int {
 	return 0
 }
 
-// entries counts what a map holds.
-func entries(t *testing.T, m *ebpf.Map) int {
-	t.Helper()
-	n := 0
-	key, val := make([]byte, m.KeySize()), make([]byte, m.ValueSize())
-	it := m.Iterate()
-	for it.Next(&key, &val) {
-		n++
-	}
-	if err := it.Err(); err != nil {
-		t.Fatal(err)
-	}
-	return n
-}
-
 // TestSoak floods PADI, ICRQ and INVITE as fast as this machine sends
 // them for XDPCAC_SOAK (default 10m), applies a changed file every 10 s
 // and restarts the daemon every minute (SIGTERM and SIGKILL in turn); it
