@@ -12,6 +12,7 @@
 #include "uapi.h"
 #include "bpf_helpers.h"
 #include "cac.h"
+#include "clock.h"
 
 /*
  * Limits are written by the control plane in two slots: it fills the slot
@@ -49,10 +50,21 @@ struct {
 /* bucket_normalize brings a TAT back to one interval past a full tolerance.
  * In steady operation it never is further ahead; after an apply shrank the
  * bucket, this makes it refill at its new rate instead of serving out the
- * old backlog. It takes nothing: an empty bucket stays empty. */
+ * old backlog. It takes nothing: an empty bucket stays empty.
+ *
+ * The caller's now may be older than a TAT another CPU has just written
+ * from a later clock (a clock tick between the two reads, or a stall):
+ * measured against it, a drained bucket would look over-full, and pulling
+ * its TAT back would free calls that were never due. So the clock is read
+ * again, after the TAT, before anything is pulled back; only this rare
+ * path pays for the read. */
 static __always_inline void bucket_normalize(struct cac_limit *l, struct cac_bucket *b, __u64 now)
 {
-	__u64 tat = b->tat_ns, ceiling = now + l->tolerance_ns + l->interval_ns;
+	__u64 tat = b->tat_ns;
+	if (tat <= now + l->tolerance_ns + l->interval_ns)
+		return;
+	barrier_var(tat); /* the clock is read after the TAT */
+	__u64 ceiling = now_ns() + l->tolerance_ns + l->interval_ns;
 	if (tat > ceiling)
 		__sync_val_compare_and_swap(&b->tat_ns, tat, ceiling);
 }
