@@ -1,9 +1,8 @@
 /* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
 /*
- * The admission pipeline of DESIGN.md §4, as far as it is built: the call
- * admission gates (stale, CPU, buffers), then the buckets of source,
- * account, customer, class and environment, then the charge budget (agents
- * come with session agents). The first level that fails names
+ * The admission pipeline of docs/design.md: the call admission gates
+ * (stale, CPU, buffers), then the buckets of source, account, customer,
+ * agent, class and environment, then the charge budget. The first level that fails names
  * the reason, and a rejected call consumes nothing at any level: every
  * level is checked before any is taken, and a take that loses a race to
  * another CPU gives back what was taken before it. A new source enters the
@@ -54,10 +53,12 @@ LEVEL_ARRAY(account_buckets, struct cac_bucket, CAC_MAX_ACCOUNTS);
 LEVEL_ARRAY(customer_limits, struct cac_limit, 2 * CAC_MAX_CUSTOMERS);
 LEVEL_ARRAY(customer_buckets, struct cac_bucket, CAC_MAX_CUSTOMERS);
 
-/* A level that applies to this call: its limit and bucket. */
+/* A level that applies to this call: its limit and bucket, and the part
+ * of its tolerance the call must leave. */
 struct level {
 	struct cac_limit *limit;
 	struct cac_bucket *bucket;
+	__u64 reserve;
 };
 
 /* The levels in the order of §4; each names the reason of its index. */
@@ -87,15 +88,16 @@ enum { STEP_CONFORMS, STEP_TAKE, STEP_GIVE_BACK };
  * the verifier follows one path through admission for any mix of levels
  * instead of one for each, and checks the bucket arithmetic once.
  */
-__noinline int level_step(struct cac_limit *l, struct cac_bucket *b, __u64 now, __u32 step)
+__noinline int level_step(struct cac_limit *l, struct cac_bucket *b, __u64 now, __u32 step,
+			  __u64 reserve)
 {
 	if (!l || !b)
 		return 1;
 	switch (step) {
 	case STEP_CONFORMS:
-		return bucket_conforms(l, b, now);
+		return bucket_conforms(l, b, now, reserve);
 	case STEP_TAKE:
-		return bucket_take(l, b, now);
+		return bucket_take(l, b, now, reserve);
 	default:
 		bucket_give_back(l, b);
 		return 1;
@@ -108,7 +110,7 @@ static __always_inline void give_back(struct level *lv, int n)
 #pragma unroll
 	for (int j = 0; j < L_COUNT; j++) {
 		if (j < n)
-			level_step(lv[j].limit, lv[j].bucket, 0, STEP_GIVE_BACK);
+			level_step(lv[j].limit, lv[j].bucket, 0, STEP_GIVE_BACK, 0);
 	}
 }
 
@@ -123,7 +125,12 @@ static __always_inline int admit(struct xdp_md *ctx, struct frame *f, __u32 clas
 		return ADMITTED;
 	struct cac_class_limits *cls = &lim->classes[class];
 	int per_source = cls->per_source.interval_ns != 0;
-	int by_account = lim->accounts && f->family;
+	/* Malformed frames are held by their own two buckets alone: no
+	 * account, agent or shared level is theirs. In-dialog requests
+	 * are held by theirs, which a known source (account or agent) skips. */
+	int malformed = class == CAC_CLASS_MALFORMED;
+	int indialog = class == CAC_CLASS_SIP_INDIALOG;
+	int by_account = lim->accounts && f->family && !malformed;
 	struct cac_buckets *bk = bpf_map_lookup_elem(&buckets, &zero);
 	if (!bk)
 		return ADMITTED;
@@ -134,12 +141,16 @@ static __always_inline int admit(struct xdp_md *ctx, struct frame *f, __u32 clas
 	 * automatic one; its request is stamped whatever the verdict, even a
 	 * gate's. */
 	__u32 agent = NO_AGENT;
-	if (with_agents && (class == CAC_CLASS_SIP_INVITE || class == CAC_CLASS_SIP_OPTIONS))
+	if (with_agents && class >= CAC_CLASS_SIP_INVITE && class <= CAC_CLASS_SIP_INDIALOG)
 		agent = agent_at(ctx, f->l3off, f->family);
 	if (agent >= lim->agents) /* an address left over from agents gone */
 		agent = NO_AGENT;
-	if (agent != NO_AGENT)
+	if (agent != NO_AGENT) {
 		agent_saw(agent, now);
+		/* An agent's in-dialog requests are never held. */
+		if (indialog)
+			return ADMITTED;
+	}
 
 	/* Call admission applies to calls (every class but sip-options) once
 	 * a limit makes it operational; its gates come before any bucket. */
@@ -152,10 +163,17 @@ static __always_inline int admit(struct xdp_md *ctx, struct frame *f, __u32 clas
 			return r;
 	}
 
+	/* Trusted first: a stranger's call leaves the reserve of the shared
+	 * levels to the session agents, whose calls may take it. */
 	struct level lv[L_COUNT] = {
-		[L_CLASS] = {&lim->level[class], &bk->level[class]},
-		[L_ENVIRONMENT] = {&lim->level[CAC_LEVEL_ENVIRONMENT], &bk->level[CAC_LEVEL_ENVIRONMENT]},
+		[L_CLASS] = {&lim->level[class], &bk->level[class], lim->reserve_ns[class]},
 	};
+	if (!malformed && !indialog)
+		lv[L_ENVIRONMENT] = (struct level){&lim->level[CAC_LEVEL_ENVIRONMENT],
+						   &bk->level[CAC_LEVEL_ENVIRONMENT],
+						   lim->reserve_ns[CAC_LEVEL_ENVIRONMENT]};
+	if (agent != NO_AGENT)
+		lv[L_CLASS].reserve = lv[L_ENVIRONMENT].reserve = 0;
 
 	/* A source in an account is held by the account's bucket instead
 	 * of an automatic one, and never enters the per-source table. */
@@ -165,7 +183,7 @@ static __always_inline int admit(struct xdp_md *ctx, struct frame *f, __u32 clas
 		prefix_of(f, &p);
 		acct = slot ? bpf_map_lookup_elem(&accounts1, &p) : bpf_map_lookup_elem(&accounts0, &p);
 	}
-	if (acct) {
+	if (acct && !indialog) {
 		__u32 a = acct->account, c = acct->customer;
 		__u32 al = slot * CAC_MAX_ACCOUNTS + a, cl = slot * CAC_MAX_CUSTOMERS + c;
 		lv[L_ACCOUNT].limit = bpf_map_lookup_elem(&account_limits, &al);
@@ -174,7 +192,7 @@ static __always_inline int admit(struct xdp_md *ctx, struct frame *f, __u32 clas
 		lv[L_CUSTOMER].bucket = bpf_map_lookup_elem(&customer_buckets, &c);
 	}
 
-	if (agent != NO_AGENT) {
+	if (agent != NO_AGENT) { /* never in-dialog: that returned above */
 		__u32 al = slot * CAC_MAX_AGENTS + agent;
 		struct cac_agent *ag = bpf_map_lookup_elem(&agent_limits, &al);
 		lv[L_AGENT].limit = (void *)ag; /* the limit is its first member */
@@ -193,7 +211,7 @@ static __always_inline int admit(struct xdp_md *ctx, struct frame *f, __u32 clas
 
 #pragma unroll
 	for (int i = 0; i < L_COUNT; i++) {
-		if (!level_step(lv[i].limit, lv[i].bucket, now, STEP_CONFORMS))
+		if (!level_step(lv[i].limit, lv[i].bucket, now, STEP_CONFORMS, lv[i].reserve))
 			return LEVEL_REASON(i);
 	}
 	/* The charge budget is checked with the buckets, before anything is
@@ -207,7 +225,7 @@ static __always_inline int admit(struct xdp_md *ctx, struct frame *f, __u32 clas
 	int taken = L_COUNT, reason = ADMITTED;
 #pragma unroll
 	for (int i = 0; i < L_COUNT; i++) {
-		if (!level_step(lv[i].limit, lv[i].bucket, now, STEP_TAKE)) {
+		if (!level_step(lv[i].limit, lv[i].bucket, now, STEP_TAKE, lv[i].reserve)) {
 			taken = i;
 			reason = LEVEL_REASON(i);
 			break;
@@ -230,7 +248,7 @@ static __always_inline int admit(struct xdp_md *ctx, struct frame *f, __u32 clas
 		struct cac_bucket b = {.tat_ns = now + cls->per_source.interval_ns};
 		if (bpf_map_update_elem(&sources, &src, &b, BPF_NOEXIST) == -EEXIST) {
 			struct cac_bucket *sb = bpf_map_lookup_elem(&sources, &src);
-			if (sb && !bucket_take(&cls->per_source, sb, now)) {
+			if (sb && !bucket_take(&cls->per_source, sb, now, 0)) {
 				give_back(lv, L_COUNT);
 				charge_give_back(&cc);
 				return CAC_REASON_SOURCE;

@@ -19,7 +19,8 @@
 
 /* policy_slot says, besides the slot and the limited classes, whether any
  * agent is configured: then every SIP request is looked up. */
-#define POLICY_AGENTS 0x100
+#define POLICY_AGENTS 0x10000
+_Static_assert(POLICY_AGENTS > (0x2u << CAC_NUM_CLASSES), "agents above the limited classes");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);

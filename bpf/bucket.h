@@ -69,14 +69,23 @@ static __always_inline void bucket_normalize(struct cac_limit *l, struct cac_buc
 		__sync_val_compare_and_swap(&b->tat_ns, tat, ceiling);
 }
 
-/* bucket_conforms reports whether a call at now would pass; it takes
- * nothing. A zero limit is unlimited. */
-static __always_inline int bucket_conforms(struct cac_limit *l, struct cac_bucket *b, __u64 now)
+/* tolerance_of is the tolerance a call has: the limit's, less the reserve
+ * a stranger's call must leave. */
+static __always_inline __u64 tolerance_of(struct cac_limit *l, __u64 reserve)
+{
+	return reserve < l->tolerance_ns ? l->tolerance_ns - reserve : 0;
+}
+
+/* bucket_conforms reports whether a call at now would pass, leaving
+ * reserve (ns) of the tolerance; it takes nothing. A zero limit is
+ * unlimited. */
+static __always_inline int bucket_conforms(struct cac_limit *l, struct cac_bucket *b, __u64 now,
+					   __u64 reserve)
 {
 	if (!l->interval_ns)
 		return 1;
 	bucket_normalize(l, b, now);
-	return b->tat_ns <= now + l->tolerance_ns;
+	return b->tat_ns <= now + tolerance_of(l, reserve);
 }
 
 /*
@@ -86,11 +95,12 @@ static __always_inline int bucket_conforms(struct cac_limit *l, struct cac_bucke
  * gives the interval back if the call no longer conforms. So a call that
  * conforms is never refused because other CPUs were busy on the bucket.
  */
-static __always_inline int bucket_take(struct cac_limit *l, struct cac_bucket *b, __u64 now)
+static __always_inline int bucket_take(struct cac_limit *l, struct cac_bucket *b, __u64 now,
+				       __u64 reserve)
 {
 	if (!l->interval_ns)
 		return 1;
-	__u64 interval = l->interval_ns, tolerance = l->tolerance_ns;
+	__u64 interval = l->interval_ns, tolerance = tolerance_of(l, reserve);
 	__u64 tat = b->tat_ns;
 	if (tat > now + tolerance)
 		return 0;

@@ -15,7 +15,15 @@ enum cac_class {
 	CAC_CLASS_L2TP_ICRQ = 3,
 	CAC_CLASS_SIP_INVITE = 4,
 	CAC_CLASS_SIP_OPTIONS = 5,
-	CAC_NUM_CLASSES = 6,
+	CAC_CLASS_SIP_REGISTER = 6,
+	CAC_CLASS_SIP_OTHER = 7,    /* any other SIP request method out of dialog */
+	/* Not first packets, but held by limits all the same: an in-dialog
+	 * request (To tag), and a frame of a watched carrier that cannot be
+	 * classified to the end. Only their per-source and class buckets
+	 * apply (docs/design.md, "Unclassifiable is limited"). */
+	CAC_CLASS_SIP_INDIALOG = 8,
+	CAC_CLASS_MALFORMED = 9,
+	CAC_NUM_CLASSES = 10,
 };
 
 /* Why a call was rejected, in the order the admission pipeline checks. */
@@ -31,7 +39,8 @@ enum cac_reason {
 	CAC_REASON_ENVIRONMENT = 8,
 	CAC_REASON_SESSION_CHARGES = 9,
 	CAC_REASON_TOTAL_CHARGE = 10,
-	CAC_NUM_REASONS = 11,
+	CAC_REASON_MALFORMED = 11, /* a malformed limit: class malformed only */
+	CAC_NUM_REASONS = 12,
 };
 
 /* No reason: the call is admitted. */
@@ -62,10 +71,12 @@ struct cac_class_stats {
 /* Per-CPU counters; seen and rejected are sums that Go derives. */
 struct cac_stats {
 	struct cac_class_stats classes[CAC_NUM_CLASSES];
-	__u64 sip_indialog;
 	__u64 fragment;
-	__u64 malformed;
 	__u64 passed_other;
+	/* SIP requests in a form stricter parsers miss (a method not in
+	 * upper case, leading CRLFs, several To headers): classified all the
+	 * same, and counted so an operator sees who sends them. */
+	__u64 sip_odd_forms;
 	/* Records a full ring buffer refused: the daemon did not keep up.
 	 * Nothing else changes; the verdicts and counters above stay exact. */
 	__u64 reject_records_lost;
@@ -75,8 +86,8 @@ struct cac_stats {
 /* Index of each bucket in the limits and buckets maps: one per class,
  * then the environment's. Source, account and customer buckets come later. */
 enum cac_level {
-	CAC_LEVEL_ENVIRONMENT = 6,
-	CAC_NUM_LEVELS = 7,
+	CAC_LEVEL_ENVIRONMENT = 10,
+	CAC_NUM_LEVELS = 11,
 };
 _Static_assert(CAC_LEVEL_ENVIRONMENT == CAC_NUM_CLASSES, "levels: one per class, then environment");
 
@@ -123,7 +134,7 @@ struct cac_class_limits {
 enum cac_call_type {
 	CAC_CALL_PPPOE = 0, /* pppoe-padi, pppoe-padr */
 	CAC_CALL_VPDN = 1,  /* l2tp-sccrq, l2tp-icrq */
-	CAC_CALL_SIP = 2,   /* sip-invite; sip-options is no call */
+	CAC_CALL_SIP = 2,   /* sip-invite; no other SIP class is a call */
 	CAC_NUM_CALL_TYPES = 3,
 };
 
@@ -163,6 +174,11 @@ struct cac_admission {
 /* Every level's limit in one map value, so one lookup finds them all. */
 struct cac_limits {
 	struct cac_limit level[CAC_NUM_LEVELS];
+	/* Of each class and the environment: how far short of its tolerance a
+	 * stranger's call stops, so that the last of the bucket is the
+	 * session agents' (docs/design.md, "Trusted first"). At most the
+	 * tolerance; 0 for none. */
+	__u64 reserve_ns[CAC_NUM_LEVELS];
 	struct cac_class_limits classes[CAC_NUM_CLASSES];
 	__u32 accounts; /* configured accounts; 0 skips the account lookup */
 	__u32 agents;   /* configured session agents: valid agent indexes */
@@ -234,7 +250,8 @@ struct cac_buckets {
 /* Run-time settings, written whole by the control plane. */
 struct cac_settings {
 	__u8 malformed_drop;
-	__u8 sip_reject; /* bit per SIP class (1 << (class - sip-invite)): answer a reject with 503 */
+	__u8 sip_reject; /* bit per SIP request class (1 << (class - sip-invite)), sip-invite to
+			  * sip-other: answer a reject with 503 */
 	__u8 _pad[6];
 };
 

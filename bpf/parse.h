@@ -47,18 +47,17 @@ static __always_inline __u8 udp_port_kind(__be16 dest)
 #define IPPROTO_DSTOPTS 60
 
 #define CAC_MAX_VLANS 2
-#define CAC_MAX_EXTHDRS 4
+/* IPv6 extension headers walked before the UDP header; a frame with more is
+ * malformed, never unseen (five or more are no real peer's doing). */
+#define CAC_MAX_EXTHDRS 8
 
 /* A classifier result: the kind in the low byte, the class above it. */
 #define RESULT(kind, class) ((kind) | ((class) << 8))
 #define RESULT_KIND(r) ((r) & 0xff)
 #define RESULT_CLASS(r) (((r) >> 8) & 0xff)
-/* A SIP response is kind other, with its status code above the class; a
- * SIP request of another method is kind other with SIP_OTHER_REQUEST
- * there, for the agents' last-request stamps. */
+/* A SIP response is kind other, with its status code above the class. */
 #define RESULT_SIP_RESPONSE(code) (RESULT(CAC_KIND_OTHER, 0) | ((code) << 16))
 #define RESULT_CODE(r) (((r) >> 16) & 0x3ff)
-#define SIP_OTHER_REQUEST 1
 
 /* The frame under classification; len is data_end - data as a scalar. */
 struct frame {
@@ -130,6 +129,12 @@ struct udphdr {
 #define IP_OFFSET 0x1fff
 #define IP6_OFFSET 0xfff8
 #define IP6_MF 0x0001
+
+static __always_inline int is_exthdr(__u8 next)
+{
+	return next == IPPROTO_HOPOPTS || next == IPPROTO_ROUTING || next == IPPROTO_DSTOPTS ||
+	       next == IPPROTO_FRAGMENT;
+}
 
 static __always_inline int is_vlan(__u16 proto)
 {
@@ -240,8 +245,9 @@ static __always_inline int parse_ipv4(struct frame *f, __u32 l3off, struct udp_m
 }
 
 /*
- * parse_ipv6 walks up to four extension headers (hop-by-hop, routing,
- * destination options, fragment) to a UDP datagram on a watched port.
+ * parse_ipv6 walks up to CAC_MAX_EXTHDRS extension headers (hop-by-hop,
+ * routing, destination options, fragment) to a UDP datagram on a watched
+ * port; one more is malformed.
  */
 static __always_inline int parse_ipv6(struct frame *f, __u32 l3off, struct udp_msg *msg)
 {
@@ -259,8 +265,7 @@ static __always_inline int parse_ipv6(struct frame *f, __u32 l3off, struct udp_m
 
 #pragma unroll
 	for (int i = 0; i < CAC_MAX_EXTHDRS; i++) {
-		if (nexthdr == IPPROTO_HOPOPTS || nexthdr == IPPROTO_ROUTING ||
-		    nexthdr == IPPROTO_DSTOPTS) {
+		if (nexthdr != IPPROTO_FRAGMENT && is_exthdr(nexthdr)) {
 			struct ipv6_opthdr *opt = data + off;
 			if ((void *)(opt + 1) > data_end)
 				return CAC_KIND_UNWATCHED;
@@ -285,6 +290,8 @@ static __always_inline int parse_ipv6(struct frame *f, __u32 l3off, struct udp_m
 			break;
 		}
 	}
+	if (is_exthdr(nexthdr))
+		return CAC_KIND_MALFORMED;
 	if (nexthdr != IPPROTO_UDP)
 		return CAC_KIND_UNWATCHED;
 

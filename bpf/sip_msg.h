@@ -21,8 +21,18 @@
 /* No valid read goes past this offset; it only bounds offsets for the verifier. */
 #define SIP_READ_LIMIT (SIP_SCAN_MAX + SIP_TO_MAX + 64)
 
-/* No To header was found within the bounds: the request opens a dialog. */
+/* How a search through the header lines ended, when it found no To header
+ * on its way: at the blank line that ends the headers, at the end of the
+ * message (or of a first fragment) with no blank line, or at one of the
+ * bounds above. Only the first two have seen every header. */
 #define SIP_NO_TO (-1)
+#define SIP_END (-2)
+#define SIP_BOUND (-3)
+
+/* Leading CR and LF bytes skipped before the request line (servers ignore
+ * them, RFC 3261 §7.5; an RFC 5626 keep-alive is nothing else). More than
+ * this, and then something, is malformed. */
+#define SIP_CRLF_MAX 16
 
 #define WORD_ONES 0x0101010101010101ULL
 #define WORD_HIGHS 0x8080808080808080ULL

@@ -40,26 +40,12 @@ __noinline int admit_call(struct xdp_md *ctx, __u64 where)
 	__u32 class = where & 0xff;
 	__u64 now = 0;
 	int reason = admit(ctx, &f, class, (where >> 40) & POLICY_SLOT, (where >> 41) & 1, &now);
+	/* Either of its two buckets holds a malformed frame for one reason. */
+	if (reason != ADMITTED && class == CAC_CLASS_MALFORMED)
+		reason = CAC_REASON_MALFORMED;
 	if (reason != ADMITTED)
 		record_reject(ctx, &f, class, reason, now);
 	return reason;
-}
-
-/* agent_request stamps the last request of the agent a frame comes from:
- * an in-dialog request is a request all the same. where packs l3off and
- * family; a global function, so the lookup is verified once. */
-__noinline int agent_request(struct xdp_md *ctx, __u64 where)
-{
-	struct frame f = {
-		.data = (void *)(long)ctx->data,
-		.data_end = (void *)(long)ctx->data_end,
-		.l3off = where & 0xffff,
-		.family = (where >> 16) & 0xff,
-	};
-	__u32 agent = agent_of(&f);
-	if (agent != NO_AGENT)
-		agent_saw(agent, now_ns());
-	return 0;
 }
 
 /* A CPU's budget of refused SIP requests handed up, per second. */
@@ -128,76 +114,98 @@ __noinline int agent_response(struct xdp_md *ctx, __u64 where, __u32 slot)
 	return 0;
 }
 
-/* verdict admits or rejects a first packet, counts every watched frame,
- * and returns what XDP does with it. */
-static __always_inline int verdict(struct xdp_md *ctx, struct frame *f, int result)
+/* is_sip_request reports whether a class is a SIP request's, which an
+ * agent's bucket may hold and a 503 may answer. */
+static __always_inline int is_sip_request(int class)
+{
+	return class >= CAC_CLASS_SIP_INVITE && class <= CAC_CLASS_SIP_INDIALOG;
+}
+
+/* verdict_where packs what verdict needs of a frame besides its bytes. */
+static __always_inline __u64 verdict_where(struct frame *f)
+{
+	return (__u64)f->l3off | (__u64)f->family << 16 | (__u64)f->vlans << 24 |
+	       (__u64)(f->msgoff & 0x3fff) << 34 | (__u64)f->msglen << 48;
+}
+
+/*
+ * verdict admits or rejects a first packet, an in-dialog request or a
+ * malformed frame, counts every watched frame, and returns what XDP does
+ * with it. where is verdict_where's packing: l3off and family as the SIP
+ * functions want them, VLANs, the message. (Inlined: as a global function
+ * it would put a fifth frame on the deepest call chain, over the 512 bytes
+ * of stack the verifier allows, and save no verifier work.)
+ */
+static __always_inline int verdict(struct xdp_md *ctx, __u64 where, __u32 result)
 {
 	__u32 zero = 0;
 	struct cac_stats *st = bpf_map_lookup_elem(&stats, &zero);
 	if (!st)
 		return XDP_PASS;
+	if (result & RESULT_ODD)
+		st->sip_odd_forms++;
+	__u64 l3 = where & 0xffffff; /* l3off, family */
+	__u64 msg = where & (0xffffffffULL << 32);
 
-	int class = RESULT_CLASS(result);
+	__u32 class = RESULT_CLASS(result);
 	switch (RESULT_KIND(result)) {
-	case CAC_KIND_CLASS: {
-		if (class >= CAC_NUM_CLASSES)
-			return XDP_PASS;
-		int reason = ADMITTED;
-		__u32 policy = policy_word();
-		int sip = class == CAC_CLASS_SIP_INVITE || class == CAC_CLASS_SIP_OPTIONS;
-		int agents = sip && (policy & POLICY_AGENTS);
-		if ((policy & POLICY_LIMITED(class)) || agents) {
-			__u64 where = class | (__u64)f->l3off << 8 | (__u64)f->vlans << 24 |
-				      (__u64)f->family << 32 | (__u64)(policy & POLICY_SLOT) << 40 |
-				      (__u64)agents << 41;
-			reason = admit_call(ctx, where);
-		}
-		if (reason == ADMITTED) {
-			st->classes[class].admitted++;
-			return XDP_PASS;
-		}
-		__u32 r = reason;
-		barrier_var(r); /* bound the register that indexes */
-		if (r < CAC_NUM_REASONS)
-			st->classes[class].rejected[r]++;
-		if (sip) {
-			/* A refused SIP request user space answers with 503. */
-			struct cac_settings *set = bpf_map_lookup_elem(&settings, &zero);
-			if (set && (set->sip_reject >> (class - CAC_CLASS_SIP_INVITE)) & 1)
-				sip_rejected(ctx, (__u64)f->l3off | (__u64)f->family << 16 |
-							  (__u64)f->msgoff << 34 | (__u64)f->msglen << 48);
-		}
-		return XDP_DROP;
-	}
 	case CAC_KIND_INDIALOG:
-		st->sip_indialog++;
-		if (policy_word() & POLICY_AGENTS)
-			agent_request(ctx, (__u64)f->l3off | (__u64)f->family << 16);
-		return XDP_PASS;
+		class = CAC_CLASS_SIP_INDIALOG;
+		break;
+	case CAC_KIND_MALFORMED:
+		class = CAC_CLASS_MALFORMED;
+		break;
+	case CAC_KIND_CLASS:
+		break;
 	case CAC_KIND_FRAGMENT:
 		st->fragment++;
 		return XDP_PASS;
-	case CAC_KIND_MALFORMED: {
-		st->malformed++;
-		struct cac_settings *set = bpf_map_lookup_elem(&settings, &zero);
-		return set && set->malformed_drop ? XDP_DROP : XDP_PASS;
-	}
 	default:
 		st->passed_other++;
-		/* A request of another method stamps its agent; a response with a
-		 * code an agent's out-service list may hold goes up. */
-		if (RESULT_CODE(result)) {
+		/* A response with a code an agent's out-service list may hold
+		 * goes up. */
+		if (RESULT_CODE(result) >= 300) {
 			__u32 policy = policy_word();
-			if (!(policy & POLICY_AGENTS))
-				return XDP_PASS;
-			if (RESULT_CODE(result) == SIP_OTHER_REQUEST)
-				agent_request(ctx, (__u64)f->l3off | (__u64)f->family << 16);
-			else if (RESULT_CODE(result) >= 300)
-				agent_response(ctx, (__u64)f->l3off | (__u64)f->family << 16 |
-							    (__u64)RESULT_CODE(result) << 24 |
-							    (__u64)f->msgoff << 34 | (__u64)f->msglen << 48,
+			if (policy & POLICY_AGENTS)
+				agent_response(ctx, (l3 & 0xffffff) | (__u64)RESULT_CODE(result) << 24 | msg,
 					       policy & POLICY_SLOT);
 		}
 		return XDP_PASS;
 	}
+	if (class >= CAC_NUM_CLASSES)
+		return XDP_PASS;
+	__u32 ci = class;
+	barrier_var(ci); /* bound the register that indexes */
+	if (ci >= CAC_NUM_CLASSES)
+		return XDP_PASS;
+	struct cac_class_stats *cs = &st->classes[ci];
+
+	int reason = ADMITTED;
+	__u32 policy = policy_word();
+	int sip = is_sip_request(class);
+	int agents = sip && (policy & POLICY_AGENTS);
+	if ((policy & POLICY_LIMITED(class)) || agents) {
+		__u64 l3off = where & 0xffff, family = (where >> 16) & 0xff, vlans = (where >> 24) & 0xff;
+		reason = admit_call(ctx, class | l3off << 8 | vlans << 24 | family << 32 |
+						 (__u64)(policy & POLICY_SLOT) << 40 | (__u64)agents << 41);
+	}
+	if (reason == ADMITTED) {
+		cs->admitted++;
+		if (class == CAC_CLASS_MALFORMED) {
+			struct cac_settings *set = bpf_map_lookup_elem(&settings, &zero);
+			return set && set->malformed_drop ? XDP_DROP : XDP_PASS;
+		}
+		return XDP_PASS;
+	}
+	__u32 r = reason;
+	barrier_var(r);
+	if (r < CAC_NUM_REASONS)
+		cs->rejected[r]++;
+	if (sip && class != CAC_CLASS_SIP_INDIALOG) {
+		/* A refused SIP request user space answers with 503. */
+		struct cac_settings *set = bpf_map_lookup_elem(&settings, &zero);
+		if (set && (set->sip_reject >> (class - CAC_CLASS_SIP_INVITE)) & 1)
+			sip_rejected(ctx, (l3 & 0xffffff) | msg);
+	}
+	return XDP_DROP;
 }

@@ -47,7 +47,7 @@ type XdpCacBucket struct {
 
 type XdpCacBuckets struct {
 	_     structs.HostLayout
-	Level [7]XdpCacBucket
+	Level [11]XdpCacBucket
 }
 
 type XdpCacChargeRing struct {
@@ -74,9 +74,10 @@ type XdpCacLimit struct {
 }
 
 type XdpCacLimits struct {
-	_       structs.HostLayout
-	Level   [7]XdpCacLimit
-	Classes [6]struct {
+	_         structs.HostLayout
+	Level     [11]XdpCacLimit
+	ReserveNs [11]uint64
+	Classes   [10]struct {
 		_          structs.HostLayout
 		PerSource  XdpCacLimit
 		SourceKey  uint8
@@ -134,15 +135,14 @@ type XdpCacSource struct {
 
 type XdpCacStats struct {
 	_       structs.HostLayout
-	Classes [6]struct {
+	Classes [10]struct {
 		_        structs.HostLayout
 		Admitted uint64
-		Rejected [11]uint64
+		Rejected [12]uint64
 	}
-	SipIndialog       uint64
 	Fragment          uint64
-	Malformed         uint64
 	PassedOther       uint64
+	SipOddForms       uint64
 	RejectRecordsLost uint64
 	SipEventsLost     uint64
 }

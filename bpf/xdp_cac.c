@@ -27,5 +27,5 @@ int xdp_cac(struct xdp_md *ctx)
 	int result = classify(ctx, &f);
 	if (RESULT_KIND(result) == CAC_KIND_UNWATCHED)
 		return XDP_PASS;
-	return verdict(ctx, &f, result);
+	return verdict(ctx, verdict_where(&f), result);
 }

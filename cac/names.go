@@ -16,17 +16,44 @@ const (
 	L2TPICRQ
 	SIPInvite
 	SIPOptions
+	SIPRegister
+	// SIPOther is every other SIP request method out of dialog.
+	SIPOther
+	// SIPInDialog and ClassMalformed open no session, but are held by
+	// limits of their own all the same: an in-dialog request (a To tag
+	// anyone can write), and a frame of a watched carrier that cannot be
+	// classified to the end. Only their per-source and class buckets
+	// apply.
+	SIPInDialog
+	ClassMalformed
 	NumClasses int = iota
 )
 
 var classNames = [NumClasses]string{
-	PPPoEPADI:  "pppoe-padi",
-	PPPoEPADR:  "pppoe-padr",
-	L2TPSCCRQ:  "l2tp-sccrq",
-	L2TPICRQ:   "l2tp-icrq",
-	SIPInvite:  "sip-invite",
-	SIPOptions: "sip-options",
+	PPPoEPADI:      "pppoe-padi",
+	PPPoEPADR:      "pppoe-padr",
+	L2TPSCCRQ:      "l2tp-sccrq",
+	L2TPICRQ:       "l2tp-icrq",
+	SIPInvite:      "sip-invite",
+	SIPOptions:     "sip-options",
+	SIPRegister:    "sip-register",
+	SIPOther:       "sip-other",
+	SIPInDialog:    "sip-indialog",
+	ClassMalformed: "malformed",
 }
+
+// IsSIPRequest reports whether c is a SIP request's class: one an agent's
+// bucket may hold.
+func (c Class) IsSIPRequest() bool { return c >= SIPInvite && c <= SIPInDialog }
+
+// Answerable reports whether a refused request of class c may be answered
+// with a 503 (action: reject): the SIP requests out of dialog.
+func (c Class) Answerable() bool { return c >= SIPInvite && c <= SIPOther }
+
+// Sessionless reports whether c opens no session: its frames are held by
+// their per-source and class buckets alone, never by an account, the
+// environment or call admission.
+func (c Class) Sessionless() bool { return c == SIPInDialog || c == ClassMalformed }
 
 // Classes returns every class in order.
 func Classes() []Class {
@@ -71,6 +98,8 @@ const (
 	ReasonEnvironment
 	ReasonSessionCharges
 	ReasonTotalCharge
+	// ReasonMalformed is either bucket of class malformed.
+	ReasonMalformed
 	NumReasons int = iota
 )
 
@@ -86,6 +115,7 @@ var reasonNames = [NumReasons]string{
 	ReasonEnvironment:    "environment",
 	ReasonSessionCharges: "session-charges",
 	ReasonTotalCharge:    "total-charge",
+	ReasonMalformed:      "malformed",
 }
 
 // Reasons returns every reason in pipeline order.
@@ -126,11 +156,13 @@ const (
 	// Other is on a watched carrier but opens no session (PADO, SIP
 	// responses, L2TP data, ...): passed and counted as passed_other.
 	Other
-	// InDialog is a SIP INVITE or OPTIONS inside an existing dialog.
+	// InDialog is a SIP request that claims a dialog: admitted as class
+	// SIPInDialog.
 	InDialog
 	// Fragment is a non-first fragment of a UDP datagram.
 	Fragment
-	// Malformed is a watched carrier, truncated or inconsistent inside.
+	// Malformed is a watched carrier, truncated or inconsistent inside:
+	// admitted as class ClassMalformed.
 	Malformed
 )
 
@@ -202,8 +234,20 @@ func ParseCallType(name string) (CallType, error) {
 	return 0, fmt.Errorf("unknown call type %q (want one of %s)", name, strings.Join(callTypeNames[:], ", "))
 }
 
-// CallTypeOf is the call type a class is charged as; sip-options opens no
-// call and has none.
+// ClassOf is the class whose limits hold a frame the classifier made k of:
+// an in-dialog request's or a malformed frame's; other kinds have none.
+func ClassOf(k Kind) (Class, bool) {
+	switch k {
+	case InDialog:
+		return SIPInDialog, true
+	case Malformed:
+		return ClassMalformed, true
+	}
+	return 0, false
+}
+
+// CallTypeOf is the call type a class is charged as; of the SIP classes
+// only sip-invite opens a call.
 func CallTypeOf(c Class) (CallType, bool) {
 	switch c {
 	case PPPoEPADI, PPPoEPADR:

@@ -13,7 +13,7 @@ import (
 
 // policyAgents is POLICY_AGENTS of bpf/agent.h: some session agent is
 // configured, so SIP requests are looked up in the agents table.
-const policyAgents = 0x100
+const policyAgents = 0x10000
 
 func agentOf(a admission.Agent) bpf.XdpCacAgent {
 	v := bpf.XdpCacAgent{Limit: limitOf(a.Limit)}

@@ -14,11 +14,14 @@ type ClassView struct {
 // in the design, every class and every reason present, zeros included, so
 // that scripts never meet a missing key.
 type StatsView struct {
-	Classes     map[string]ClassView `json:"classes"`
-	SIPInDialog uint64               `json:"sip_indialog"`
-	Fragment    uint64               `json:"fragment"`
-	Malformed   uint64               `json:"malformed"`
-	PassedOther uint64               `json:"passed_other"`
+	Classes map[string]ClassView `json:"classes"`
+	// SIPInDialog and Malformed repeat the seen counts of classes
+	// sip-indialog and malformed, keys older scripts read.
+	SIPInDialog uint64 `json:"sip_indialog"`
+	Fragment    uint64 `json:"fragment"`
+	Malformed   uint64 `json:"malformed"`
+	PassedOther uint64 `json:"passed_other"`
+	SIPOddForms uint64 `json:"sip_odd_forms"`
 	// Ring buffer records lost while the daemon fell behind.
 	RejectRecordsLost uint64 `json:"reject_records_lost"`
 	SIPEventsLost     uint64 `json:"sip_events_lost"`
@@ -31,10 +34,11 @@ type StatsView struct {
 func (s Stats) View() StatsView {
 	v := StatsView{
 		Classes:     make(map[string]ClassView, cac.NumClasses),
-		SIPInDialog: s.SIPInDialog,
+		SIPInDialog: s.SIPInDialog(),
 		Fragment:    s.Fragment,
-		Malformed:   s.Malformed,
+		Malformed:   s.Malformed(),
 		PassedOther: s.PassedOther,
+		SIPOddForms: s.SIPOddForms,
 
 		RejectRecordsLost: s.RejectRecordsLost,
 		SIPEventsLost:     s.SIPEventsLost,

@@ -91,6 +91,7 @@ func WritePolicy(pm PolicyMaps, p admission.Policy) error {
 	var v bpf.XdpCacLimits
 	for i, l := range p.Levels {
 		v.Level[i] = limitOf(l)
+		v.ReserveNs[i] = min(p.ReserveNS[i], l.ToleranceNS)
 	}
 	for c, ps := range p.PerSource {
 		v.Classes[c].PerSource = limitOf(ps.Limit)
@@ -140,9 +141,11 @@ func limitedClasses(p admission.Policy) uint32 {
 	for _, c := range cac.Classes() {
 		ipClass := c != cac.PPPoEPADI && c != cac.PPPoEPADR // accounts are IP prefixes
 		_, call := cac.CallTypeOf(c)
-		if p.Levels[c] != bucket.Unlimited || p.Levels[admission.LevelEnvironment] != bucket.Unlimited ||
-			p.PerSource[c].Limit != bucket.Unlimited || (ipClass && len(p.Accounts) > 0) ||
-			(call && p.CallAdmission.Operational()) {
+		// In-dialog requests and malformed frames have their own two
+		// levels only (accounts only skip their per-source bucket).
+		shared := !c.Sessionless() && (p.Levels[admission.LevelEnvironment] != bucket.Unlimited ||
+			(ipClass && len(p.Accounts) > 0) || (call && p.CallAdmission.Operational()))
+		if p.Levels[c] != bucket.Unlimited || p.PerSource[c].Limit != bucket.Unlimited || shared {
 			bits |= 2 << c
 		}
 	}

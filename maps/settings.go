@@ -12,9 +12,10 @@ import (
 type Settings struct {
 	// MalformedDrop drops malformed frames instead of passing them.
 	MalformedDrop bool
-	// RejectInvite and RejectOptions hand a refused sip-invite or
-	// sip-options to user space to answer with 503 (action: reject).
-	RejectInvite, RejectOptions bool
+	// Reject hands a refused request of a SIP class to user space to
+	// answer with 503 (action: reject); only the classes out of dialog
+	// (cac.Class.Answerable) can be.
+	Reject [cac.NumClasses]bool
 }
 
 // WriteSettings replaces the settings as one map value.
@@ -23,11 +24,14 @@ func WriteSettings(m *ebpf.Map, s Settings) error {
 	if s.MalformedDrop {
 		v.MalformedDrop = 1
 	}
-	if s.RejectInvite {
-		v.SipReject |= 1 // 1 << (sip-invite - sip-invite)
-	}
-	if s.RejectOptions {
-		v.SipReject |= 2
+	for c, on := range s.Reject {
+		if !on {
+			continue
+		}
+		if !cac.Class(c).Answerable() {
+			return fmt.Errorf("write settings map: a refused %v request cannot be answered", cac.Class(c))
+		}
+		v.SipReject |= 1 << (c - int(cac.SIPInvite))
 	}
 	if err := m.Update(uint32(0), &v, ebpf.UpdateAny); err != nil {
 		return fmt.Errorf("write settings map: %w", err)

@@ -26,14 +26,17 @@ func (c ClassStats) RejectedTotal() uint64 {
 	return n
 }
 
-// Stats are the fast path's counters, summed over CPUs.
+// Stats are the fast path's counters, summed over CPUs. In-dialog requests
+// and malformed frames are counted in their classes, sip-indialog and
+// malformed.
 type Stats struct {
-	Classes     [cac.NumClasses]ClassStats
-	SIPInDialog uint64
-	Fragment    uint64
-	Malformed   uint64
+	Classes  [cac.NumClasses]ClassStats
+	Fragment uint64
 	// PassedOther counts frames on a watched carrier that open no session.
 	PassedOther uint64
+	// SIPOddForms counts SIP requests in a form stricter parsers miss (a
+	// method not in upper case, leading CRLFs, several To headers).
+	SIPOddForms uint64
 	// Records a full ring buffer refused because the daemon fell behind:
 	// finished seconds of reject records, and SIP messages (agents'
 	// out-service responses, refused requests to answer with 503).
@@ -49,10 +52,9 @@ func (s *Stats) Add(o Stats) {
 			s.Classes[i].Rejected[r] += o.Classes[i].Rejected[r]
 		}
 	}
-	s.SIPInDialog += o.SIPInDialog
 	s.Fragment += o.Fragment
-	s.Malformed += o.Malformed
 	s.PassedOther += o.PassedOther
+	s.SIPOddForms += o.SIPOddForms
 	s.RejectRecordsLost += o.RejectRecordsLost
 	s.SIPEventsLost += o.SIPEventsLost
 }
@@ -66,14 +68,19 @@ func (s Stats) Sub(o Stats) Stats {
 			d.Classes[i].Rejected[r] -= o.Classes[i].Rejected[r]
 		}
 	}
-	d.SIPInDialog -= o.SIPInDialog
 	d.Fragment -= o.Fragment
-	d.Malformed -= o.Malformed
 	d.PassedOther -= o.PassedOther
+	d.SIPOddForms -= o.SIPOddForms
 	d.RejectRecordsLost -= o.RejectRecordsLost
 	d.SIPEventsLost -= o.SIPEventsLost
 	return d
 }
+
+// SIPInDialog is every in-dialog request seen, admitted or rejected.
+func (s Stats) SIPInDialog() uint64 { return s.Classes[cac.SIPInDialog].Seen() }
+
+// Malformed is every malformed frame seen, within its limits or not.
+func (s Stats) Malformed() uint64 { return s.Classes[cac.ClassMalformed].Seen() }
 
 // ReadStats sums the per-CPU counters of the stats map.
 func ReadStats(m *ebpf.Map) (Stats, error) {
@@ -91,7 +98,7 @@ func ReadStats(m *ebpf.Map) (Stats, error) {
 // fromKernel converts one CPU's counters from the layout of struct cac_stats.
 func fromKernel(c bpf.XdpCacStats) Stats {
 	s := Stats{
-		SIPInDialog: c.SipIndialog, Fragment: c.Fragment, Malformed: c.Malformed, PassedOther: c.PassedOther,
+		Fragment: c.Fragment, PassedOther: c.PassedOther, SIPOddForms: c.SipOddForms,
 		RejectRecordsLost: c.RejectRecordsLost, SIPEventsLost: c.SipEventsLost,
 	}
 	for i := range s.Classes {

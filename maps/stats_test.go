@@ -14,7 +14,8 @@ func TestViewShape(t *testing.T) {
 	var s Stats
 	s.Classes[cac.SIPInvite].Admitted = 5
 	s.Classes[cac.SIPInvite].Rejected[cac.ReasonEnvironment] = 2
-	s.PassedOther, s.Malformed = 3, 1
+	s.PassedOther = 3
+	s.Classes[cac.ClassMalformed].Rejected[cac.ReasonMalformed] = 1
 	b, err := json.Marshal(s.View())
 	if err != nil {
 		t.Fatal(err)
@@ -43,10 +44,11 @@ func TestViewShape(t *testing.T) {
 func TestAddSub(t *testing.T) {
 	var a, b Stats
 	a.Classes[cac.PPPoEPADI].Admitted, a.Fragment = 4, 1
-	b.Classes[cac.PPPoEPADI].Rejected[cac.ReasonSource], b.SIPInDialog = 2, 9
+	b.Classes[cac.PPPoEPADI].Rejected[cac.ReasonSource], b.Classes[cac.SIPInDialog].Admitted = 2, 9
+	b.SIPOddForms = 3
 	sum := a
 	sum.Add(b)
-	if sum.Classes[cac.PPPoEPADI].Seen() != 6 || sum.SIPInDialog != 9 || sum.Fragment != 1 {
+	if sum.Classes[cac.PPPoEPADI].Seen() != 6 || sum.SIPInDialog() != 9 || sum.Fragment != 1 || sum.SIPOddForms != 3 {
 		t.Errorf("sum %+v", sum)
 	}
 	if sum.Sub(b) != a {

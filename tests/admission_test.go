@@ -259,6 +259,9 @@ func randomPolicy(t testing.TB, rng *rand.Rand) admission.Policy {
 	for i := range p.Levels {
 		if rng.IntN(3) > 0 {
 			p.Levels[i] = randomRate(t, rng)
+			if tol := p.Levels[i].ToleranceNS; rng.IntN(2) == 0 { // strangers leave some to agents
+				p.ReserveNS[i] = rng.Uint64N(tol + 1)
+			}
 		}
 	}
 	for c := range p.PerSource {
@@ -306,6 +309,10 @@ func sourcedFrames() [][]byte {
 		out = append(out,
 			Frame(Ether{}, IPv4{Src: s4}, UDP{Dst: 5060}, SIPRequest("INVITE", toNoTag)),
 			Frame(Ether{}, IPv6{Src: s6}, UDP{Dst: 5060}, SIPRequest("OPTIONS", toNoTag)),
+			Frame(Ether{}, IPv4{Src: s4}, UDP{Dst: 5060}, SIPRequest("REGISTER", toTag)),
+			Frame(Ether{}, IPv6{Src: s6}, UDP{Dst: 5060}, SIPRequest("invite", toTag)), // in dialog
+			Frame(Ether{}, IPv4{Src: s4}, UDP{Dst: 5060}, SIPRequest("SUBSCRIBE", toNoTag)),
+			Frame(Ether{}, IPv6{Src: s6}, UDP{Dst: 5060, Len: 4}, SIPRequest("INVITE", toNoTag)), // malformed
 			Frame(Ether{}, IPv4{Src: s4}, UDP{Dst: 1701}, L2TP{MsgType: ICRQ}),
 			Frame(Ether{}, IPv6{Src: s6}, UDP{Dst: 1701}, L2TP{MsgType: SCCRQ}),
 			Frame(Ether{Src: mac, Broadcast: true}, VLAN{ID: uint16(10 + i/2)}, PPPoE{Code: PADI}),

@@ -68,7 +68,7 @@ func TestSIPEvents(t *testing.T) {
 	p := agentPolicy(t)
 	f.setPolicy(t, p)
 	f.setAgentAddrs(t, map[netip.Addr]int{agentAddr: 0})
-	if err := maps.WriteSettings(f.objs.Settings, maps.Settings{RejectInvite: true}); err != nil {
+	if err := maps.WriteSettings(f.objs.Settings, maps.Settings{Reject: [cac.NumClasses]bool{cac.SIPInvite: true}}); err != nil {
 		t.Fatal(err)
 	}
 	rd, err := ringbuf.NewReader(f.objs.SipEvents)

@@ -157,19 +157,27 @@ func decisionOf(d maps.Stats) (admission.Decision, error) {
 	}
 	for _, c := range cac.Classes() {
 		sess := fsol.Result{Kind: cac.Session, Class: c}
+		switch c { // held by a class, but not first packets
+		case cac.SIPInDialog:
+			sess = fsol.Result{Kind: cac.InDialog}
+		case cac.ClassMalformed:
+			sess = fsol.Result{Kind: cac.Malformed}
+		}
 		add(d.Classes[c].Admitted, admission.Decision{Result: sess})
 		for _, r := range cac.Reasons() {
 			add(d.Classes[c].Rejected[r], admission.Decision{Result: sess, Rejected: true, Reason: r})
 		}
 	}
-	add(d.SIPInDialog, admission.Decision{Result: fsol.Result{Kind: cac.InDialog}})
 	add(d.Fragment, admission.Decision{Result: fsol.Result{Kind: cac.Fragment}})
-	add(d.Malformed, admission.Decision{Result: fsol.Result{Kind: cac.Malformed}})
 	add(d.PassedOther, admission.Decision{Result: fsol.Result{Kind: cac.Other}})
+	if d.SIPOddForms > 1 || (d.SIPOddForms == 1 && len(moved) != 1) {
+		return admission.Decision{}, fmt.Errorf("one frame counted %d odd forms in %d decisions", d.SIPOddForms, len(moved))
+	}
 	switch len(moved) {
 	case 0:
 		return admission.Decision{Result: fsol.Result{Kind: cac.Unwatched}}, nil
 	case 1:
+		moved[0].Odd = d.SIPOddForms == 1
 		return moved[0], nil
 	}
 	return admission.Decision{}, fmt.Errorf("one frame moved %d counters: %v", len(moved), moved)

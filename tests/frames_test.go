@@ -16,6 +16,19 @@ type frameCase struct {
 
 func sess(c cac.Class) fsol.Result { return fsol.Result{Kind: cac.Session, Class: c} }
 
+// odd is r for a SIP request in a form stricter parsers miss.
+func odd(r fsol.Result) fsol.Result {
+	r.Odd = true
+	return r
+}
+
+// sipPrefixed is a request with bytes before its request line.
+func sipPrefixed(prefix, method, to string) []byte {
+	s := SIPRequest(method, to)
+	s.Prefix = prefix
+	return v4udp(5060, s)
+}
+
 var (
 	unwatched = fsol.Result{Kind: cac.Unwatched}
 	other     = fsol.Result{Kind: cac.Other}
@@ -107,6 +120,16 @@ func sipHeaders(method string, headers ...string) []byte {
 	return v4udp(5060, SIP{Method: method, Headers: headers})
 }
 
+// exts is n IPv6 extension headers of the kinds Linux takes in any number:
+// a hop-by-hop header first, then destination options.
+func exts(n int) []Ext {
+	e := []Ext{{Proto: 0}}
+	for len(e) < n {
+		e = append(e, Ext{Proto: 60})
+	}
+	return e
+}
+
 // edgeFrames are the rows of DESIGN.md §3 one by one, with their edges.
 func edgeFrames() []frameCase {
 	longHeader := "X-Long: " + strings.Repeat("a", 3000)
@@ -123,7 +146,11 @@ func edgeFrames() []frameCase {
 		{"three-vlan-tags", Frame(Ether{}, VLAN{ID: 1}, VLAN{ID: 2}, VLAN{ID: 3}, PPPoE{Code: PADI}), unwatched},
 		{"ipv4-bad-ihl", Frame(Ether{}, IPv4{IHL: 4}, UDP{Dst: 5060}, SIPRequest("INVITE", toNoTag)), unwatched},
 		{"ipv4-version-6", Frame(Ether{}, IPv4{Version: 6}, UDP{Dst: 5060}, SIPRequest("INVITE", toNoTag)), unwatched},
-		{"ipv6-5-ext", Frame(Ether{}, IPv6{Ext: []Ext{{Proto: 0}, {Proto: 60}, {Proto: 60}, {Proto: 60}, {Proto: 60}}}, UDP{Dst: 5060}, SIPRequest("INVITE", toNoTag)), unwatched},
+		{"ipv6-5-ext", Frame(Ether{}, IPv6{Ext: []Ext{{Proto: 0}, {Proto: 60}, {Proto: 60}, {Proto: 60}, {Proto: 60}}}, UDP{Dst: 5060}, SIPRequest("INVITE", toNoTag)), sess(cac.SIPInvite)},
+		{"ipv6-8-ext", Frame(Ether{}, IPv6{Ext: exts(8)}, UDP{Dst: 5060}, SIPRequest("INVITE", toNoTag)), sess(cac.SIPInvite)},
+		// Past the bound nothing says where UDP is: malformed, never unseen.
+		{"ipv6-9-ext", Frame(Ether{}, IPv6{Ext: exts(9)}, UDP{Dst: 5060}, SIPRequest("INVITE", toNoTag)), malformed},
+		{"ipv6-9-ext-other-port", Frame(Ether{}, IPv6{Ext: exts(9)}, UDP{Dst: 53}, Raw("query")), malformed},
 		{"ipv4-fragment-tcp", Frame(Ether{}, IPv4{FragOff: 100}, TCP{}), unwatched},
 		{"sip-source-port-only", Frame(Ether{}, IPv4{}, UDP{Src: 5060, Dst: 40000}, SIPRequest("INVITE", toNoTag)), unwatched},
 
@@ -170,11 +197,30 @@ func edgeFrames() []frameCase {
 		// SIP: methods, dialogs, header forms.
 		{"sip-second-port", v4udp(5080, SIPRequest("INVITE", toNoTag)), sess(cac.SIPInvite)},
 		{"sip-v6-invite", v6udp(5060, SIPRequest("INVITE", toNoTag)), sess(cac.SIPInvite)},
-		{"sip-register", sipTo("REGISTER", toNoTag), other},
-		{"sip-bye", sipTo("BYE", toTag), other},
+		{"sip-register", sipTo("REGISTER", toNoTag), sess(cac.SIPRegister)},
+		// A registrar ignores a To tag: so does the filter.
+		{"sip-register-tagged", sipTo("REGISTER", toTag), sess(cac.SIPRegister)},
+		{"sip-register-lowercase", sipTo("register", toTag), odd(sess(cac.SIPRegister))},
+		{"sip-subscribe", sipTo("SUBSCRIBE", toNoTag), sess(cac.SIPOther)},
+		{"sip-message", sipTo("MESSAGE", toNoTag), sess(cac.SIPOther)},
+		{"sip-cancel", sipTo("CANCEL", toNoTag), sess(cac.SIPOther)},
+		{"sip-unknown-method", sipTo("FOO.BAR~1", toNoTag), sess(cac.SIPOther)},
+		{"sip-bye", sipTo("BYE", toTag), inDialog},
+		{"sip-ack-lowercase", sipTo("ack", toTag), inDialog}, // another method to a strict parser: not odd
 		{"sip-response", v4udp(5060, Raw("SIP/2.0 200 OK\r\nTo: <sip:b@example.com>;tag=1\r\n\r\n")), other},
-		{"sip-lowercase-method", sipTo("invite", toNoTag), other},
+		{"sip-response-lowercase", v4udp(5060, Raw("sip/2.0 200 OK\r\nTo: <sip:b@example.com>\r\n\r\n")), other},
+		{"sip-stun-binding", v4udp(5060, Raw("\x00\x01\x00\x00\x21\x12\xa4\x42abcdefghijkl")), other},
+		{"sip-lowercase-method", sipTo("invite", toNoTag), odd(sess(cac.SIPInvite))},
+		{"sip-mixed-case-method", sipTo("InViTe", toNoTag), odd(sess(cac.SIPInvite))},
+		{"sip-lowercase-options", sipTo("options", toNoTag), odd(sess(cac.SIPOptions))},
+		{"sip-invite-no-space", sipTo("INVITEX", toNoTag), sess(cac.SIPOther)},
+		{"sip-leading-crlf", sipPrefixed("\r\n", "INVITE", toNoTag), odd(sess(cac.SIPInvite))},
+		{"sip-leading-crlf-options", sipPrefixed("\r\n", "OPTIONS", toNoTag), odd(sess(cac.SIPOptions))},
+		{"sip-leading-lf-in-dialog", sipPrefixed("\n\n", "INVITE", toTag), odd(inDialog)},
+		{"sip-16-crlf-bytes", sipPrefixed(strings.Repeat("\r\n", 8), "INVITE", toNoTag), odd(sess(cac.SIPInvite))},
+		{"sip-17-crlf-bytes", sipPrefixed("\n"+strings.Repeat("\r\n", 8), "INVITE", toNoTag), malformed},
 		{"sip-keepalive", v4udp(5060, Raw("\r\n\r\n")), other},
+		{"sip-keepalive-16", v4udp(5060, Raw(strings.Repeat("\r\n", 8))), other},
 		{"sip-empty", v4udp(5060, Raw{}), other},
 		{"sip-in-dialog-options", sipTo("OPTIONS", toTag), inDialog},
 		{"sip-compact-to", sipHeaders("INVITE", "Via: x", "t: <sip:b@example.com>;tag=9"), inDialog},
@@ -195,7 +241,11 @@ func edgeFrames() []frameCase {
 		{"sip-token-header", sipHeaders("INVITE", "Tokens: ;tag=9", "To: <sip:b@example.com>"), sess(cac.SIPInvite)},
 		{"sip-timestamp-before-to", sipHeaders("INVITE", "Timestamp: 54", "To: <sip:b@example.com>;tag=2"), inDialog},
 		{"sip-from-tag-only", sipHeaders("INVITE", "From: <sip:a@example.com>;tag=1", "To: <sip:b@example.com>"), sess(cac.SIPInvite)},
-		{"sip-first-to-wins", sipHeaders("INVITE", "To: <sip:b@example.com>", "To: <sip:b@example.com>;tag=1"), sess(cac.SIPInvite)},
+		// Several To headers: servers read the first or the last, so one
+		// without a tag makes the request a new dialog.
+		{"sip-first-to-untagged", sipHeaders("INVITE", "To: <sip:b@example.com>", "To: <sip:b@example.com>;tag=1"), sess(cac.SIPInvite)},
+		{"sip-last-to-untagged", sipHeaders("INVITE", "To: <sip:b@example.com>;tag=1", "Via: x", "t: <sip:b@example.com>"), odd(sess(cac.SIPInvite))},
+		{"sip-two-to-tagged", sipHeaders("INVITE", "To: <sip:b@example.com>;tag=1", "To: <sip:b@example.com>;tag=2"), odd(inDialog)},
 		{"sip-lf-line-ends", v4udp(5060, SIP{Method: "INVITE", Headers: []string{"Via: x", "To: <sip:b@x>;tag=1"}, LF: true}), inDialog},
 		// No To header in sight: a new dialog, charged, never waved through.
 		{"sip-no-to", sipHeaders("INVITE", "Via: x", "From: <sip:a@example.com>;tag=1"), sess(cac.SIPInvite)},
@@ -206,7 +256,10 @@ func edgeFrames() []frameCase {
 
 		// First fragments are classified on what they hold.
 		{"sip-first-fragment-to-later", Frame(Ether{}, IPv4{MF: true}, UDP{Dst: 5060, Len: 1800}, Raw("INVITE sip:b@x SIP/2.0\r\nVia: x\r\n")), sess(cac.SIPInvite)},
-		{"sip-first-fragment-tagged", Frame(Ether{}, IPv6{Ext: []Ext{{Proto: 44, MF: true}}}, UDP{Dst: 5060, Len: 1800}, Raw("INVITE sip:b@x SIP/2.0\r\nTo: <sip:b@x>;tag=5\r\nVia: x")), inDialog},
+		// A later fragment may hold another To: only the blank line ends it.
+		{"sip-first-fragment-tagged", Frame(Ether{}, IPv6{Ext: []Ext{{Proto: 44, MF: true}}}, UDP{Dst: 5060, Len: 1800}, Raw("INVITE sip:b@x SIP/2.0\r\nTo: <sip:b@x>;tag=5\r\nVia: x")), sess(cac.SIPInvite)},
+		{"sip-first-fragment-tagged-whole-headers", Frame(Ether{}, IPv6{Ext: []Ext{{Proto: 44, MF: true}}}, UDP{Dst: 5060, Len: 1800}, Raw("INVITE sip:b@x SIP/2.0\r\nTo: <sip:b@x>;tag=5\r\n\r\nv=0")), inDialog},
+		{"sip-first-fragment-crlf-only", Frame(Ether{}, IPv4{MF: true}, UDP{Dst: 5060, Len: 1800}, Raw("\r\n\r\nINV")), malformed},
 		{"sip-first-fragment-too-short", Frame(Ether{}, IPv4{MF: true}, UDP{Dst: 5060, Len: 1800}, Raw("INVITE")), malformed},
 		{"sip-first-fragment-empty", Frame(Ether{}, IPv4{MF: true}, UDP{Dst: 5060, Len: 1800}), malformed},
 		{"l2tp-first-fragment", Frame(Ether{}, IPv4{MF: true}, UDP{Dst: 1701, Len: 1800}, L2TP{MsgType: SCCRQ, Length: 1792}), sess(cac.L2TPSCCRQ)},

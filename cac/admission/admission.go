@@ -105,9 +105,21 @@ func (d Decision) String() string {
 
 // Admit runs a first packet of class c from src at now through the levels
 // in order: the call admission gates, the buckets, the charge budget. The
-// first that fails names the reason, and a rejected call takes nothing. A new source enters the per-source table only when
-// admitted; a source in an account never does.
+// first that fails names the reason, and a rejected call takes nothing. A
+// new source enters the per-source table only when admitted; a source in
+// an account never does. In-dialog requests and malformed frames are held
+// by their per-source and class buckets alone; a known source (an account,
+// an agent) skips the per-source one of in-dialog requests, and an agent's
+// are never held. Either bucket of malformed rejects for one reason.
 func (m *Model) Admit(c cac.Class, src fsol.Source, now uint64) (reason cac.Reason, rejected bool) {
+	reason, rejected = m.admit(c, src, now)
+	if rejected && c == cac.ClassMalformed {
+		reason = cac.ReasonMalformed
+	}
+	return reason, rejected
+}
+
+func (m *Model) admit(c cac.Class, src fsol.Source, now uint64) (reason cac.Reason, rejected bool) {
 	_, call := cac.CallTypeOf(c)
 	charged := call && m.policy.CallAdmission.Operational()
 	var in Inputs
@@ -118,47 +130,59 @@ func (m *Model) Admit(c cac.Class, src fsol.Source, now uint64) (reason cac.Reas
 		}
 	}
 	type level struct {
-		limit  bucket.Limit
-		bucket *bucket.Bucket
-		reason cac.Reason
+		limit   bucket.Limit
+		bucket  *bucket.Bucket
+		reason  cac.Reason
+		reserve uint64 // of the tolerance, a stranger's call leaves
 	}
 	var levels []level
 	acct := -1
-	if len(m.policy.Accounts) > 0 && src.Family != 0 {
+	if len(m.policy.Accounts) > 0 && src.Family != 0 && c != cac.ClassMalformed {
 		acct = m.policy.accountOf(addrOf(src))
 	}
 	// A known SIP peer has its agent's bucket instead of a per-source one.
 	agent := -1
-	if (c == cac.SIPInvite || c == cac.SIPOptions) && len(m.policy.Agents) > 0 && src.Family != 0 {
+	if c.IsSIPRequest() && len(m.policy.Agents) > 0 && src.Family != 0 {
 		if i, ok := m.agentAddrs[addrOf(src)]; ok && i < len(m.policy.Agents) {
 			agent = i
 		}
+	}
+	if agent >= 0 && c == cac.SIPInDialog {
+		return 0, false
 	}
 	var newSource *sourceKey
 	ps := m.policy.PerSource[c]
 	if ps.Limit != bucket.Unlimited && acct < 0 && agent < 0 {
 		k := keyOf(c, ps, src)
 		if b, ok := m.sources[k]; ok {
-			levels = append(levels, level{ps.Limit, b, cac.ReasonSource})
+			levels = append(levels, level{ps.Limit, b, cac.ReasonSource, 0})
 		} else {
 			newSource = &k
 		}
 	}
-	if acct >= 0 {
+	if acct >= 0 && !c.Sessionless() {
 		a := m.policy.Accounts[acct]
 		levels = append(levels,
-			level{a.Limit, &m.accounts[m.index.Accounts[acct]], cac.ReasonAccount},
-			level{m.policy.Customers[a.Customer], &m.customers[m.index.Customers[a.Customer]], cac.ReasonCustomer})
+			level{a.Limit, &m.accounts[m.index.Accounts[acct]], cac.ReasonAccount, 0},
+			level{m.policy.Customers[a.Customer], &m.customers[m.index.Customers[a.Customer]], cac.ReasonCustomer, 0})
 	}
 	if agent >= 0 {
-		levels = append(levels, level{m.policy.Agents[agent].Limit, &m.agents[agent], cac.ReasonAgent})
+		levels = append(levels, level{m.policy.Agents[agent].Limit, &m.agents[agent], cac.ReasonAgent, 0})
 	}
-	levels = append(levels,
-		level{m.policy.Levels[c], &m.levels[c], cac.ReasonClass},
-		level{m.policy.Levels[LevelEnvironment], &m.levels[LevelEnvironment], cac.ReasonEnvironment})
+	// Trusted first: an agent's call may take the shared levels' reserve.
+	reserve := func(l int) uint64 {
+		if agent >= 0 {
+			return 0
+		}
+		return m.policy.ReserveNS[l]
+	}
+	levels = append(levels, level{m.policy.Levels[c], &m.levels[c], cac.ReasonClass, reserve(int(c))})
+	if !c.Sessionless() {
+		levels = append(levels, level{m.policy.Levels[LevelEnvironment], &m.levels[LevelEnvironment], cac.ReasonEnvironment, reserve(LevelEnvironment)})
+	}
 
 	for _, l := range levels {
-		if !l.bucket.Conforms(l.limit, now) {
+		if !l.bucket.ConformsLeaving(l.limit, l.reserve, now) {
 			return l.reason, true
 		}
 	}
@@ -168,7 +192,7 @@ func (m *Model) Admit(c cac.Class, src fsol.Source, now uint64) (reason cac.Reas
 		}
 	}
 	for _, l := range levels {
-		l.bucket.Take(l.limit, now)
+		l.bucket.TakeLeaving(l.limit, l.reserve, now)
 	}
 	if newSource != nil {
 		if m.sources == nil {
@@ -193,15 +217,17 @@ func addrOf(s fsol.Source) netip.Addr {
 // Decide classifies frame and, for a first packet, admits or rejects it.
 func (m *Model) Decide(frame []byte, now uint64) Decision {
 	d := Decision{Result: fsol.Classify(frame, m.Ports), Verdict: cac.Pass}
-	switch d.Kind {
-	case cac.Session:
-		if d.Reason, d.Rejected = m.Admit(d.Class, fsol.SourceOf(frame), now); d.Rejected {
-			d.Verdict = cac.Drop
-		}
-	case cac.Malformed:
-		if m.MalformedDrop {
-			d.Verdict = cac.Drop
-		}
+	c, held := cac.ClassOf(d.Kind)
+	if d.Kind == cac.Session {
+		c, held = d.Class, true
+	}
+	if !held {
+		return d
+	}
+	if d.Reason, d.Rejected = m.Admit(c, fsol.SourceOf(frame), now); d.Rejected {
+		d.Verdict = cac.Drop
+	} else if c == cac.ClassMalformed && m.MalformedDrop {
+		d.Verdict = cac.Drop // within its limits, as malformed: says
 	}
 	return d
 }

@@ -2,6 +2,7 @@ package admission
 
 import (
 	"fmt"
+	"math"
 	"net/netip"
 
 	"github.com/xdpcac/xdpcac/cac"
@@ -51,7 +52,10 @@ type Account struct {
 
 // Policy is every limit of the fast path.
 type Policy struct {
-	Levels    [NumLevels]bucket.Limit
+	Levels [NumLevels]bucket.Limit
+	// ReserveNS is the part of each class's and the environment's
+	// tolerance a stranger's call must leave for the session agents.
+	ReserveNS [NumLevels]uint64
 	PerSource [cac.NumClasses]PerSource
 	Accounts  []Account
 	Customers []bucket.Limit
@@ -93,6 +97,9 @@ func PolicyOf(cfg *config.Config) (Policy, error) {
 		if p.Levels[c], err = limitOf("classes."+c.String(), cl.Limit); err != nil {
 			return p, err
 		}
+		if !c.Sessionless() { // no agent's to reserve
+			p.ReserveNS[c] = reserveOf(cl.Limit, cl.AgentReserve, len(cfg.SessionAgents) > 0)
+		}
 		if ps := cl.PerSource; ps != nil {
 			ps2 := PerSource{Key: sourceKeys[ps.Key], IPv6Prefix: ps.IPv6Prefix}
 			if ps2.Limit, err = limitOf("classes."+c.String()+".per-source", ps.Limit); err != nil {
@@ -104,6 +111,7 @@ func PolicyOf(cfg *config.Config) (Policy, error) {
 	if p.Levels[LevelEnvironment], err = limitOf("environment", cfg.Environment); err != nil {
 		return p, err
 	}
+	p.ReserveNS[LevelEnvironment] = reserveOf(cfg.Environment, cfg.EnvironmentAgentReserve, len(cfg.SessionAgents) > 0)
 	for _, cu := range cfg.Customers {
 		l, err := limitOf("customer "+cu.Name, cu.Limit)
 		if err != nil {
@@ -135,6 +143,23 @@ func PolicyOf(cfg *config.Config) (Policy, error) {
 		return p, fmt.Errorf("%d accounts in %d customers: at most %d and %d", len(p.Accounts), len(p.Customers), MaxAccounts, MaxCustomers)
 	}
 	return p, nil
+}
+
+// reserveOf is the reserve of a shared level in nanoseconds of its
+// tolerance: agent-reserve calls, or by default a tenth of the burst
+// (rounded down) when there are session agents to reserve it for.
+func reserveOf(lim config.Limit, set *float64, agents bool) uint64 {
+	if lim.Unlimited() {
+		return 0
+	}
+	calls := 0.0
+	switch {
+	case set != nil:
+		calls = *set
+	case agents:
+		calls = config.DefaultAgentReserve(lim.EffectiveBurst())
+	}
+	return uint64(math.Round(calls * 1e9 / *lim.CPS))
 }
 
 // Mapped is a prefix as the account trie keys it: IPv4 mapped into IPv6

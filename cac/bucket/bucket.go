@@ -58,20 +58,28 @@ func (b *Bucket) normalize(l Limit, now uint64) {
 }
 
 // Conforms reports whether a call at now would pass; it takes nothing.
-func (b *Bucket) Conforms(l Limit, now uint64) bool {
+func (b *Bucket) Conforms(l Limit, now uint64) bool { return b.ConformsLeaving(l, 0, now) }
+
+// ConformsLeaving is Conforms for a call that must leave reserveNS of the
+// tolerance in the bucket: one bucket, two thresholds, so that the calls
+// that may take the reserve have strict priority over those that may not.
+func (b *Bucket) ConformsLeaving(l Limit, reserveNS, now uint64) bool {
 	if l.IntervalNS == 0 {
 		return true
 	}
 	b.normalize(l, now)
-	return b.TATNS <= now+l.ToleranceNS
+	return b.TATNS <= now+l.ToleranceNS-min(reserveNS, l.ToleranceNS)
 }
 
 // Take takes one call's worth if the call conforms.
-func (b *Bucket) Take(l Limit, now uint64) bool {
+func (b *Bucket) Take(l Limit, now uint64) bool { return b.TakeLeaving(l, 0, now) }
+
+// TakeLeaving is Take for a call that must leave reserveNS.
+func (b *Bucket) TakeLeaving(l Limit, reserveNS, now uint64) bool {
 	if l.IntervalNS == 0 {
 		return true
 	}
-	if !b.Conforms(l, now) {
+	if !b.ConformsLeaving(l, reserveNS, now) {
 		return false
 	}
 	b.TATNS = max(b.TATNS, now) + l.IntervalNS

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net/netip"
 	"os"
 	"regexp"
@@ -25,15 +26,17 @@ type Config struct {
 	MalformedDrop bool
 	Classes       map[cac.Class]Class
 	Environment   Limit
-	Customers     []Customer
-	CallAdmission CallAdmission
-	CPU           CPU
-	Buffers       Buffers
-	StaleAfter    time.Duration
-	OnStale       string // static, open or closed
-	Realms        []Realm
-	SessionAgents []SessionAgent
-	Metrics       Metrics
+	// EnvironmentAgentReserve is environment.agent-reserve.
+	EnvironmentAgentReserve *float64
+	Customers               []Customer
+	CallAdmission           CallAdmission
+	CPU                     CPU
+	Buffers                 Buffers
+	StaleAfter              time.Duration
+	OnStale                 string // static, open or closed
+	Realms                  []Realm
+	SessionAgents           []SessionAgent
+	Metrics                 Metrics
 	// SourceTable is how many sources the per-source table of the fast
 	// path holds (key per-source-table).
 	SourceTable uint32
@@ -92,8 +95,12 @@ func (l Limit) EffectiveBurst() float64 {
 type Class struct {
 	Limit
 	PerSource *PerSource
-	// Reject answers a refused sip-invite or sip-options with 503 instead
-	// of dropping it (action: reject).
+	// AgentReserve is how many calls of the class bucket strangers leave
+	// to the session agents (key agent-reserve); nil is the default.
+	AgentReserve *float64
+	// Reject answers a refused SIP request out of dialog (sip-invite,
+	// sip-options, sip-register, sip-other) with 503 instead of dropping
+	// it (action: reject).
 	Reject bool
 }
 
@@ -142,6 +149,43 @@ type Metrics struct {
 	Listen string
 }
 
+// DefaultAgentReserve is the agent-reserve of a shared bucket of burst
+// calls when there are session agents and the file sets none: a tenth of
+// the burst, so that strangers who fill the bucket leave the agents a tenth
+// of it, and the agents take it before any stranger (the bucket refills
+// above the reserve before a stranger's call conforms again).
+func DefaultAgentReserve(burst float64) float64 { return math.Floor(burst / 10) }
+
+// checkReserve checks an agent-reserve against the bucket it is part of.
+func (d *decoder) checkReserve(n *yaml.Node, path string, l Limit, reserve *float64) {
+	if reserve == nil {
+		return
+	}
+	if l.CPS == nil {
+		d.errorf(n, join(path, "agent-reserve"), "needs a cps: an unlimited bucket has nothing to reserve")
+		return
+	}
+	if b := l.EffectiveBurst(); *reserve > b-1 {
+		d.errorf(n, join(path, "agent-reserve"), "must leave strangers at least one call of the burst (%.6g), got %.6g", b, *reserve)
+	}
+}
+
+// DefaultClasses are the limits of the classes that are limited unless the
+// file says otherwise (an empty mapping, {}, lifts them): in-dialog
+// requests, whose To tag anyone can write, and malformed frames. A real
+// peer sends neither anywhere near these rates from one source; a flood
+// of them is held like any other.
+func DefaultClasses() map[cac.Class]Class {
+	f := func(v float64) *float64 { return &v }
+	perSource := func(cps, burst float64) *PerSource {
+		return &PerSource{Limit: Limit{CPS: f(cps), Burst: f(burst)}, Key: "ip", IPv6Prefix: 64}
+	}
+	return map[cac.Class]Class{
+		cac.SIPInDialog:    {PerSource: perSource(50, 500)},
+		cac.ClassMalformed: {Limit: Limit{CPS: f(100), Burst: f(200)}, PerSource: perSource(5, 10)},
+	}
+}
+
 // Load reads and checks a configuration file.
 func Load(path string) (*Config, error) {
 	data, err := os.ReadFile(path)
@@ -184,6 +228,11 @@ func Parse(file string, data []byte) (*Config, error) {
 	if root.Kind != 0 { // an empty file is an empty config
 		d.mapping(root, "", c.fields(d))
 	}
+	for cl, def := range DefaultClasses() {
+		if _, set := c.Classes[cl]; !set {
+			c.Classes[cl] = def
+		}
+	}
 	c.check(d, root)
 	if err := d.err(); err != nil {
 		return nil, err
@@ -218,8 +267,13 @@ func (c *Config) fields(d *decoder) fields {
 			d.oneOf(v, p, &malformed, "pass", "drop")
 			c.MalformedDrop = malformed == "drop"
 		},
-		"classes":     func(p string, v *yaml.Node) { d.classes(v, p, c.Classes) },
-		"environment": func(p string, v *yaml.Node) { d.mapping(v, p, d.limitFields(&c.Environment, nil)) },
+		"classes": func(p string, v *yaml.Node) { d.classes(v, p, c.Classes) },
+		"environment": func(p string, v *yaml.Node) {
+			d.mapping(v, p, d.limitFields(&c.Environment, fields{
+				"agent-reserve": func(p string, v *yaml.Node) { d.number(v, p, 0, &c.EnvironmentAgentReserve) },
+			}))
+			d.checkReserve(v, p, c.Environment, c.EnvironmentAgentReserve)
+		},
 		"customers": func(p string, v *yaml.Node) {
 			d.sequence(v, p, func(p string, v *yaml.Node) { c.Customers = append(c.Customers, d.customer(p, v)) })
 		},
@@ -332,7 +386,10 @@ func (d *decoder) classes(n *yaml.Node, path string, dst map[cac.Class]Class) {
 		f[cl.String()] = func(p string, v *yaml.Node) {
 			var c Class
 			extra := fields{"per-source": func(p string, v *yaml.Node) { c.PerSource = d.perSource(p, v, cl) }}
-			if cl == cac.SIPInvite || cl == cac.SIPOptions {
+			if !cl.Sessionless() {
+				extra["agent-reserve"] = func(p string, v *yaml.Node) { d.number(v, p, 0, &c.AgentReserve) }
+			}
+			if cl.Answerable() {
 				extra["action"] = func(p string, v *yaml.Node) {
 					var a string
 					d.oneOf(v, p, &a, "drop", "reject")
@@ -341,6 +398,7 @@ func (d *decoder) classes(n *yaml.Node, path string, dst map[cac.Class]Class) {
 			}
 			d.mapping(v, p, d.limitFields(&c.Limit, extra))
 			d.checkLimit(v, p, c.Limit)
+			d.checkReserve(v, p, c.Limit, c.AgentReserve)
 			dst[cl] = c
 		}
 	}

@@ -85,6 +85,32 @@ func TestDurations(t *testing.T) {
 	}
 }
 
+// TestHeldByDefault: in-dialog requests and malformed frames are limited
+// unless the file says otherwise, and an empty mapping lifts the limits.
+func TestHeldByDefault(t *testing.T) {
+	c, err := Parse("d.yaml", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	in, mal := c.Classes[cac.SIPInDialog], c.Classes[cac.ClassMalformed]
+	if in.PerSource == nil || *in.PerSource.CPS != 50 || !in.Unlimited() {
+		t.Errorf("sip-indialog by default: %+v", in)
+	}
+	if mal.PerSource == nil || *mal.PerSource.CPS != 5 || mal.Unlimited() || *mal.CPS != 100 {
+		t.Errorf("malformed by default: %+v", mal)
+	}
+	c, err = Parse("d.yaml", []byte("classes:\n  sip-indialog: {}\n  malformed: {per-source: {cps: 2}}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if in := c.Classes[cac.SIPInDialog]; in.PerSource != nil || !in.Unlimited() {
+		t.Errorf("sip-indialog: {} still limits: %+v", in)
+	}
+	if mal := c.Classes[cac.ClassMalformed]; !mal.Unlimited() || *mal.PerSource.CPS != 2 {
+		t.Errorf("malformed set by the file: %+v", mal)
+	}
+}
+
 // TestBadInput: every mistake names the file, line and key, and no config
 // comes back.
 func TestBadInput(t *testing.T) {
@@ -97,7 +123,7 @@ func TestBadInput(t *testing.T) {
 		{"non-numeric cps", "environment: {cps: lots}\n", `bad.yaml:1:20: environment.cps: must be a number, got "lots"`},
 		{"port out of range", "ports: {sip: [5060, 70000]}\n", "bad.yaml:1:21: ports.sip[1]: must be from 1 to 65535, got 70000"},
 		{"port zero", "ports: {l2tp: [0]}\n", "bad.yaml:1:16: ports.l2tp[0]: must be from 1 to 65535, got 0"},
-		{"unknown class", "classes:\n  sip-register: {cps: 1}\n", "bad.yaml:2:3: classes.sip-register: unknown key (valid keys here: l2tp-icrq, l2tp-sccrq, pppoe-padi, pppoe-padr, sip-invite, sip-options)"},
+		{"unknown class", "classes:\n  sip-subscribe: {cps: 1}\n", "bad.yaml:2:3: classes.sip-subscribe: unknown key (valid keys here: l2tp-icrq, l2tp-sccrq, malformed, pppoe-padi, pppoe-padr, sip-indialog, sip-invite, sip-options, sip-other, sip-register)"},
 		{"port in both", "ports: {l2tp: [5060], sip: [5060]}\n", "ports: port 5060 is both an L2TP and a SIP port"},
 		{"bad mode", "interfaces: [{name: eth1, mode: turbo}]\n", "interfaces[0].mode: must be one of auto, native, generic"},
 		{"bad malformed", "malformed: maybe\n", "malformed: must be one of pass, drop"},
@@ -123,6 +149,10 @@ func TestBadInput(t *testing.T) {
 		{"sample interval", "cpu: {sample-interval: 50ms}\n", "bad.yaml:1:24: cpu.sample-interval: must be at least 100ms"},
 		{"cpu source", "cpu: {source: \"cgroup:../etc\"}\n", "cpu.source:"},
 		{"stale before a sample", "cpu: {sample-interval: 3s}\n", "bad.yaml:1:1: stale-after: 5s is less than two sample intervals (cpu.sample-interval 3s)"},
+		{"reserve over burst", "classes:\n  sip-invite: {cps: 10, burst: 20, agent-reserve: 20}\n", "bad.yaml:2:15: classes.sip-invite.agent-reserve: must leave strangers at least one call of the burst (20), got 20"},
+		{"reserve unlimited", "environment: {agent-reserve: 5}\n", "environment.agent-reserve: needs a cps"},
+		{"reserve in dialog", "classes:\n  sip-indialog: {cps: 10, agent-reserve: 1}\n", "classes.sip-indialog.agent-reserve: unknown key"},
+		{"reject in dialog", "classes:\n  sip-indialog: {action: reject}\n", "classes.sip-indialog.action: unknown key"},
 		{"folded ios", "call-admission: >\n  call admission limit 10\n  call admission vpdn 10 1\n", "call-admission: write the IOS lines as a literal block"},
 	}
 	for _, c := range cases {

@@ -25,6 +25,9 @@ func NewPorts(l2tp, sip []uint16) *Ports {
 type Result struct {
 	Kind  cac.Kind
 	Class cac.Class // meaningful only when Kind is cac.Session
+	// Odd marks a SIP request in a form stricter parsers miss: a method
+	// not in upper case, leading CRLFs, several To headers.
+	Odd bool
 }
 
 func (r Result) String() string {
@@ -43,7 +46,7 @@ const (
 	etherTypeIPv6     = 0x86dd
 	etherTypePPPoEDsc = 0x8863
 	maxVLANs          = 2
-	maxExtHeaders     = 4
+	maxExtHeaders     = 8 // CAC_MAX_EXTHDRS: one more is malformed
 	protoUDP          = 17
 )
 
@@ -195,6 +198,10 @@ walk:
 		default:
 			break walk
 		}
+	}
+	switch next {
+	case 0, 43, 44, 60: // more extension headers than the bound
+		return verdictOnly(cac.Malformed)
 	}
 	if next != protoUDP || off+8 > len(frame) {
 		return verdictOnly(cac.Unwatched)

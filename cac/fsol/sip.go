@@ -6,64 +6,157 @@ import (
 	"github.com/xdpcac/xdpcac/cac"
 )
 
-// The bounds of the SIP search, as in bpf/sip.h. A message that runs out of
-// them is taken for a new dialog: charged, never waved through.
+// The bounds of the SIP search, as in bpf/sip_msg.h. A message that runs
+// out of them is taken for a new dialog: charged, never waved through.
 const (
 	SIPScanMax  = 2048 // the To header must start before this offset
 	SIPMaxLines = 64   // ... and be among this many header lines
 	SIPToMax    = 256  // its tag must start within this many bytes of the colon
 	SIPWSMax    = 4    // spaces or tabs allowed around ':', ';' and '='
+	SIPCRLFMax  = 16   // leading CR and LF bytes skipped before the request line
 )
 
+// classifySIP reads a message as the most lenient server behind the filter
+// would: leading CRLFs skipped, the method in any letter case, any method
+// a request (docs/design.md, "Classes").
 func classifySIP(m []byte, fragmented bool) Result {
+	skip := 0
+	for skip < SIPCRLFMax && skip < len(m) && (m[skip] == '\r' || m[skip] == '\n') {
+		skip++
+	}
+	if skip == len(m) && !fragmented {
+		return kind(cac.Other) // a keep-alive
+	}
+	if c := at(m, skip); c == '\r' || c == '\n' {
+		return kind(cac.Malformed) // more CRLFs than the bound
+	}
 	// A first fragment too short to show the method hides the request in
 	// fragments that cannot be classified: that is no SIP peer's doing.
-	if fragmented && len(m) < len("OPTIONS ") {
-		return kind(cac.Malformed)
+	if len(m)-skip < 8 {
+		if fragmented {
+			return kind(cac.Malformed)
+		}
+		return kind(cac.Other)
 	}
+	odd := skip > 0
+	m = m[skip:]
 	var c cac.Class
 	switch {
-	case bytes.HasPrefix(m, []byte("INVITE ")): // methods are case-sensitive
-		c = cac.SIPInvite
-	case bytes.HasPrefix(m, []byte("OPTIONS ")):
-		c = cac.SIPOptions
+	case foldPrefix(m, "INVITE "):
+		c, odd = cac.SIPInvite, odd || !bytes.HasPrefix(m, []byte("INVITE"))
+	case foldPrefix(m, "OPTIONS "):
+		c, odd = cac.SIPOptions, odd || !bytes.HasPrefix(m, []byte("OPTIONS"))
+	case foldPrefix(m, "REGISTER "):
+		// Never in a dialog (RFC 3261 §10.2): a To tag changes nothing
+		// for a registrar, so it changes nothing here.
+		return Result{Kind: cac.Session, Class: cac.SIPRegister, Odd: odd || !bytes.HasPrefix(m, []byte("REGISTER"))}
+	case foldPrefix(m, "SIP/2.0 "):
+		return kind(cac.Other) // a response
+	case isToken(m[0]):
+		c = cac.SIPOther
 	default:
-		return kind(cac.Other) // responses, other methods, keep-alives
+		return kind(cac.Other) // not text a SIP server reads
 	}
-	// Without a To header in sight (missing, odd, past the bounds, or in a
-	// later fragment) the request is taken for a new dialog: it is charged.
-	if v, ok := findTo(m); ok && toTagged(m, v) {
-		return kind(cac.InDialog)
+	dialog, many := toHeaders(m, fragmented)
+	odd = odd || many
+	if dialog {
+		return Result{Kind: cac.InDialog, Odd: odd}
 	}
-	return session(c)
+	return Result{Kind: cac.Session, Class: c, Odd: odd}
 }
 
-// findTo returns the offset of the To header's value, if it starts before
-// SIPScanMax among the first SIPMaxLines header lines. Header lines start
-// after a newline, so the request line is never one; the blank line ends
-// the search.
-func findTo(m []byte) (int, bool) {
+// foldPrefix reports whether m starts with the upper-case ASCII word w in
+// any letter case; other bytes match exactly.
+func foldPrefix(m []byte, w string) bool {
+	if len(m) < len(w) {
+		return false
+	}
+	for i := 0; i < len(w); i++ {
+		c := m[i]
+		if w[i] >= 'A' && w[i] <= 'Z' {
+			c &^= 0x20
+		}
+		if c != w[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// isToken reports whether c may start a method (RFC 3261 §25.1 token).
+func isToken(c byte) bool {
+	switch {
+	case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9':
+		return true
+	}
+	return bytes.IndexByte([]byte("-.!%*_+`'~"), c) >= 0
+}
+
+// toHeaders reads every To header of a request. It claims a dialog only
+// when there is one, every To header has a tag, and every header was seen
+// (the blank line, or the end of a whole datagram) within the bounds.
+// Servers disagree on which of several To headers counts, so one untagged
+// To makes a new dialog: the reading that charges. many reports more than
+// one To header.
+func toHeaders(m []byte, fragmented bool) (dialog, many bool) {
+	seen := false
 	pos := 0
-	for line := 0; ; line++ {
-		limit := min(len(m), SIPScanMax)
-		if pos >= limit {
-			return 0, false
+	for line := 0; line < SIPMaxLines; line++ {
+		h, end := nextLine(m, pos)
+		switch end {
+		case lineBlank:
+			return seen, many
+		case lineEnd:
+			return seen && !fragmented, many
+		case lineBound:
+			return false, many
 		}
-		i := bytes.IndexByte(m[pos:limit], '\n')
-		if i < 0 {
-			return 0, false
+		v, ok := toName(m, h)
+		if !ok {
+			pos = h
+			continue
 		}
-		h := pos + i + 1
-		if h >= len(m) || h >= SIPScanMax || line >= SIPMaxLines || m[h] == '\r' || m[h] == '\n' {
-			return 0, false
+		many = many || seen
+		if !toTagged(m, v) {
+			return false, many
 		}
-		if v, ok := toName(m, h); ok {
-			return v, true
-		}
-		pos = h
+		seen, pos = true, v
 	}
+	return false, many
 }
 
+// How a search for the next header line ended, as SIP_NO_TO, SIP_END and
+// SIP_BOUND of bpf/sip_msg.h.
+const (
+	lineHeader = iota
+	lineBlank
+	lineEnd
+	lineBound
+)
+
+// nextLine finds the header line after the first newline at or past pos,
+// if it starts before SIPScanMax and the message's end. Without one, the
+// search ended at the end of a message shorter than SIPScanMax (lineEnd),
+// or at the bound (lineBound).
+func nextLine(m []byte, pos int) (int, int) {
+	ended := lineEnd
+	if len(m) > SIPScanMax {
+		ended = lineBound
+	}
+	limit := min(len(m), SIPScanMax) // a header line starts before this
+	if pos >= limit-1 {
+		return 0, ended
+	}
+	i := bytes.IndexByte(m[pos:limit-1], '\n')
+	if i < 0 {
+		return 0, ended
+	}
+	h := pos + i + 1
+	if m[h] == '\r' || m[h] == '\n' {
+		return 0, lineBlank
+	}
+	return h, lineHeader
+}
 func at(m []byte, i int) int {
 	if i < len(m) {
 		return int(m[i])

@@ -12,7 +12,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/xdpcac/xdpcac/cac"
 	"github.com/xdpcac/xdpcac/cac/agents"
 	"github.com/xdpcac/xdpcac/cac/config"
 	"github.com/xdpcac/xdpcac/cac/sipd"
@@ -76,7 +75,10 @@ type savedTarget struct {
 // startAgents starts watching the agents of cfg, with statuses carried
 // over from before (a reload, or the file a previous daemon left).
 func (d *daemon) startAgents(ctx context.Context, cfg *config.Config, prev map[agents.TargetKey]agents.Status) (*sipAgents, error) {
-	rejects := cfg.Classes[cac.SIPInvite].Reject || cfg.Classes[cac.SIPOptions].Reject
+	rejects := false
+	for _, cl := range cfg.Classes {
+		rejects = rejects || cl.Reject
+	}
 	if len(cfg.SessionAgents) == 0 && !rejects {
 		return nil, nil
 	}

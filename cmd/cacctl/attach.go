@@ -7,7 +7,6 @@ import (
 	"path/filepath"
 
 	"github.com/spf13/cobra"
-	"github.com/xdpcac/xdpcac/cac"
 	"github.com/xdpcac/xdpcac/cac/admission"
 	"github.com/xdpcac/xdpcac/cac/config"
 	"github.com/xdpcac/xdpcac/loader"
@@ -72,11 +71,12 @@ func loadOptions(cfgFile string) (*config.Config, loader.Options, error) {
 	if err != nil {
 		return nil, loader.Options{}, fmt.Errorf("%s: %w", cfgFile, err)
 	}
+	settings := maps.Settings{MalformedDrop: cfg.MalformedDrop}
+	for c, cl := range cfg.Classes {
+		settings.Reject[c] = cl.Reject
+	}
 	return cfg, loader.Options{
-		Settings: maps.Settings{
-			MalformedDrop: cfg.MalformedDrop,
-			RejectInvite:  cfg.Classes[cac.SIPInvite].Reject, RejectOptions: cfg.Classes[cac.SIPOptions].Reject,
-		},
+		Settings:    settings,
 		L2TPPorts:   cfg.Ports.L2TP,
 		SIPPorts:    cfg.Ports.SIP,
 		Policy:      policy,

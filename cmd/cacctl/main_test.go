@@ -58,7 +58,7 @@ func TestArgumentErrors(t *testing.T) {
 
 func TestValidate(t *testing.T) {
 	out, err := run("validate", "--config", "../../cac/config/testdata/full.yaml")
-	if err != nil || !strings.Contains(out, "valid (1 interfaces, 4 class limits, 1 customers, 1 session agents)") {
+	if err != nil || !strings.Contains(out, "valid (1 interfaces, 6 class limits, 1 customers, 1 session agents)") {
 		t.Errorf("validate: %v\n%s", err, out)
 	}
 }

@@ -57,10 +57,13 @@ func writeStatsText(w io.Writer, s maps.Stats, per []loader.AttachmentStats) err
 	}
 	for _, a := range per {
 		var seen uint64
-		for _, c := range a.Stats.Classes {
-			seen += c.Seen()
+		for _, c := range cac.Classes() {
+			if !c.Sessionless() {
+				seen += a.Stats.Classes[c].Seen()
+			}
 		}
-		fmt.Fprintf(w, "%s: %d first packets, %d malformed\n", a.Attachment, seen, a.Stats.Malformed)
+		fmt.Fprintf(w, "%s: %d first packets, %d in-dialog, %d malformed\n", a.Attachment, seen,
+			a.Stats.SIPInDialog(), a.Stats.Malformed())
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "class\tseen\tadmitted\trejected\t")
@@ -78,8 +81,8 @@ func writeStatsText(w io.Writer, s maps.Stats, per []loader.AttachmentStats) err
 			}
 		}
 	}
-	fmt.Fprintf(w, "sip-indialog %d, fragment %d, malformed %d, passed_other %d\n",
-		s.SIPInDialog, s.Fragment, s.Malformed, s.PassedOther)
+	fmt.Fprintf(w, "fragment %d, passed_other %d, SIP requests in odd forms %d\n",
+		s.Fragment, s.PassedOther, s.SIPOddForms)
 	if s.RejectRecordsLost > 0 || s.SIPEventsLost > 0 {
 		// The daemon fell behind its ring buffers: say so, it is rare.
 		fmt.Fprintf(w, "lost to full ring buffers: %d reject records, %d SIP events\n",

@@ -193,16 +193,19 @@ func (c *Collector) collectInterfaces(e *emitter, s Snapshot) {
 		st := s.Interfaces[iface]
 		for _, cl := range cac.Classes() {
 			cs := st.Classes[cl]
-			e.emit(c.packets, float64(cs.Admitted), iface, cl.String(), verdictPass)
-			e.emit(c.packets, float64(cs.RejectedTotal()), iface, cl.String(), verdictDrop)
+			passed, dropped := cs.Admitted, cs.RejectedTotal()
+			if cl == cac.ClassMalformed && malformed == verdictDrop {
+				// within its limits, as malformed: says
+				passed, dropped = 0, cs.Seen()
+			}
+			e.emit(c.packets, float64(passed), iface, cl.String(), verdictPass)
+			e.emit(c.packets, float64(dropped), iface, cl.String(), verdictDrop)
 			for _, r := range cac.Reasons() {
 				e.emit(c.rejects, float64(cs.Rejected[r]), iface, cl.String(), r.String())
 			}
 		}
-		e.emit(c.packets, float64(st.SIPInDialog), iface, "sip-indialog", verdictPass)
 		e.emit(c.packets, float64(st.Fragment), iface, "fragment", verdictPass)
 		e.emit(c.packets, float64(st.PassedOther), iface, "passed-other", verdictPass)
-		e.emit(c.packets, float64(st.Malformed), iface, "malformed", malformed)
 		e.emit(c.recordsLost, float64(st.RejectRecordsLost), iface, "rejects")
 		e.emit(c.recordsLost, float64(st.SIPEventsLost), iface, "sip")
 	}

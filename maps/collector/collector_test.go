@@ -21,7 +21,8 @@ func fakeSnapshot() Snapshot {
 	eth1.Classes[cac.PPPoEPADI].Admitted = 5
 	eth1.Classes[cac.PPPoEPADI].Rejected[cac.ReasonClass] = 2
 	eth1.Classes[cac.PPPoEPADI].Rejected[cac.ReasonSource] = 1
-	eth1.SIPInDialog, eth1.Fragment, eth1.Malformed, eth1.PassedOther = 7, 3, 4, 9
+	eth1.Classes[cac.SIPInDialog].Admitted, eth1.Fragment, eth1.PassedOther = 7, 3, 9
+	eth1.Classes[cac.ClassMalformed].Admitted = 4
 	eth2.Classes[cac.SIPInvite].Admitted = 11
 	eth2.Classes[cac.SIPInvite].Rejected[cac.ReasonSessionCharges] = 6
 	age := int64(1500)
@@ -120,10 +121,10 @@ func TestCollect(t *testing.T) {
 			t.Errorf("%s = %v (present %v), want %v", k, got, ok, want)
 		}
 	}
-	if _, ok := s[`xdpcac_packets_total{class="malformed",iface="eth1",verdict="pass"}`]; ok {
-		t.Error("malformed exported as pass although MalformedDrop")
+	if n := s[`xdpcac_packets_total{class="malformed",iface="eth1",verdict="pass"}`]; n != 0 {
+		t.Errorf("%v malformed exported as passed although MalformedDrop", n)
 	}
-	perIface := cac.NumClasses*2 + 4
+	perIface := cac.NumClasses*2 + 2 // and fragment, passed-other
 	if n := count(s, "xdpcac_packets_total"); n != 2*perIface {
 		t.Errorf("%d packets series, want %d", n, 2*perIface)
 	}
@@ -213,7 +214,7 @@ func TestPartialAndInvalid(t *testing.T) {
 	if got := s[`xdpcac_packets_total{class="pppoe-padi",iface="eth1",verdict="pass"}`]; got != 5 {
 		t.Errorf("partial snapshot not exported: %v", got)
 	}
-	if n := count(s, "xdpcac_packets_total"); n != 2*(cac.NumClasses*2+4) {
+	if n := count(s, "xdpcac_packets_total"); n != 2*(cac.NumClasses*2+2) {
 		t.Errorf("%d packets series, want the two valid interfaces only", n)
 	}
 	if n := count(s, "xdpcac_session_agent_up"); n != 2 {

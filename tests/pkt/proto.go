@@ -118,7 +118,8 @@ type SIP struct {
 	URI     string
 	Headers []string
 	Body    string
-	LF      bool // bare LF line ends instead of CRLF
+	LF      bool   // bare LF line ends instead of CRLF
+	Prefix  string // bytes before the request line, such as CRLFs
 }
 
 // SIPRequest returns a request with the usual headers and the given To.
@@ -145,6 +146,7 @@ func (s SIP) wrap(p []byte, _ Layer) []byte {
 		uri = "sip:bob@example.com"
 	}
 	var b strings.Builder
+	b.WriteString(s.Prefix)
 	fmt.Fprintf(&b, "%s %s SIP/2.0%s", s.Method, uri, eol)
 	for _, h := range s.Headers {
 		b.WriteString(h + eol)

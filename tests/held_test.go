@@ -1,0 +1,99 @@
+package tests
+
+import (
+	"net/netip"
+	"testing"
+
+	"github.com/xdpcac/xdpcac/cac"
+	"github.com/xdpcac/xdpcac/cac/admission"
+	. "github.com/xdpcac/xdpcac/tests/pkt"
+)
+
+// TestTrustedFirst: strangers fill a shared bucket only down to its
+// reserve; a session agent's calls take the reserve, and once the bucket
+// refills above it the agent still goes first while strangers wait. The
+// class and the environment behave alike, and the cap holds for all.
+func TestTrustedFirst(t *testing.T) {
+	for _, level := range []int{int(cac.SIPInvite), admission.LevelEnvironment} {
+		t.Run(map[int]string{int(cac.SIPInvite): "class", admission.LevelEnvironment: "environment"}[level], func(t *testing.T) {
+			f := newFastPath(t, false)
+			var p admission.Policy
+			p.Levels[level] = mustRate(t, 1, 10)
+			p.ReserveNS[level] = 3 * second // three calls of the ten
+			p.Agents = []admission.Agent{{}}
+			f.setPolicy(t, p)
+			f.setAgentAddrs(t, map[netip.Addr]int{agentAddr: 0})
+			reason := cac.ReasonClass
+			if level == admission.LevelEnvironment {
+				reason = cac.ReasonEnvironment
+			}
+			f.mustAt(t, 100*second)
+			if passed, reasons := f.offer(t, inviteFrom(strangerAddr), 20); passed != 7 || reasons[reason] != 13 {
+				t.Errorf("strangers on a full bucket: %d of 20 passed (%v), want 7", passed, reasons)
+			}
+			if passed, reasons := f.offer(t, inviteFrom(agentAddr), 5); passed != 3 || reasons[reason] != 2 {
+				t.Errorf("the agent on the reserve: %d of 5 passed (%v), want 3", passed, reasons)
+			}
+			// One call refills: below the reserve, so it is the agent's.
+			f.mustAt(t, 101*second)
+			if passed, _ := f.offer(t, inviteFrom(strangerAddr), 3); passed != 0 {
+				t.Errorf("a stranger took %d calls of a bucket below its reserve", passed)
+			}
+			if passed, _ := f.offer(t, inviteFrom(agentAddr), 3); passed != 1 {
+				t.Errorf("the agent got %d of the one call refilled, want 1", passed)
+			}
+			// Four refill: three go back to the reserve, one is a stranger's.
+			f.mustAt(t, 105*second)
+			if passed, _ := f.offer(t, inviteFrom(strangerAddr), 5); passed != 1 {
+				t.Errorf("strangers got %d calls after four refilled over an empty reserve, want 1", passed)
+			}
+			if passed, _ := f.offer(t, inviteFrom(agentAddr), 5); passed != 3 {
+				t.Errorf("the agent got %d calls of the reserve, want 3", passed)
+			}
+		})
+	}
+}
+
+// TestInDialogHeld: requests that claim a dialog are held by the
+// sip-indialog per-source bucket of a stranger, never of an agent, and
+// count in their class; a malformed frame is held by either of its two
+// buckets for reason malformed, and within them follows malformed: drop.
+func TestInDialogHeld(t *testing.T) {
+	f := newFastPath(t, true)
+	var p admission.Policy
+	p.PerSource[cac.SIPInDialog] = admission.PerSource{Limit: mustRate(t, 1, 4), Key: admission.SourceIP, IPv6Prefix: 64}
+	p.PerSource[cac.ClassMalformed] = admission.PerSource{Limit: mustRate(t, 1, 2), Key: admission.SourceIP, IPv6Prefix: 64}
+	p.Levels[cac.ClassMalformed] = mustRate(t, 1, 3)
+	p.Levels[admission.LevelEnvironment] = mustRate(t, 1, 1) // not theirs
+	p.Agents = []admission.Agent{{Limit: mustRate(t, 1, 1)}}
+	f.setPolicy(t, p)
+	f.setAgentAddrs(t, map[netip.Addr]int{agentAddr: 0})
+	f.mustAt(t, 7*second)
+
+	invented := func(src netip.Addr) []byte {
+		return Frame(Ether{}, IPv4{Src: src}, UDP{Dst: 5060}, SIPRequest("BYE", toTag))
+	}
+	if passed, reasons := f.offer(t, invented(strangerAddr), 10); passed != 4 || reasons[cac.ReasonSource] != 6 {
+		t.Errorf("a stranger's invented To tags: %d of 10 passed (%v), want 4, then source", passed, reasons)
+	}
+	if passed, reasons := f.offer(t, invented(agentAddr), 10); passed != 10 {
+		t.Errorf("an agent's in-dialog requests: %d of 10 passed (%v), want all", passed, reasons)
+	}
+	st := f.stats(t)
+	if got := st.Classes[cac.SIPInDialog]; got.Admitted != 14 || got.Rejected[cac.ReasonSource] != 6 {
+		t.Errorf("sip-indialog counted %+v, want 14 admitted and 6 rejected by source", got)
+	}
+
+	short := func(src netip.Addr) []byte { // a first fragment too short to show the method
+		return Frame(Ether{}, IPv4{Src: src, MF: true}, UDP{Dst: 5060, Len: 900}, Raw("INV"))
+	}
+	if passed, reasons := f.offer(t, short(strangerAddr), 5); passed != 2 || reasons[cac.ReasonMalformed] != 3 {
+		t.Errorf("malformed from one source: %d of 5 within the limits (%v), want 2, then malformed", passed, reasons)
+	}
+	if passed, reasons := f.offer(t, short(agentAddr), 5); passed != 1 || reasons[cac.ReasonMalformed] != 4 {
+		t.Errorf("malformed from another: %d of 5 within the limits (%v), want the 1 left in all", passed, reasons)
+	}
+	if got := f.stats(t).Classes[cac.ClassMalformed]; got.Admitted != 3 || got.Rejected[cac.ReasonMalformed] != 7 {
+		t.Errorf("malformed counted %+v, want 3 within the limits and 7 rejected", got)
+	}
+}
