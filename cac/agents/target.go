@@ -44,8 +44,12 @@ func (r Rules) normal() Rules {
 // the daemon can save it across restarts and hand it back to RestoreTarget.
 type Status struct {
 	InService bool      `json:"in_service"`
-	Since     time.Time `json:"since"`  // when InService last flipped
-	Reason    string    `json:"reason"` // why it flipped, for the operator
+	Since     time.Time `json:"since"` // when InService last flipped
+	// Reason says why it flipped, for the operator; ReasonNotPinged until
+	// the first outcome that decides the status, which replaces it even
+	// when the status stays (a failure short of FailureCount decides
+	// nothing).
+	Reason string `json:"reason"`
 	// Failures counts pings in a row that went unanswered or were answered
 	// with a code outside the in-service list. Answers that act on their
 	// own (out-service codes, INVITE errors) leave it alone.
@@ -60,6 +64,11 @@ type Status struct {
 	LastRequest time.Time `json:"last_request,omitzero"`
 }
 
+// ReasonNotPinged is the reason of a target no outcome has judged yet: it
+// is in service on trust, not on evidence, so the first deciding outcome
+// replaces it even when the status stays the same.
+const ReasonNotPinged = "not pinged yet"
+
 // Target is the state of one (destination, realm) pair of an agent.
 type Target struct {
 	rules Rules
@@ -69,7 +78,7 @@ type Target struct {
 // NewTarget starts a target in service: an agent is usable until a ping
 // says otherwise, so calls are not refused while the first ping is out.
 func NewTarget(r Rules, now time.Time) *Target {
-	return &Target{rules: r.normal(), st: Status{InService: true, Since: now, Reason: "not pinged yet"}}
+	return &Target{rules: r.normal(), st: Status{InService: true, Since: now, Reason: ReasonNotPinged}}
 }
 
 // RestoreTarget continues from a saved status, under rules that may have
@@ -203,9 +212,15 @@ func (t *Target) down(now time.Time, why string, retryAfter time.Duration) bool 
 }
 
 // set records a flip; Since and Reason describe the last flip only, so
-// repeated outcomes of the same kind do not move them.
+// repeated outcomes of the same kind do not move them. The one exception is
+// the first outcome of a target still at ReasonNotPinged: it confirms the
+// status rather than flips it, so Since stays, but "not pinged yet" would
+// be false from then on.
 func (t *Target) set(now time.Time, in bool, why string) bool {
 	if t.st.InService == in {
+		if t.st.Reason == ReasonNotPinged {
+			t.st.Reason = why
+		}
 		return false
 	}
 	t.st.InService, t.st.Since, t.st.Reason = in, now, why

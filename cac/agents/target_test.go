@@ -245,3 +245,49 @@ func TestTarget(t *testing.T) {
 		})
 	}
 }
+
+// TestReasonAfterFirstAnswer: a target starts in service with "not pinged
+// yet"; the first answer keeps it in service and so flips nothing, but the
+// reason must say what was heard from then on, while Since stays at the
+// start, since the status never changed.
+func TestReasonAfterFirstAnswer(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		rules Rules
+		ev    func(*Target) bool
+		want  string
+	}{
+		{"200, no lists", Rules{}, func(tg *Target) bool { return tg.PingResponse(at(1), 200, 0) }, "OPTIONS answered 200"},
+		{"200 on the in-service list", Rules{InService: []int{200}}, func(tg *Target) bool { return tg.PingResponse(at(1), 200, 0) },
+			"OPTIONS answered 200 (in-service list)"},
+		{"100, no lists", Rules{}, func(tg *Target) bool { return tg.PingResponse(at(1), 100, 0) }, "OPTIONS answered 100"},
+		{"a request", Rules{}, func(tg *Target) bool { return tg.RequestSeen(at(1)) }, "request from agent"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			for _, tg := range []*Target{NewTarget(c.rules, t0), RestoreTarget(c.rules, NewTarget(c.rules, t0).Status())} {
+				tg.PingSent(at(0))
+				if c.ev(tg) {
+					t.Error("an answer to an in-service target reported a flip")
+				}
+				st := tg.Status()
+				if !st.InService || st.Reason != c.want || !st.Since.Equal(t0) {
+					t.Errorf("after the first answer: in %v reason %q since %v; want in service, %q, since t0", st.InService, st.Reason, st.Since, c.want)
+				}
+				// Later answers that keep it in service leave the reason of
+				// the first, as they leave the reason of any flip.
+				tg.PingResponse(at(2), 200, 0)
+				if st := tg.Status(); st.Reason != c.want {
+					t.Errorf("after a second answer: reason %q, want %q", st.Reason, c.want)
+				}
+			}
+		})
+	}
+	// A failure short of ping-failure-count decides nothing: the target is
+	// still in service on trust.
+	tg := NewTarget(Rules{FailureCount: 2}, t0)
+	tg.PingSent(at(0))
+	tg.PingTimeout(at(5))
+	if st := tg.Status(); st.Reason != "not pinged yet" {
+		t.Errorf("after one of two failures: reason %q, want %q", st.Reason, "not pinged yet")
+	}
+}
