@@ -55,7 +55,7 @@ type Status struct {
 	// own (out-service codes, INVITE errors) leave it alone.
 	Failures int `json:"failures"`
 	// LastCode is the code of the last ping answer that was taken into
-	// account, 0 after a timeout.
+	// account, 0 after a timeout with no answer at all.
 	LastCode int `json:"last_code"`
 	// RetryUntil is the end of a Retry-After the agent asked for; no ping
 	// goes out before it while the target is out of service.
@@ -73,6 +73,9 @@ const ReasonNotPinged = "not pinged yet"
 type Target struct {
 	rules Rules
 	st    Status
+	// heard is set when the ping in flight got a provisional answer that
+	// counted; PingSent clears it. Not saved: no ping survives a restart.
+	heard bool
 }
 
 // NewTarget starts a target in service: an agent is usable until a ping
@@ -97,6 +100,7 @@ func (t *Target) Rules() Rules { return t.rules.normal() }
 // forgotten here, since the ping it was holding back is the one just sent.
 func (t *Target) PingSent(now time.Time) {
 	t.st.LastPing = now
+	t.heard = false
 	if !t.st.RetryUntil.IsZero() && !now.Before(t.st.RetryUntil) {
 		t.st.RetryUntil = time.Time{}
 	}
@@ -113,6 +117,11 @@ func (t *Target) PingResponse(now time.Time, code int, retryAfter time.Duration)
 		return false
 	}
 	t.st.LastCode = code
+	if code < 200 {
+		// No list is set (see above): Oracle counts any response, so a
+		// provisional one already answers this ping, whatever follows.
+		t.heard = true
+	}
 	switch {
 	case len(r.InService) > 0:
 		// The in-service list is the whole verdict; the out-service list
@@ -140,7 +149,14 @@ func (t *Target) PingResponse(now time.Time, code int, retryAfter time.Duration)
 }
 
 // PingTimeout applies a ping transaction that ended without a final answer.
+// When no code list is set and the ping was answered provisionally (a 1xx
+// applied with PingResponse since PingSent), the agent did answer: a peer
+// that only ever says 100 Trying stays in service, as with Oracle, and the
+// timeout is no failure.
 func (t *Target) PingTimeout(now time.Time) (changed bool) {
+	if t.heard {
+		return false
+	}
 	t.st.LastCode = 0
 	t.st.Failures++
 	if t.st.Failures < t.rules.FailureCount {

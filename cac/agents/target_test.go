@@ -80,6 +80,35 @@ func TestTarget(t *testing.T) {
 			{at: 10, ev: sent, fails: 1, next: 20},
 			{at: 11, ev: resp, code: 100, changed: true, in: true, next: 20, reason: "OPTIONS answered 100"},
 		}},
+		{"no lists: a ping answered only provisionally keeps it in service", ka(nil, nil, 1), []step{
+			{at: 0, ev: sent, in: true, next: 10},
+			{at: 1, ev: resp, code: 100, in: true, next: 10, reason: "OPTIONS answered 100"},
+			{at: 33, ev: timeout, in: true, next: 10}, // Timer F after the 1xx
+			{at: 40, ev: sent, in: true, next: 50},
+			{at: 41, ev: resp, code: 180, in: true, next: 50},
+			{at: 73, ev: timeout, in: true, next: 50},
+			{at: 80, ev: sent, in: true, next: 90},
+			{at: 85, ev: timeout, changed: true, fails: 1, next: 90, reason: "no answer to OPTIONS"}, // silence still is
+		}},
+		{"no lists: a provisional answer brings it back with no final one", ka(nil, nil, 2), []step{
+			{at: 0, ev: sent, in: true, next: 10},
+			{at: 5, ev: timeout, in: true, fails: 1, next: 10},
+			{at: 10, ev: sent, in: true, fails: 1, next: 20},
+			{at: 15, ev: timeout, changed: true, fails: 2, next: 20},
+			{at: 20, ev: sent, fails: 2, next: 30},
+			{at: 21, ev: resp, code: 100, changed: true, in: true, next: 30},
+			{at: 53, ev: timeout, in: true, next: 30},
+		}},
+		{"in-service list: a ping answered only provisionally is a failure", ka(ok, nil, 1), []step{
+			{at: 0, ev: sent, in: true, next: 10},
+			{at: 1, ev: resp, code: 100, in: true, next: 10},
+			{at: 33, ev: timeout, changed: true, fails: 1, next: 10},
+		}},
+		{"out-service list: a ping answered only provisionally is a failure", ka(nil, only503, 1), []step{
+			{at: 0, ev: sent, in: true, next: 10},
+			{at: 1, ev: resp, code: 180, in: true, next: 10},
+			{at: 33, ev: timeout, changed: true, fails: 1, next: 10},
+		}},
 		{"in-service list: provisional ignored", ka(ok, nil, 1), []step{
 			{at: 0, ev: sent, in: true, next: 10},
 			{at: 5, ev: timeout, changed: true, fails: 1, next: 10},
