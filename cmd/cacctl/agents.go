@@ -85,7 +85,7 @@ func (d *daemon) startAgents(ctx context.Context, cfg *config.Config, prev map[a
 	}
 	a := &sipAgents{
 		d: d, cfg: cfg, realms: map[string]config.Realm{}, pinned: p,
-		resolver: &sipd.Resolver{Server: cfg.DNSServer, Timeout: 2 * time.Second},
+		resolver: agentResolver(cfg.DNSServer, d.g.netns),
 		pingers:  map[string]*sipd.Pinger{},
 		targets:  map[agents.TargetKey]*agents.Target{}, index: map[agents.TargetKey]int{},
 		pinging: map[agents.TargetKey]bool{}, seen: make([]uint64, len(cfg.SessionAgents)),
