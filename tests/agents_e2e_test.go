@@ -242,12 +242,16 @@ func writeFile(t *testing.T, path, body string) {
 
 // TestSessionAgentDNS: an agent named by a DNS name with two A records,
 // served by a test DNS server, has two destinations, each with its own
-// status: the one sipp answers is in service, the silent one is not.
+// status: the one sipp answers is in service, the silent one is not. The
+// server is in the peer's namespace, which only the box's reaches: the
+// daemon, run with --netns, must send its queries from in there.
+// (/etc/netns/BOX/resolv.conf is cmd/cacctl's TestAgentResolverNetns: a
+// daemon that missed it would ask the host's own servers.)
 func TestSessionAgentDNS(t *testing.T) {
 	tb := sipTestbed(t)
 	const second = "192.0.2.4"
 	testenv.Addr(t, tb.peer, tb.peerIfc, second+"/24")
-	dnsAddr := testDNS(t, "peers.example.com.", agentIP, second)
+	dnsAddr := testDNS(t, tb.peer, agentIP+":53", "peers.example.com.", agentIP, second)
 	uas := testenv.StartSipp(t, tb.peer, "-sf", testenv.ScenarioPath(t, "options-200"), "-i", agentIP, "-p", "5060", "-t", "u1")
 	defer uas.Stop()
 	cfg := e2eConfig + "interfaces: [{name: " + tb.boxIface + "}]\ncpu: {sample-interval: 200ms}\nsip-t1: 50ms\n" +
@@ -265,12 +269,17 @@ func TestSessionAgentDNS(t *testing.T) {
 	}
 }
 
-// testDNS serves A records of name on 127.0.0.1 until the test ends.
-func testDNS(t *testing.T, name string, addrs ...string) string {
+// testDNS serves A records of name on listen, inside the namespace ns,
+// until the test ends, and returns its address.
+func testDNS(t *testing.T, ns, listen, name string, addrs ...string) string {
 	t.Helper()
-	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	var pc net.PacketConn
+	if err := testenv.Do(ns, func() error {
+		var err error
+		pc, err = net.ListenPacket("udp", listen)
+		return err
+	}); err != nil {
+		t.Fatalf("DNS server in %s: %v", ns, err)
 	}
 	mux := dns.NewServeMux()
 	mux.HandleFunc(".", func(w dns.ResponseWriter, r *dns.Msg) {

@@ -44,14 +44,18 @@ func (r Rules) normal() Rules {
 // the daemon can save it across restarts and hand it back to RestoreTarget.
 type Status struct {
 	InService bool      `json:"in_service"`
-	Since     time.Time `json:"since"`  // when InService last flipped
-	Reason    string    `json:"reason"` // why it flipped, for the operator
+	Since     time.Time `json:"since"` // when InService last flipped
+	// Reason says why it flipped, for the operator; ReasonNotPinged until
+	// the first outcome that decides the status, which replaces it even
+	// when the status stays (a failure short of FailureCount decides
+	// nothing).
+	Reason string `json:"reason"`
 	// Failures counts pings in a row that went unanswered or were answered
 	// with a code outside the in-service list. Answers that act on their
 	// own (out-service codes, INVITE errors) leave it alone.
 	Failures int `json:"failures"`
 	// LastCode is the code of the last ping answer that was taken into
-	// account, 0 after a timeout.
+	// account, 0 after a timeout with no answer at all.
 	LastCode int `json:"last_code"`
 	// RetryUntil is the end of a Retry-After the agent asked for; no ping
 	// goes out before it while the target is out of service.
@@ -60,16 +64,24 @@ type Status struct {
 	LastRequest time.Time `json:"last_request,omitzero"`
 }
 
+// ReasonNotPinged is the reason of a target no outcome has judged yet: it
+// is in service on trust, not on evidence, so the first deciding outcome
+// replaces it even when the status stays the same.
+const ReasonNotPinged = "not pinged yet"
+
 // Target is the state of one (destination, realm) pair of an agent.
 type Target struct {
 	rules Rules
 	st    Status
+	// heard is set when the ping in flight got a provisional answer that
+	// counted; PingSent clears it. Not saved: no ping survives a restart.
+	heard bool
 }
 
 // NewTarget starts a target in service: an agent is usable until a ping
 // says otherwise, so calls are not refused while the first ping is out.
 func NewTarget(r Rules, now time.Time) *Target {
-	return &Target{rules: r.normal(), st: Status{InService: true, Since: now, Reason: "not pinged yet"}}
+	return &Target{rules: r.normal(), st: Status{InService: true, Since: now, Reason: ReasonNotPinged}}
 }
 
 // RestoreTarget continues from a saved status, under rules that may have
@@ -88,6 +100,7 @@ func (t *Target) Rules() Rules { return t.rules.normal() }
 // forgotten here, since the ping it was holding back is the one just sent.
 func (t *Target) PingSent(now time.Time) {
 	t.st.LastPing = now
+	t.heard = false
 	if !t.st.RetryUntil.IsZero() && !now.Before(t.st.RetryUntil) {
 		t.st.RetryUntil = time.Time{}
 	}
@@ -104,6 +117,11 @@ func (t *Target) PingResponse(now time.Time, code int, retryAfter time.Duration)
 		return false
 	}
 	t.st.LastCode = code
+	if code < 200 {
+		// No list is set (see above): Oracle counts any response, so a
+		// provisional one already answers this ping, whatever follows.
+		t.heard = true
+	}
 	switch {
 	case len(r.InService) > 0:
 		// The in-service list is the whole verdict; the out-service list
@@ -131,7 +149,14 @@ func (t *Target) PingResponse(now time.Time, code int, retryAfter time.Duration)
 }
 
 // PingTimeout applies a ping transaction that ended without a final answer.
+// When no code list is set and the ping was answered provisionally (a 1xx
+// applied with PingResponse since PingSent), the agent did answer: a peer
+// that only ever says 100 Trying stays in service, as with Oracle, and the
+// timeout is no failure.
 func (t *Target) PingTimeout(now time.Time) (changed bool) {
+	if t.heard {
+		return false
+	}
 	t.st.LastCode = 0
 	t.st.Failures++
 	if t.st.Failures < t.rules.FailureCount {
@@ -203,9 +228,15 @@ func (t *Target) down(now time.Time, why string, retryAfter time.Duration) bool 
 }
 
 // set records a flip; Since and Reason describe the last flip only, so
-// repeated outcomes of the same kind do not move them.
+// repeated outcomes of the same kind do not move them. The one exception is
+// the first outcome of a target still at ReasonNotPinged: it confirms the
+// status rather than flips it, so Since stays, but "not pinged yet" would
+// be false from then on.
 func (t *Target) set(now time.Time, in bool, why string) bool {
 	if t.st.InService == in {
+		if t.st.Reason == ReasonNotPinged {
+			t.st.Reason = why
+		}
 		return false
 	}
 	t.st.InService, t.st.Since, t.st.Reason = in, now, why

@@ -80,6 +80,35 @@ func TestTarget(t *testing.T) {
 			{at: 10, ev: sent, fails: 1, next: 20},
 			{at: 11, ev: resp, code: 100, changed: true, in: true, next: 20, reason: "OPTIONS answered 100"},
 		}},
+		{"no lists: a ping answered only provisionally keeps it in service", ka(nil, nil, 1), []step{
+			{at: 0, ev: sent, in: true, next: 10},
+			{at: 1, ev: resp, code: 100, in: true, next: 10, reason: "OPTIONS answered 100"},
+			{at: 33, ev: timeout, in: true, next: 10}, // Timer F after the 1xx
+			{at: 40, ev: sent, in: true, next: 50},
+			{at: 41, ev: resp, code: 180, in: true, next: 50},
+			{at: 73, ev: timeout, in: true, next: 50},
+			{at: 80, ev: sent, in: true, next: 90},
+			{at: 85, ev: timeout, changed: true, fails: 1, next: 90, reason: "no answer to OPTIONS"}, // silence still is
+		}},
+		{"no lists: a provisional answer brings it back with no final one", ka(nil, nil, 2), []step{
+			{at: 0, ev: sent, in: true, next: 10},
+			{at: 5, ev: timeout, in: true, fails: 1, next: 10},
+			{at: 10, ev: sent, in: true, fails: 1, next: 20},
+			{at: 15, ev: timeout, changed: true, fails: 2, next: 20},
+			{at: 20, ev: sent, fails: 2, next: 30},
+			{at: 21, ev: resp, code: 100, changed: true, in: true, next: 30},
+			{at: 53, ev: timeout, in: true, next: 30},
+		}},
+		{"in-service list: a ping answered only provisionally is a failure", ka(ok, nil, 1), []step{
+			{at: 0, ev: sent, in: true, next: 10},
+			{at: 1, ev: resp, code: 100, in: true, next: 10},
+			{at: 33, ev: timeout, changed: true, fails: 1, next: 10},
+		}},
+		{"out-service list: a ping answered only provisionally is a failure", ka(nil, only503, 1), []step{
+			{at: 0, ev: sent, in: true, next: 10},
+			{at: 1, ev: resp, code: 180, in: true, next: 10},
+			{at: 33, ev: timeout, changed: true, fails: 1, next: 10},
+		}},
 		{"in-service list: provisional ignored", ka(ok, nil, 1), []step{
 			{at: 0, ev: sent, in: true, next: 10},
 			{at: 5, ev: timeout, changed: true, fails: 1, next: 10},
@@ -243,5 +272,51 @@ func TestTarget(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestReasonAfterFirstAnswer: a target starts in service with "not pinged
+// yet"; the first answer keeps it in service and so flips nothing, but the
+// reason must say what was heard from then on, while Since stays at the
+// start, since the status never changed.
+func TestReasonAfterFirstAnswer(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		rules Rules
+		ev    func(*Target) bool
+		want  string
+	}{
+		{"200, no lists", Rules{}, func(tg *Target) bool { return tg.PingResponse(at(1), 200, 0) }, "OPTIONS answered 200"},
+		{"200 on the in-service list", Rules{InService: []int{200}}, func(tg *Target) bool { return tg.PingResponse(at(1), 200, 0) },
+			"OPTIONS answered 200 (in-service list)"},
+		{"100, no lists", Rules{}, func(tg *Target) bool { return tg.PingResponse(at(1), 100, 0) }, "OPTIONS answered 100"},
+		{"a request", Rules{}, func(tg *Target) bool { return tg.RequestSeen(at(1)) }, "request from agent"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			for _, tg := range []*Target{NewTarget(c.rules, t0), RestoreTarget(c.rules, NewTarget(c.rules, t0).Status())} {
+				tg.PingSent(at(0))
+				if c.ev(tg) {
+					t.Error("an answer to an in-service target reported a flip")
+				}
+				st := tg.Status()
+				if !st.InService || st.Reason != c.want || !st.Since.Equal(t0) {
+					t.Errorf("after the first answer: in %v reason %q since %v; want in service, %q, since t0", st.InService, st.Reason, st.Since, c.want)
+				}
+				// Later answers that keep it in service leave the reason of
+				// the first, as they leave the reason of any flip.
+				tg.PingResponse(at(2), 200, 0)
+				if st := tg.Status(); st.Reason != c.want {
+					t.Errorf("after a second answer: reason %q, want %q", st.Reason, c.want)
+				}
+			}
+		})
+	}
+	// A failure short of ping-failure-count decides nothing: the target is
+	// still in service on trust.
+	tg := NewTarget(Rules{FailureCount: 2}, t0)
+	tg.PingSent(at(0))
+	tg.PingTimeout(at(5))
+	if st := tg.Status(); st.Reason != "not pinged yet" {
+		t.Errorf("after one of two failures: reason %q, want %q", st.Reason, "not pinged yet")
 	}
 }

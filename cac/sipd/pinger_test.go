@@ -84,6 +84,8 @@ func (u *uas) serve(t *testing.T) {
 		case "nf.test":
 			out = append(out, sip.NewResponseFromRequest(req, 404, "Not Found", nil))
 		case "silent.test":
+		case "ringing.test": // a final answer never follows
+			out = append(out, sip.NewResponseFromRequest(req, 180, "Ringing", nil))
 		case "trying.test":
 			out = append(out,
 				sip.NewResponseFromRequest(req, 100, "Trying", nil),
@@ -274,6 +276,20 @@ func TestPingerConcurrent(t *testing.T) {
 		t.Errorf("%d distinct Call-IDs, want %d", len(u.first), n)
 	}
 	u.mu.Unlock()
+}
+
+// TestPingerProvisionalOnly: a peer that answers 180 and never a final
+// response ends the Ping with ErrTimeout, and the 1xx is in the Result, so
+// that the rules can still count it as an answer. The peer answers each
+// retransmission again, so there may be several.
+func TestPingerProvisionalOnly(t *testing.T) {
+	u := newUAS(t)
+	p := newTestPinger(t)
+	r, err := p.Ping(t.Context(), u.addr, "ringing.test")
+	only180 := len(r.Provisional) > 0 && !slices.ContainsFunc(r.Provisional, func(c int) bool { return c != 180 })
+	if !errors.Is(err, ErrTimeout) || r.Code != 0 || !only180 {
+		t.Fatalf("ping ringing: %+v, %v; want ErrTimeout with Provisional 180s", r, err)
+	}
 }
 
 func TestPingerContextAndClose(t *testing.T) {

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -17,8 +19,28 @@ import (
 // ErrNoAddress is Resolve's error when a name has no usable address.
 var ErrNoAddress = errors.New("no address")
 
-// ResolvConf is read for DNS servers when Resolver.Server is "".
+// ResolvConf is read for DNS servers when Resolver.Server and
+// Resolver.ResolvConf are "".
 const ResolvConf = "/etc/resolv.conf"
+
+// netnsEtc is where `ip netns exec` finds the files it bind-mounts over
+// /etc for a named namespace; a variable so that tests can move it.
+var netnsEtc = "/etc/netns"
+
+// NetnsResolvConf is the resolv.conf a process started by `ip netns exec
+// name` reads: /etc/netns/NAME/resolv.conf when that file exists, since ip
+// bind-mounts it over /etc/resolv.conf, else /etc/resolv.conf itself. An
+// empty name is this process's own namespace.
+func NetnsResolvConf(name string) string {
+	if name == "" {
+		return ResolvConf
+	}
+	p := filepath.Join(netnsEtc, name, "resolv.conf")
+	if _, err := os.Stat(p); err != nil {
+		return ResolvConf
+	}
+	return p
+}
 
 // Resolver turns a session agent's hostname into destinations: an IP is
 // itself; an FQDN is resolved with SRV _sip._udp.NAME first (targets ordered
@@ -26,12 +48,24 @@ const ResolvConf = "/etc/resolv.conf"
 // AAAA. With all=false only the first address is used (Oracle's
 // ping-all-addresses off).
 type Resolver struct {
-	// Server is the "ip:port" of a DNS server; "" uses the system's
-	// (/etc/resolv.conf), in its order.
+	// Server is the "ip:port" of a DNS server; "" uses the servers of
+	// ResolvConf, in its order.
 	Server string
-	// Timeout bounds each exchange with a server; 0 is miekg/dns's (2 s).
+	// ResolvConf is the file naming the servers when Server is "", read
+	// at each Resolve; "" is /etc/resolv.conf.
+	ResolvConf string
+	// Timeout bounds the dial and each exchange with a server; 0 is
+	// miekg/dns's (2 s).
 	Timeout time.Duration
+	// Dial opens the connection of every query, UDP and TCP alike; nil is
+	// a net.Dialer. A socket stays in the network namespace it was made
+	// in, so a Dial that makes it inside another namespace sends every
+	// query from there, through its interfaces and routes.
+	Dial func(ctx context.Context, network, address string) (net.Conn, error)
 }
+
+// dnsTimeout is miekg/dns's own default, for the dial we do ourselves.
+const dnsTimeout = 2 * time.Second
 
 // Resolve returns the destinations of hostname, deduplicated, in a stable
 // order. An SRV target's port replaces port. hostname is taken as fully
@@ -48,7 +82,10 @@ func (r *Resolver) Resolve(ctx context.Context, hostname string, port uint16, al
 		return nil, fmt.Errorf("sipd: resolve %q: %w", hostname, err)
 	}
 	name := dns.Fqdn(hostname)
-	q := querier{servers: servers, client: &dns.Client{Net: "udp", Timeout: r.Timeout}}
+	q := querier{servers: servers, client: &dns.Client{Timeout: r.Timeout}, dial: r.Dial, timeout: cmp.Or(r.Timeout, dnsTimeout)}
+	if q.dial == nil {
+		q.dial = (&net.Dialer{}).DialContext
+	}
 
 	var out []netip.AddrPort
 	srvs, srvErr := q.srv(ctx, "_sip._udp."+name)
@@ -87,12 +124,13 @@ func (r *Resolver) servers() ([]string, error) {
 	if r.Server != "" {
 		return []string{r.Server}, nil
 	}
-	cfg, err := dns.ClientConfigFromFile(ResolvConf)
+	file := cmp.Or(r.ResolvConf, ResolvConf)
+	cfg, err := dns.ClientConfigFromFile(file)
 	if err != nil {
 		return nil, fmt.Errorf("read DNS servers: %w", err)
 	}
 	if len(cfg.Servers) == 0 {
-		return nil, fmt.Errorf("read DNS servers: none in %s", ResolvConf)
+		return nil, fmt.Errorf("read DNS servers: none in %s", file)
 	}
 	out := make([]string, len(cfg.Servers))
 	for i, s := range cfg.Servers {
@@ -104,7 +142,24 @@ func (r *Resolver) servers() ([]string, error) {
 // querier asks the servers in order until one answers.
 type querier struct {
 	servers []string
-	client  *dns.Client
+	client  *dns.Client // its timeouts; it never dials, dial does
+	dial    func(ctx context.Context, network, address string) (net.Conn, error)
+	timeout time.Duration // of a dial
+}
+
+// exchange sends m to server over network ("udp" or "tcp") on a connection
+// of its own dial, so that a Resolver's Dial decides where every query
+// leaves from.
+func (q *querier) exchange(ctx context.Context, m *dns.Msg, network, server string) (*dns.Msg, error) {
+	dctx, cancel := context.WithTimeout(ctx, q.timeout)
+	conn, err := q.dial(dctx, network, server)
+	cancel()
+	if err != nil {
+		return nil, fmt.Errorf("dial: %w", err)
+	}
+	defer conn.Close()
+	in, _, err := q.client.ExchangeWithConnContext(ctx, m, &dns.Conn{Conn: conn})
+	return in, err
 }
 
 // query returns the answer section; a name that does not exist (NXDOMAIN)
@@ -115,11 +170,9 @@ func (q *querier) query(ctx context.Context, name string, qtype uint16) ([]dns.R
 	m.RecursionDesired = true
 	var errs error
 	for _, server := range q.servers {
-		in, _, err := q.client.ExchangeContext(ctx, m, server)
+		in, err := q.exchange(ctx, m, "udp", server)
 		if err == nil && in.Truncated {
-			tcp := *q.client
-			tcp.Net = "tcp"
-			in, _, err = tcp.ExchangeContext(ctx, m, server)
+			in, err = q.exchange(ctx, m, "tcp", server)
 		}
 		if err != nil {
 			errs = errors.Join(errs, fmt.Errorf("%s %s @%s: %w", dns.TypeToString[qtype], name, server, err))

@@ -1,11 +1,16 @@
 package sipd
 
 import (
+	"context"
 	"errors"
+	"fmt"
 	"net"
 	"net/netip"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -144,5 +149,116 @@ func TestResolverErrors(t *testing.T) {
 	}
 	if _, err := r.Resolve(t.Context(), "bad name..test", 5060, true); err == nil {
 		t.Error("malformed name accepted")
+	}
+}
+
+// TestResolverDial: every query goes through Dial, the TCP retry of a
+// truncated answer too, to the servers ResolvConf names. The servers named
+// there are documentation addresses never dialed for real: Dial sends the
+// queries to servers on loopback instead.
+func TestResolverDial(t *testing.T) {
+	udp := newDNSServer(t, "udp", func(m *dns.Msg) { m.Truncated = true }) // too long for UDP
+	tcp := newDNSServer(t, "tcp", func(m *dns.Msg) {
+		m.Answer = append(m.Answer, &dns.A{Hdr: dns.RR_Header{Name: m.Question[0].Name, Rrtype: dns.TypeA, Class: dns.ClassINET, Ttl: 60},
+			A: net.ParseIP("198.51.100.20")})
+	})
+	conf := filepath.Join(t.TempDir(), "resolv.conf")
+	if err := os.WriteFile(conf, []byte("nameserver 198.51.100.7\nnameserver 198.51.100.8\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var dialed []string
+	r := &Resolver{ResolvConf: conf, Timeout: time.Second, Dial: func(ctx context.Context, network, address string) (net.Conn, error) {
+		mu.Lock()
+		dialed = append(dialed, network+" "+address)
+		mu.Unlock()
+		if address != "198.51.100.7:53" {
+			return nil, fmt.Errorf("dial %s: not the first server", address)
+		}
+		to := udp
+		if network == "tcp" {
+			to = tcp
+		}
+		return (&net.Dialer{}).DialContext(ctx, network, to)
+	}}
+	got, err := r.Resolve(t.Context(), "big.test", 5060, true)
+	if err != nil || !slices.Equal(got, []netip.AddrPort{ap("198.51.100.20:5060")}) {
+		t.Fatalf("Resolve = %v, %v; want 198.51.100.20:5060", got, err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if !slices.Contains(dialed, "udp 198.51.100.7:53") || !slices.Contains(dialed, "tcp 198.51.100.7:53") {
+		t.Errorf("dialed %q, want UDP then TCP to the first server of %s", dialed, conf)
+	}
+
+	if _, err := (&Resolver{ResolvConf: filepath.Join(t.TempDir(), "none")}).Resolve(t.Context(), "big.test", 5060, true); err == nil {
+		t.Error("a missing resolv.conf gave no error")
+	}
+}
+
+// newDNSServer answers every query on loopback over network, with fill
+// adding to the reply; it returns the server's address.
+func newDNSServer(t *testing.T, network string, fill func(*dns.Msg)) string {
+	t.Helper()
+	h := dns.HandlerFunc(func(w dns.ResponseWriter, req *dns.Msg) {
+		m := new(dns.Msg)
+		m.SetReply(req)
+		if req.Question[0].Qtype == dns.TypeA {
+			fill(m)
+		}
+		w.WriteMsg(m)
+	})
+	srv := &dns.Server{Handler: h}
+	started := make(chan struct{})
+	srv.NotifyStartedFunc = func() { close(started) }
+	switch network {
+	case "udp":
+		pc, err := net.ListenPacket("udp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		srv.PacketConn = pc
+	default:
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		srv.Listener = l
+	}
+	served := make(chan error, 1)
+	go func() { served <- srv.ActivateAndServe() }()
+	select {
+	case <-started:
+	case err := <-served:
+		t.Fatalf("dns server: %v", err)
+	}
+	t.Cleanup(func() {
+		srv.Shutdown()
+		<-served
+	})
+	if srv.PacketConn != nil {
+		return srv.PacketConn.LocalAddr().String()
+	}
+	return srv.Listener.Addr().String()
+}
+
+func TestNetnsResolvConf(t *testing.T) {
+	old := netnsEtc
+	netnsEtc = t.TempDir()
+	t.Cleanup(func() { netnsEtc = old })
+	if err := os.MkdirAll(filepath.Join(netnsEtc, "with"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Join(netnsEtc, "without"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	own := filepath.Join(netnsEtc, "with", "resolv.conf")
+	if err := os.WriteFile(own, []byte("nameserver 198.51.100.1\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for name, want := range map[string]string{"with": own, "without": ResolvConf, "absent": ResolvConf, "": ResolvConf} {
+		if got := NetnsResolvConf(name); got != want {
+			t.Errorf("NetnsResolvConf(%q) = %q, want %q", name, got, want)
+		}
 	}
 }

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net/netip"
 	"os"
@@ -88,7 +87,7 @@ func (d *daemon) startAgents(ctx context.Context, cfg *config.Config, prev map[a
 	}
 	a := &sipAgents{
 		d: d, cfg: cfg, realms: map[string]config.Realm{}, pinned: p,
-		resolver: &sipd.Resolver{Server: cfg.DNSServer, Timeout: 2 * time.Second},
+		resolver: agentResolver(cfg.DNSServer, d.g.netns),
 		pingers:  map[string]*sipd.Pinger{},
 		targets:  map[agents.TargetKey]*agents.Target{}, index: map[agents.TargetKey]int{},
 		pinging: map[agents.TargetKey]bool{}, seen: make([]uint64, len(cfg.SessionAgents)),
@@ -253,56 +252,6 @@ func (a *sipAgents) requestsSeen() {
 				a.changed(k, t)
 			}
 		}
-	}
-}
-
-// pingDue starts a ping for every target that is due and not waiting.
-func (a *sipAgents) pingDue(ctx context.Context) {
-	now := time.Now()
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	for k, t := range a.targets {
-		if a.pinging[k] || t.NextPing(now).After(now) {
-			continue
-		}
-		pg := a.pingers[k.Realm]
-		if pg == nil {
-			continue
-		}
-		a.pinging[k] = true
-		t.PingSent(now)
-		a.wg.Add(1)
-		go func() {
-			defer a.wg.Done()
-			res, err := pg.Ping(ctx, k.Destination, "")
-			if ctx.Err() != nil {
-				return
-			}
-			a.mu.Lock()
-			defer a.mu.Unlock()
-			delete(a.pinging, k)
-			t, ok := a.targets[k]
-			if !ok {
-				return
-			}
-			changed := false
-			switch {
-			case errors.Is(err, sipd.ErrTimeout):
-				changed = t.PingTimeout(time.Now())
-			case err != nil:
-				a.d.log.Warn("ping session agent", "agent", k.Agent, "destination", k.Destination, "realm", k.Realm, "err", err)
-				changed = t.PingTimeout(time.Now())
-			default:
-				for _, p := range res.Provisional {
-					changed = t.PingResponse(time.Now(), p, 0) || changed
-				}
-				changed = t.PingResponse(time.Now(), res.Code, capRetry(res.RetryAfter)) || changed
-			}
-			if changed {
-				a.changed(k, t)
-			}
-			a.dirty = true
-		}()
 	}
 }
 

@@ -1,8 +1,12 @@
 package testenv
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"runtime"
 	"strings"
 	"testing"
@@ -105,4 +109,25 @@ func interfaceIndex(name string) (int, error) {
 		return 0, fmt.Errorf("index of %s: %w", name, err)
 	}
 	return int(ifr.Uint32()), nil
+}
+
+// NetnsFile writes /etc/netns/NS/NAME, the file `ip netns exec NS` binds
+// over /etc/NAME (resolv.conf, say), and removes it when t ends, with
+// /etc/netns itself if it did not exist before and is empty then.
+func NetnsFile(t testing.TB, ns, name, body string) {
+	t.Helper()
+	_, statErr := os.Stat("/etc/netns")
+	dir := filepath.Join("/etc/netns", ns)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatalf("netns file: %v", err)
+	}
+	t.Cleanup(func() {
+		os.RemoveAll(dir)
+		if errors.Is(statErr, fs.ErrNotExist) {
+			os.Remove("/etc/netns") // fails, as it should, if another test's files are there
+		}
+	})
+	if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
+		t.Fatalf("netns file: %v", err)
+	}
 }

@@ -33,6 +33,21 @@ func RequireBPF(t testing.TB) {
 	t.Skip(reason)
 }
 
+// RequireRoot skips t when the process is not root, saying what for, or
+// fails it when XDPCAC_REQUIRE_BPF=1, as RequireBPF does: for tests that
+// need root to set up namespaces but load no BPF program.
+func RequireRoot(t testing.TB, what string) {
+	t.Helper()
+	if os.Geteuid() == 0 {
+		return
+	}
+	reason := "needs root to " + what
+	if os.Getenv("XDPCAC_REQUIRE_BPF") == "1" {
+		t.Fatalf("XDPCAC_REQUIRE_BPF=1 but this test cannot run: %s", reason)
+	}
+	t.Skip(reason)
+}
+
 // Unique returns prefix followed by random hex, at most 15 bytes long so that
 // it fits an interface name.
 func Unique(prefix string) string {
