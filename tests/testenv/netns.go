@@ -2,6 +2,7 @@ package testenv
 
 import (
 	"fmt"
+	"net"
 	"os/exec"
 	"runtime"
 	"strings"
@@ -105,4 +106,27 @@ func interfaceIndex(name string) (int, error) {
 		return 0, fmt.Errorf("index of %s: %w", name, err)
 	}
 	return int(ifr.Uint32()), nil
+}
+
+// HardwareAddr returns the MAC address of an interface in a namespace, for
+// frames that must reach its stack rather than be dropped as another
+// host's.
+func HardwareAddr(t testing.TB, ns, iface string) [6]byte {
+	t.Helper()
+	var mac [6]byte
+	err := Do(ns, func() error {
+		ifi, err := net.InterfaceByName(iface)
+		if err != nil {
+			return err
+		}
+		if len(ifi.HardwareAddr) != 6 {
+			return fmt.Errorf("%s has no Ethernet address: %v", iface, ifi.HardwareAddr)
+		}
+		copy(mac[:], ifi.HardwareAddr)
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("address of %s in %s: %v", iface, ns, err)
+	}
+	return mac
 }
