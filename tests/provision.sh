@@ -11,8 +11,9 @@ GO_VERSION=1.26.0
 # clang and llvm build the BPF object; iproute2 makes the test namespaces;
 # sip-tester is sipp, the SIP peer; pppoe has pppoe-server and
 # pppoe-discovery, a real BRAS and client; xl2tpd a real LAC and LNS;
-# ruby checks the Vagrantfile.
-PACKAGES=(make git clang llvm iproute2 sip-tester pppoe xl2tpd ruby)
+# kamailio the real SIP server behind the filter; sipvicious (svmap,
+# svwar) a SIP scanner; ruby checks the Vagrantfile.
+PACKAGES=(make git clang llvm iproute2 sip-tester pppoe xl2tpd kamailio sipvicious ruby)
 
 want_go=0
 if [[ ${1:-} == --go ]]; then
@@ -36,6 +37,20 @@ if ((${#missing[@]})); then
 	# UDP 1701 on the machine.
 	if [[ " ${missing[*]} " == *" xl2tpd "* ]]; then
 		systemctl disable --now xl2tpd >/dev/null 2>&1 || service xl2tpd stop >/dev/null 2>&1 || true
+	fi
+	# The same for kamailio, which holds UDP 5060 on every address of the
+	# machine. Without systemd its init script may have started it; should
+	# neither stop it, the package's own instance goes by its pid file,
+	# never by name: a test's Kamailio may be running in a namespace.
+	if [[ " ${missing[*]} " == *" kamailio "* ]]; then
+		systemctl disable --now kamailio >/dev/null 2>&1 || {
+			service kamailio stop >/dev/null 2>&1
+			update-rc.d kamailio disable >/dev/null 2>&1
+		} || true
+		pid=$(cat /run/kamailio/kamailio.pid 2>/dev/null || true)
+		if [[ -n $pid && $(cat "/proc/$pid/comm" 2>/dev/null) == kamailio ]]; then
+			kill "$pid" 2>/dev/null || true
+		fi
 	fi
 fi
 if ((want_go)) && ! /usr/local/go/bin/go version 2>/dev/null | grep -q "go$GO_VERSION"; then

@@ -24,9 +24,11 @@ func innerProto(inner Layer, set uint8) uint8 {
 }
 
 // IPv4 is an IPv4 header. Zero addresses become PeerV4→LocalV4. FragOff is
-// in 8-byte units; TotLen and IHL override the computed values.
+// in 8-byte units; TotLen and IHL override the computed values. ID is the
+// identification, 0x1234 unless set: fragments of one datagram share it.
 type IPv4 struct {
 	Src, Dst netip.Addr
+	ID       uint16
 	Options  []byte // padded to a multiple of 4
 	Proto    uint8
 	FragOff  uint16
@@ -62,7 +64,11 @@ func (h IPv4) wrap(p []byte, inner Layer) []byte {
 	}
 	b := []byte{version<<4 | uint8(ihl&0x0f), 0}
 	b = be16(b, uint16(tot))
-	b = be16(b, 0x1234)
+	id := h.ID
+	if id == 0 {
+		id = 0x1234
+	}
+	b = be16(b, id)
 	b = be16(b, frag)
 	b = append(b, 64, innerProto(inner, h.Proto), 0, 0)
 	b = append(b, src.AsSlice()...)

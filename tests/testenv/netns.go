@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -130,4 +131,27 @@ func NetnsFile(t testing.TB, ns, name, body string) {
 	if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
 		t.Fatalf("netns file: %v", err)
 	}
+}
+
+// HardwareAddr returns the MAC address of an interface in a namespace, for
+// frames that must reach its stack rather than be dropped as another
+// host's.
+func HardwareAddr(t testing.TB, ns, iface string) [6]byte {
+	t.Helper()
+	var mac [6]byte
+	err := Do(ns, func() error {
+		ifi, err := net.InterfaceByName(iface)
+		if err != nil {
+			return err
+		}
+		if len(ifi.HardwareAddr) != 6 {
+			return fmt.Errorf("%s has no Ethernet address: %v", iface, ifi.HardwareAddr)
+		}
+		copy(mac[:], ifi.HardwareAddr)
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("address of %s in %s: %v", iface, ns, err)
+	}
+	return mac
 }

@@ -1,0 +1,271 @@
+package testenv
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// Kamailio is a real SIP server, Kamailio, running in a network namespace
+// behind the filter. Receiver-differential tests use it as their oracle:
+// the filter decides from the first bytes of a frame whether it opens a
+// session, but what counts is whether a real SIP stack takes the frame
+// for a request. Kamailio logs every request its request_route handles,
+// after the kernel has reassembled and checked the datagram and Kamailio
+// has parsed it, and answers it statelessly; a test compares those lines
+// with what the filter charged.
+//
+// It runs in the foreground with its log on standard error, with a
+// configuration, pid file and runtime directory of its own under
+// t.TempDir(), as root, and with DNS off: it looks nothing up, so nothing
+// leaves its namespace. It is killed when the test ends.
+type Kamailio struct {
+	ns    string
+	addrs []netip.Addr
+	cmd   *exec.Cmd
+	out   *SyncBuffer // stdout and stderr: -E logs there
+	done  chan struct{}
+	stop  sync.Once
+}
+
+// KamailioRequest is one request Kamailio handled, as its request_route
+// logged it.
+type KamailioRequest struct {
+	Method string // $rm, as the request line spells it
+	Source string // $si, the address it came from
+	Dest   string // $Ri, the address it arrived at
+	CallID string // $ci
+}
+
+// kamailioMarker starts the line the request_route logs for each request;
+// the Call-ID comes last, so that nothing it holds can shift a field.
+const kamailioMarker = "xdpcac-request|"
+
+// kamailioReadyPrefix starts the Call-IDs of StartKamailio's own probes,
+// which Requests leaves out.
+const kamailioReadyPrefix = "kamailio-ready-"
+
+// kamailioConfig is the whole configuration but the listen lines: every
+// request is logged, OPTIONS and REGISTER get a 200 and every other
+// request but ACK a 404, all without transaction state.
+const kamailioConfig = `#!KAMAILIO
+debug=2
+log_stderror=yes
+children=2
+dns=no
+rev_dns=no
+dns_try_ipv6=no
+dns_try_naptr=no
+use_dns_cache=off
+auto_aliases=no
+disable_tcp=yes
+enable_sctp=no
+enable_tls=no
+mhomed=0
+server_signature=no
+%s
+loadmodule "pv.so"
+loadmodule "xlog.so"
+loadmodule "sl.so"
+loadmodule "textops.so"
+
+request_route {
+	xlog("L_ALERT", "` + kamailioMarker + `$rm|$si|$Ri|$ci\n");
+	if (is_method("OPTIONS|REGISTER")) {
+		sl_send_reply("200", "OK");
+	} else if (!is_method("ACK")) {
+		sl_send_reply("404", "Not Here");
+	}
+	exit;
+}
+`
+
+// kamailioStartTimeout bounds how long StartKamailio waits for answers
+// on every address.
+const kamailioStartTimeout = 10 * time.Second
+
+// StartKamailio runs Kamailio (/usr/sbin/kamailio, Debian package
+// kamailio) in namespace ns, listening on UDP port 5060 of each address,
+// which must be on an interface there. It returns once Kamailio has
+// answered an OPTIONS on every address, sent from inside ns so that no
+// frame crosses an interface a filter may be attached to. Without
+// kamailio it fails when XDPCAC_REQUIRE_BPF=1, else skips.
+func StartKamailio(t testing.TB, ns string, addrs ...string) *Kamailio {
+	t.Helper()
+	bin, err := exec.LookPath("kamailio")
+	if err != nil {
+		bin = "/usr/sbin/kamailio" // not always on a user's PATH
+		if _, serr := os.Stat(bin); serr != nil {
+			reason := "kamailio not found (Debian package kamailio): " + err.Error()
+			if os.Getenv("XDPCAC_REQUIRE_BPF") == "1" {
+				t.Fatalf("XDPCAC_REQUIRE_BPF=1 but this test cannot run: %s", reason)
+			}
+			t.Skip(reason)
+		}
+	}
+	k := &Kamailio{ns: ns, out: &SyncBuffer{}, done: make(chan struct{})}
+	var listen strings.Builder
+	for _, a := range addrs {
+		ip, err := netip.ParseAddr(a)
+		if err != nil {
+			t.Fatalf("kamailio address %q: %v", a, err)
+		}
+		k.addrs = append(k.addrs, ip)
+		fmt.Fprintf(&listen, "listen=udp:%s\n", netip.AddrPortFrom(ip, 5060))
+	}
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "kamailio.cfg")
+	if err := os.WriteFile(cfg, []byte(fmt.Sprintf(kamailioConfig, listen.String())), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	// -DD: the creator stays in the foreground (its workers are its
+	// children); -E: log to standard error; -m/-M: small memory pools.
+	k.cmd = exec.Command("ip", "netns", "exec", ns, bin, "-DD", "-E", "-f", cfg,
+		"-P", filepath.Join(dir, "kamailio.pid"), "-Y", dir, "-w", dir, "-m", "32", "-M", "8")
+	k.cmd.Dir = dir
+	k.cmd.Stdout, k.cmd.Stderr = k.out, k.out
+	// Its own process group, so that Stop reaches its workers; SIGKILL
+	// should the test binary die first. That signal comes when the
+	// starting thread ends, so that goroutine keeps its thread.
+	k.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	started := make(chan error)
+	go func() {
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		if err := k.cmd.Start(); err != nil {
+			started <- err
+			return
+		}
+		started <- nil
+		k.cmd.Wait()
+		close(k.done)
+	}()
+	if err := <-started; err != nil {
+		t.Fatalf("start kamailio in %s: %v", ns, err)
+	}
+	t.Cleanup(func() {
+		k.Stop()
+		if t.Failed() {
+			t.Logf("kamailio in %s, last of its log:\n%s", ns, k.tail(100))
+		}
+	})
+	for _, a := range k.addrs {
+		if err := k.ready(a); err != nil {
+			t.Fatalf("kamailio in %s: %v", ns, err) // the cleanup shows its log
+		}
+	}
+	return k
+}
+
+// ready sends OPTIONS to addr:5060 from addr itself until one is answered
+// and logged.
+func (k *Kamailio) ready(addr netip.Addr) error {
+	deadline := time.Now().Add(kamailioStartTimeout)
+	return Do(k.ns, func() error {
+		conn, err := net.ListenUDP("udp", net.UDPAddrFromAddrPort(netip.AddrPortFrom(addr, 0)))
+		if err != nil {
+			return fmt.Errorf("probe socket on %s: %w", addr, err)
+		}
+		defer conn.Close()
+		local := conn.LocalAddr().(*net.UDPAddr).AddrPort()
+		dst := net.UDPAddrFromAddrPort(netip.AddrPortFrom(addr, 5060))
+		buf := make([]byte, 65535)
+		for try := 0; ; try++ {
+			select {
+			case <-k.done:
+				return errors.New("exited at start")
+			default:
+			}
+			if time.Now().After(deadline) {
+				return fmt.Errorf("no answer on %s after %v", dst, kamailioStartTimeout)
+			}
+			callID := fmt.Sprintf("%s%d", kamailioReadyPrefix, try)
+			req := strings.Join([]string{
+				"OPTIONS sip:" + dst.String() + " SIP/2.0",
+				fmt.Sprintf("Via: SIP/2.0/UDP %s;branch=z9hG4bK-ready-%d", local, try),
+				"From: <sip:ready@example.com>;tag=ready",
+				"To: <sip:" + dst.String() + ">",
+				"Call-ID: " + callID,
+				"CSeq: 1 OPTIONS",
+				"Max-Forwards: 70",
+				"Content-Length: 0",
+				"", ""}, "\r\n")
+			if _, err := conn.WriteToUDP([]byte(req), dst); err != nil {
+				return fmt.Errorf("probe %s: %w", dst, err)
+			}
+			conn.SetReadDeadline(time.Now().Add(200 * time.Millisecond))
+			n, _, err := conn.ReadFromUDP(buf)
+			if err == nil && strings.Contains(string(buf[:n]), callID) &&
+				strings.Contains(k.out.String(), "|"+callID+"\n") {
+				return nil
+			}
+		}
+	})
+}
+
+// Requests returns every request Kamailio has logged, in the order it
+// logged them, less StartKamailio's probes.
+func (k *Kamailio) Requests() []KamailioRequest {
+	var reqs []KamailioRequest
+	for _, line := range strings.Split(k.out.String(), "\n") {
+		_, rest, ok := strings.Cut(line, kamailioMarker)
+		if !ok {
+			continue
+		}
+		f := strings.SplitN(rest, "|", 4)
+		if len(f) != 4 || strings.HasPrefix(f[3], kamailioReadyPrefix) {
+			continue
+		}
+		reqs = append(reqs, KamailioRequest{Method: f[0], Source: f[1], Dest: f[2], CallID: f[3]})
+	}
+	return reqs
+}
+
+// Count is how many of Requests have a Call-ID that starts with prefix.
+func (k *Kamailio) Count(prefix string) int {
+	n := 0
+	for _, r := range k.Requests() {
+		if strings.HasPrefix(r.CallID, prefix) {
+			n++
+		}
+	}
+	return n
+}
+
+// Log returns everything Kamailio wrote.
+func (k *Kamailio) Log() string { return k.out.String() }
+
+// tail returns the last n lines of the log.
+func (k *Kamailio) tail(n int) string {
+	lines := strings.Split(strings.TrimRight(k.out.String(), "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}
+
+// Stop ends Kamailio: SIGTERM, on which it ends its workers, then SIGKILL
+// to the group after 3 s, and for any worker left. It waits for the exit
+// and may be called again.
+func (k *Kamailio) Stop() {
+	k.stop.Do(func() {
+		pgid := -k.cmd.Process.Pid
+		syscall.Kill(pgid, syscall.SIGTERM)
+		select {
+		case <-k.done:
+		case <-time.After(3 * time.Second):
+		}
+		syscall.Kill(pgid, syscall.SIGKILL)
+		<-k.done
+	})
+}
