@@ -2,8 +2,6 @@ package tests
 
 import (
 	"encoding/json"
-	"io"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -239,17 +237,7 @@ func TestDaemonMetrics(t *testing.T) {
 	tb := newTestbed(t)
 	tb.startDaemon(t, writeConfig(t, lifeConfig(tb, 3, "metrics: {listen: \"127.0.0.1:0\"}\n")))
 	tb.padiOutcome(t)
-	out, _, err := tb.cacctl(t, "status", "-o", "json")
-	m := regexp.MustCompile(`"metrics": "([0-9.:]+)"`).FindStringSubmatch(out)
-	if err != nil || m == nil {
-		t.Fatalf("status does not say where metrics are: %v\n%s", err, out)
-	}
-	resp, err := http.Get("http://" + m[1] + "/metrics")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	body, _ := io.ReadAll(resp.Body)
+	body := []byte(tb.metrics(t))
 	want := `xdpcac_packets_total{class="pppoe-padi",iface="` + tb.box + ":" + tb.boxIface + `",verdict="pass"} 1`
 	if !strings.Contains(string(body), want) || !strings.Contains(string(body), "xdpcac_build_info") {
 		t.Errorf("/metrics lacks %s:\n%s", want, body)

@@ -13,12 +13,13 @@ import (
 
 // daemonCaps are the capabilities `cacctl run` is tested with: deploy/'s
 // unit grants these and CAP_PERFMON, for which CAP_SYS_ADMIN stands in.
+// CAP_NET_RAW sends the 503s of action: reject.
 var daemonCaps = []string{"setpriv",
-	"--bounding-set=-all,+net_admin,+sys_admin,+bpf", "--inh-caps=-all,+net_admin,+sys_admin,+bpf",
-	"--ambient-caps=-all,+net_admin,+sys_admin,+bpf", "--"}
+	"--bounding-set=-all,+net_admin,+sys_admin,+bpf,+net_raw", "--inh-caps=-all,+net_admin,+sys_admin,+bpf,+net_raw",
+	"--ambient-caps=-all,+net_admin,+sys_admin,+bpf,+net_raw", "--"}
 
 // TestDaemonLeastPrivilege: `cacctl run` runs with CAP_NET_ADMIN,
-// CAP_SYS_ADMIN and CAP_BPF alone, as in every daemon test, and attaches,
+// CAP_SYS_ADMIN, CAP_BPF and CAP_NET_RAW alone, as in every daemon test, and attaches,
 // enforces and takes an apply; its API socket and the pins it makes are
 // root's alone, and a user who is not root is told to use sudo.
 func TestDaemonLeastPrivilege(t *testing.T) {
@@ -28,9 +29,9 @@ func TestDaemonLeastPrivilege(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	const want = 1<<12 | 1<<21 | 1<<39 // CAP_NET_ADMIN, CAP_SYS_ADMIN, CAP_BPF
+	const want = 1<<12 | 1<<13 | 1<<21 | 1<<39 // CAP_NET_ADMIN, CAP_NET_RAW, CAP_SYS_ADMIN, CAP_BPF
 	if !strings.Contains(string(status), fmt.Sprintf("CapEff:\t%016x\n", want)) {
-		t.Fatalf("the daemon does not run with those three capabilities alone:\n%s", status)
+		t.Fatalf("the daemon does not run with those four capabilities alone:\n%s", status)
 	}
 	for i, want := range []string{"admitted", "class"} {
 		if got := tb.padiOutcome(t); got != want {

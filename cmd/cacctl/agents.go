@@ -118,9 +118,11 @@ func (d *daemon) startAgents(ctx context.Context, cfg *config.Config, prev map[a
 			a.pingers[realm] = pg
 		}
 	}
-	if a.answers, err = d.newAnswerer(cfg, p); err != nil {
-		a.stop()
-		return nil, err
+	if rejects { // a raw socket, and CAP_NET_RAW, only when some class answers
+		if a.answers, err = d.newAnswerer(cfg, p); err != nil {
+			a.stop()
+			return nil, err
+		}
 	}
 	// Stamps already in the map are old news: only newer ones are
 	// requests that bring an agent back.

@@ -208,7 +208,7 @@ func (d *daemon) serveAPI() (func(), error) {
 		var v agentsView
 		if a != nil {
 			v.Targets = a.rows()
-			v.Answered, v.Unanswered = a.answers.answered.Load(), a.answers.dropped.Load()
+			v.Answered, v.Unanswered = d.answers.answered.Load(), d.answers.suppressed.Load()
 			v.Responses = a.events.Load()
 		}
 		writeJSON(w, http.StatusOK, v)

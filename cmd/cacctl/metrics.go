@@ -47,7 +47,9 @@ func (d *daemon) serveMetrics(listen string) (func(), error) {
 		return func() {}, nil
 	}
 	c := collector.New(collector.ReaderFunc(func() (collector.Snapshot, error) {
-		return loader.Snapshot(d.g.stateDir, control.MonotonicCoarse())
+		s, err := loader.Snapshot(d.g.stateDir, control.MonotonicCoarse())
+		s.SIPAnswered, s.SIPSuppressed = d.answers.answered.Load(), d.answers.suppressed.Load()
+		return s, err
 	}), buildVersion())
 	reg := prometheus.NewRegistry()
 	if err := reg.Register(c); err != nil {

@@ -76,6 +76,9 @@ type daemon struct {
 
 	agents       *sipAgents // guarded by mu; nil without agents or rejects
 	agentsCancel context.CancelFunc
+	// answers counts the 503s of refused SIP requests over the daemon's
+	// life, whatever reloads restart the agents.
+	answers answerCounts
 
 	// held are the links of the attachments, open while the daemon runs:
 	// the filter outlives its pins (bpffs unmounted under it).

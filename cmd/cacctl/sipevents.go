@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"net/netip"
 	"sync"
 	"sync/atomic"
@@ -46,7 +45,11 @@ func (a *sipAgents) readEvents(ctx context.Context) (func(), error) {
 			case maps.SIPAgentResponse:
 				a.agentResponse(ev)
 			case maps.SIPRejected:
-				a.answers.answer(a.d, ev)
+				if a.answers != nil { // one refused before an apply turned answers off
+					a.answers.answer(a.d, ev)
+				} else {
+					a.d.answers.suppressed.Add(1)
+				}
 			}
 		}
 	}()
@@ -83,17 +86,21 @@ func (a *sipAgents) agentResponse(ev maps.SIPEvent) {
 	}
 }
 
+// answerCounts are the refused SIP requests answered with 503, and those
+// suppressed: over the answerer's rate, not answerable, or unsent.
+type answerCounts struct {
+	answered, suppressed atomic.Uint64
+}
+
 // answerer answers refused SIP requests with 503, at most at its rate.
 type answerer struct {
 	retryAfter time.Duration
-	netns      string
 	limit      bucket.Limit
+	counts     *answerCounts
 
-	mu    sync.Mutex
-	b     bucket.Bucket
-	conns map[netip.Addr]*net.UDPConn // by the address requests were sent to
-
-	answered, dropped atomic.Uint64
+	mu  sync.Mutex
+	b   bucket.Bucket
+	raw *sipd.RawUDP // in the interfaces' namespace
 }
 
 func (d *daemon) newAnswerer(cfg *config.Config, _ *loader.Pinned) (*answerer, error) {
@@ -101,23 +108,34 @@ func (d *daemon) newAnswerer(cfg *config.Config, _ *loader.Pinned) (*answerer, e
 	if err != nil {
 		return nil, fmt.Errorf("sip-reject.rate: %w", err)
 	}
-	return &answerer{retryAfter: cfg.SIPReject.RetryAfter, netns: d.g.netns, limit: l, conns: map[netip.Addr]*net.UDPConn{}}, nil
+	// A 503 goes from the port the request was sent to, which the SIP
+	// server holds: a raw socket is the only way to send from it.
+	var raw *sipd.RawUDP
+	err = loader.InNetns(d.g.netns, func() error {
+		raw, err = sipd.OpenRawUDP()
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("answer refused SIP requests (action: reject): %w", err)
+	}
+	return &answerer{retryAfter: cfg.SIPReject.RetryAfter, limit: l, counts: &d.answers, raw: raw}, nil
 }
 
-// answer sends the 503 for one refused request, from the address it was
-// sent to, or counts it dropped when over the rate or not answerable.
+// answer sends the 503 for one refused request, from the address and port
+// it was sent to, or counts it suppressed when over the rate or not
+// answerable.
 func (w *answerer) answer(d *daemon, ev maps.SIPEvent) {
 	msg := sipd.HeadersOnly(ev.Message)
 	w.mu.Lock()
 	ok := w.b.Take(w.limit, control.MonotonicCoarse())
 	w.mu.Unlock()
 	if !ok {
-		w.dropped.Add(1)
+		w.counts.suppressed.Add(1)
 		return
 	}
 	resp, err := sipd.Reject503(msg, w.retryAfter)
 	if err != nil {
-		w.dropped.Add(1)
+		w.counts.suppressed.Add(1)
 		return
 	}
 	// The port as the Via says (rport and all), but never another host
@@ -125,47 +143,18 @@ func (w *answerer) answer(d *daemon, ev maps.SIPEvent) {
 	// be aimed at a third party.
 	to, err := sipd.ReplyAddr(msg, ev.Src)
 	if err != nil {
-		w.dropped.Add(1)
+		w.counts.suppressed.Add(1)
 		return
 	}
 	to = netip.AddrPortFrom(ev.Src.Addr(), to.Port())
-	conn, err := w.conn(ev.Dst.Addr())
-	if err == nil {
-		_, err = conn.WriteToUDPAddrPort(resp, to)
-	}
-	if err != nil {
-		w.dropped.Add(1)
-		d.log.Warn("answer a refused SIP request", "to", to.String(), "err", err)
+	if err := w.raw.Send(ev.Dst, to, resp); err != nil {
+		w.counts.suppressed.Add(1)
+		d.log.Warn("answer a refused SIP request", "from", ev.Dst.String(), "to", to.String(), "err", err)
 		return
 	}
-	w.answered.Add(1)
-}
-
-// conn is a UDP socket on addr, in the interfaces' namespace: the 503
-// comes from the address the caller sent to.
-func (w *answerer) conn(addr netip.Addr) (*net.UDPConn, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if c, ok := w.conns[addr]; ok {
-		return c, nil
-	}
-	var c *net.UDPConn
-	err := loader.InNetns(w.netns, func() error {
-		var err error
-		c, err = net.ListenUDP("udp", net.UDPAddrFromAddrPort(netip.AddrPortFrom(addr, 0)))
-		return err
-	})
-	if err != nil {
-		return nil, fmt.Errorf("socket on %v: %w", addr, err)
-	}
-	w.conns[addr] = c
-	return c, nil
+	w.counts.answered.Add(1)
 }
 
 func (w *answerer) close() {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	for _, c := range w.conns {
-		c.Close()
-	}
+	w.raw.Close()
 }

@@ -48,6 +48,7 @@ type Collector struct {
 	charges, cpu, cpuAverage          family
 	buffersFull, heartbeatAge, stale  family
 	calls, agentUp, buildInfo, errors family
+	sipAnswered, sipSuppressed        family
 }
 
 // New returns a Collector that calls r on every scrape. version goes into
@@ -99,6 +100,12 @@ func New(r Reader, version string) *Collector {
 		buildInfo: newFamily("xdpcac_build_info",
 			"Always 1; labels give the version of xdpcac and of Go.",
 			prometheus.GaugeValue, "version", "goversion"),
+		sipAnswered: newFamily("xdpcac_sip_rejects_answered_total",
+			"Refused SIP requests answered with 503, from the address and port they were sent to.",
+			prometheus.CounterValue),
+		sipSuppressed: newFamily("xdpcac_sip_rejects_suppressed_total",
+			"Refused SIP requests of a class with action: reject left unanswered: over sip-reject.rate, not answerable (an ACK, unparseable) or unsent.",
+			prometheus.CounterValue),
 		errors: newFamily("xdpcac_collect_errors_total",
 			"Scrapes that could not read or export all of the fast path's state.",
 			prometheus.CounterValue),
@@ -109,7 +116,7 @@ func (c *Collector) families() []family {
 	return []family{
 		c.packets, c.rejects, c.recordsLost, c.bucketTokens, c.bucketBurst,
 		c.charges, c.cpu, c.cpuAverage, c.buffersFull, c.heartbeatAge, c.stale,
-		c.calls, c.agentUp, c.buildInfo, c.errors,
+		c.calls, c.agentUp, c.buildInfo, c.errors, c.sipAnswered, c.sipSuppressed,
 	}
 }
 
@@ -137,6 +144,8 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 		c.collectCallAdmission(e, snap.CallAdmission)
 	}
 	c.collectAgents(e, snap.Agents)
+	e.emit(c.sipAnswered, float64(snap.SIPAnswered))
+	e.emit(c.sipSuppressed, float64(snap.SIPSuppressed))
 	e.emit(c.buildInfo, 1, c.version, runtime.Version())
 
 	err = errors.Join(e.errs...)

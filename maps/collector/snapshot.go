@@ -30,6 +30,9 @@ type Snapshot struct {
 	// Agents: session agents and their state per destination and realm;
 	// empty when none are configured.
 	Agents []Agent
+	// SIPAnswers: refused SIP requests the daemon answered with 503, and
+	// those it suppressed (over sip-reject.rate, not answerable, unsent).
+	SIPAnswered, SIPSuppressed uint64
 }
 
 // Bucket levels.
