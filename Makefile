@@ -85,7 +85,10 @@ soak: deps
 
 # kernels boots Debian 12's kernel in qemu (no KVM needed) with the test
 # binary and runs the tests that need only the kernel: the floor the README
-# states. Its downloads are kept in .cache/kernels.
+# states. Its downloads are kept in .cache/kernels. It uses KVM (-cpu host)
+# if a probe boot under KVM reaches init within XDPCAC_KERNELS_BOOT_SECONDS
+# (default 60), else TCG (-cpu max); XDPCAC_KERNELS_ACCEL=tcg skips KVM,
+# XDPCAC_KERNELS_ACCEL=kvm fails rather than fall back to TCG.
 kernels:
 	GO="$(GO)" tests/kernels/run.sh
 

@@ -2,9 +2,9 @@
 # The kernel floor: runs the fast-path and end-to-end tests on the kernel of
 # Debian 12 (6.1) in a qemu VM, so that the object is known to load and work
 # there and not only on the kernel of the machine that runs the tests. It
-# needs no KVM (qemu emulates the CPU when /dev/kvm is not there) and no
-# network in the VM: the VM has no NIC, the tests make their veth pairs in
-# their own namespaces.
+# needs no KVM (qemu emulates the CPU, TCG, when KVM is not there or cannot
+# boot the VM) and no network in the VM: the VM has no NIC, the tests make
+# their veth pairs in their own namespaces.
 #
 #   tests/kernels/run.sh [kernel package]
 #
@@ -20,6 +20,18 @@
 # XDPCAC_KERNELS_MINUTES (default 60) bounds the test run; the VM gets 10
 # minutes more to boot and power off. XDPCAC_KERNELS_RUN, a -test.run
 # pattern, runs other tests than the list below (one that failed, say).
+#
+# XDPCAC_KERNELS_ACCEL picks qemu's accelerator: unset (auto), KVM when
+# /dev/kvm is writable and KVM boots the VM, else TCG; tcg, TCG without
+# trying KVM; kvm, KVM or fail. KVM runs with -cpu host, TCG with -cpu max.
+# Whether KVM boots is probed first: the same kernel and initramfs boot
+# with xdpcac.probe=1 on the command line, and init powers off as soon as
+# it has printed its boot marker. KVM cannot boot when qemu ends before the
+# marker (some hosts' KVM refuses the CPU's MSRs and qemu aborts) or when
+# the marker has not come within XDPCAC_KERNELS_BOOT_SECONDS (default 60;
+# KVM boots in seconds, but some hosts' KVM hangs before the kernel prints
+# anything); in auto the tests then run under TCG, and the script says why
+# on stderr. The probe's console goes to .cache/kernels/probe.log.
 set -euo pipefail
 shopt -s lastpipe nullglob
 
@@ -27,6 +39,8 @@ cd "$(dirname "$0")/../.."
 GO=${GO:-go}
 CACHE=$PWD/.cache/kernels
 MINUTES=${XDPCAC_KERNELS_MINUTES:-60}
+ACCEL=${XDPCAC_KERNELS_ACCEL:-auto}
+BOOT_SECONDS=${XDPCAC_KERNELS_BOOT_SECONDS:-60}
 KERNEL=${1:-linux-image-amd64}
 
 # busybox-static is the VM's userland; iproute2 and util-linux (essential,
@@ -73,6 +87,13 @@ die() {
 	exit 1
 }
 
+case $ACCEL in
+auto | kvm | tcg) ;;
+*) die "XDPCAC_KERNELS_ACCEL=$ACCEL: expected kvm, tcg or nothing (auto)" ;;
+esac
+[[ $BOOT_SECONDS =~ ^[1-9][0-9]*$ ]] ||
+	die "XDPCAC_KERNELS_BOOT_SECONDS=$BOOT_SECONDS: expected a number of seconds"
+
 apt_install() {
 	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "$@" >/dev/null
 }
@@ -93,12 +114,35 @@ if ((${#missing[@]})); then
 fi
 
 tmp=$(mktemp -d)
-# On every way out: the VM goes (if still there), then the temporary files.
+# stop_qemu ends the VM of the pid file, if still there: the probe's or the
+# tests'. Each qemu writes the same pid file, removed when it has ended, and
+# the pid is signalled only while it is still a qemu's. It never fails, as
+# the cleanup (under set -e) calls it.
+stop_qemu() {
+	local pid i
+	# qemu removes the file when it exits, so it may go at any moment.
+	pid=$(cat "$tmp/qemu.pid" 2>/dev/null) && [[ -n $pid ]] || return 0
+	rm -f "$tmp/qemu.pid"
+	# Gone (or a zombie, or another program's pid now): done. Else
+	# SIGTERM, and SIGKILL if it is still there 5 s later.
+	for ((i = 0; i < 50; i++)); do
+		[[ $(cat "/proc/$pid/comm" 2>/dev/null) == qemu* ]] || return 0
+		[[ $(awk '{ print $3 }' "/proc/$pid/stat" 2>/dev/null) != Z ]] || return 0
+		((i > 0)) || kill "$pid" 2>/dev/null || true
+		sleep 0.1
+	done
+	kill -KILL "$pid" 2>/dev/null || true
+}
+# On every way out: the VM goes (if still there), then the temporary files,
+# once the jobs that write there (the VM's, which end with it) have ended.
 cleanup() {
-	if [[ -s $tmp/qemu.pid ]]; then
-		kill "$(cat "$tmp/qemu.pid")" 2>/dev/null || true
-	fi
-	rm -rf "$tmp"
+	local i
+	stop_qemu || true
+	for ((i = 0; i < 50; i++)); do
+		[[ -n $(jobs -pr) ]] || break
+		sleep 0.1
+	done
+	rm -rf "$tmp" || true
 }
 trap cleanup EXIT
 trap 'exit 130' INT
@@ -192,35 +236,106 @@ echo "${XDPCAC_KERNELS_RUN:-$run}" >"$root/etc/xdpcac/tests"
 echo "${MINUTES}m" >"$root/etc/xdpcac/timeout"
 (cd "$root" && find . | busybox cpio -o -H newc -R 0:0 2>/dev/null) | gzip -1 >"$tmp/initrd.gz"
 
-# Emulated unless KVM is there to use.
-accel=tcg
-[[ -w /dev/kvm ]] && accel=kvm
+seconds() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.0f", b - a }'; }
+# console_filter drops the carriage returns and the terminal escapes of
+# the firmware and the kernel.
+console_filter() { sed -u 's/\r$//; s/\x1b\[[0-9;?]*[A-Za-z]//g; s/\x1b.//g'; }
+
+# qemu_vm runs the VM under accelerator $1, bounded by timeout's duration
+# $2, with $3 added to the kernel's command line; the console on stdout.
+# KVM passes the host's CPU through; TCG emulates the most it can.
+qemu_vm() {
+	local cpu=max
+	[[ $1 == kvm ]] && cpu=host
+	timeout --foreground -k 10 "$2" \
+		qemu-system-x86_64 -machine q35 -accel "$1" -cpu "$cpu" -m 2048 -smp 2 \
+		-nographic -no-reboot -nic none -pidfile "$tmp/qemu.pid" \
+		-kernel "${vmlinuz[0]}" -initrd "$tmp/initrd.gz" \
+		-append "console=ttyS0 panic=-1 quiet${3:+ $3}" </dev/null 2>&1
+}
+
+# probe_kvm boots the VM under KVM with xdpcac.probe=1, for which init
+# powers off right after its boot marker, and succeeds if the marker came
+# within BOOT_SECONDS. If not, it says why in $probe_failure; $probe_note
+# is for the summary. qemu runs in the background and the script waits for
+# it, so that a signal's trap (and the cleanup, which ends qemu) runs at
+# once rather than after qemu.
+probe_kvm() {
+	local status=0 t0=$EPOCHREALTIME
+	probe_log=$CACHE/probe.log
+	echo "kernels: probing KVM: booting with -accel kvm -cpu host, marker within ${BOOT_SECONDS}s"
+	# qemu's output to the log, its exit status the job's; the shell's own
+	# notice of a qemu that aborted ("Aborted ...") nowhere: the reason
+	# follows.
+	{ qemu_vm kvm "${BOOT_SECONDS}s" xdpcac.probe=1 | console_filter >"$probe_log"; } 2>/dev/null &
+	wait $! || status=$?
+	stop_qemu
+	probe_seconds=$(seconds "$t0" "$EPOCHREALTIME")
+	if grep -aq "xdpcac-kernels: booted" "$probe_log"; then
+		echo "kernels: KVM booted the VM in ${probe_seconds}s"
+		probe_note=" KVM probe ${probe_seconds}s,"
+		return 0
+	fi
+	if ((status == 124 || status == 137)) && ((probe_seconds >= BOOT_SECONDS)); then
+		probe_failure="no boot within ${BOOT_SECONDS}s"
+	else
+		probe_failure="qemu exit $status"
+	fi
+	probe_note=" KVM probe failed in ${probe_seconds}s,"
+	return 1
+}
+
 prepared=$SECONDS # the packages, the kernel, the binaries, the initramfs
+
+# The accelerator: KVM if asked for or if auto and KVM boots the VM, else
+# TCG.
+probe_note=
+case $ACCEL in
+tcg) accel=tcg ;;
+kvm)
+	[[ -w /dev/kvm ]] || die "XDPCAC_KERNELS_ACCEL=kvm, but /dev/kvm is not there or not writable"
+	if ! probe_kvm; then
+		tail -n 5 "$probe_log" | sed 's/^/kernels:   /' >&2
+		die "KVM could not boot the VM ($probe_failure), and XDPCAC_KERNELS_ACCEL=kvm allows no fallback; console in .cache/kernels/probe.log"
+	fi
+	accel=kvm
+	;;
+auto)
+	accel=tcg
+	if [[ ! -w /dev/kvm ]]; then
+		echo "kernels: no KVM (/dev/kvm is not there or not writable); qemu emulates the CPU (TCG)"
+	elif probe_kvm; then
+		accel=kvm
+	else
+		tail -n 5 "$probe_log" | sed 's/^/kernels:   /' >&2
+		echo "kernels: KVM could not boot the VM ($probe_failure); falling back to TCG" >&2
+	fi
+	;;
+esac
+
 log=$CACHE/console.log
 echo "booting $pkg ($kver) under qemu ($accel); console in .cache/kernels/console.log"
 start=$EPOCHREALTIME
-booted=
+# In the background and waited for, as the probe; the console filtered to
+# the terminal and the log, and the time the boot marker came in a file.
 {
-	timeout --foreground "$((MINUTES + 10))m" \
-		qemu-system-x86_64 -machine q35 -accel "$accel" -cpu max -m 2048 -smp 2 \
-		-nographic -no-reboot -nic none -pidfile "$tmp/qemu.pid" \
-		-kernel "${vmlinuz[0]}" -initrd "$tmp/initrd.gz" \
-		-append "console=ttyS0 panic=-1 quiet" </dev/null 2>&1 ||
-		echo $? >"$tmp/qemu-status"
-} | sed -u 's/\r$//; s/\x1b\[[0-9;?]*[A-Za-z]//g; s/\x1b.//g' | tee "$log" |
+	qemu_vm "$accel" "$((MINUTES + 10))m" || echo $? >"$tmp/qemu-status"
+} 2>&1 | console_filter | tee "$log" |
 	while IFS= read -r line; do
 		echo "$line"
-		[[ -n $booted || $line != *"xdpcac-kernels: booted"* ]] || booted=$EPOCHREALTIME
-	done
+		[[ -s $tmp/booted || $line != *"xdpcac-kernels: booted"* ]] || echo "$EPOCHREALTIME" >"$tmp/booted"
+	done &
+wait $! || true
+stop_qemu
+booted=$(cat "$tmp/booted" 2>/dev/null || true)
 qemu_status=$(cat "$tmp/qemu-status" 2>/dev/null || echo 0)
 end=$EPOCHREALTIME
 
-seconds() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.0f", b - a }'; }
 count() { grep -ac "^--- $1: " "$log" || true; }
 echo
 echo "kernels: $pkg, uname -r $(sed -n 's/.*xdpcac-kernels: booted: uname -r \([^,]*\),.*/\1/p' "$log")"
 if [[ -n $booted ]]; then
-	echo "kernels: prepared in ${prepared}s, boot $(seconds "$start" "$booted")s, tests $(seconds "$booted" "$end")s (qemu $accel)"
+	echo "kernels: prepared in ${prepared}s,$probe_note boot $(seconds "$start" "$booted")s, tests $(seconds "$booted" "$end")s (qemu $accel)"
 fi
 echo "kernels: $(count PASS) tests passed, $(count FAIL) failed, $(count SKIP) skipped"
 result=$(sed -n 's/.*xdpcac-kernels: result //p' "$log" | head -n 1)
