@@ -36,6 +36,7 @@ classes:
   l2tp-icrq: {cps: 100, burst: 100}
   sip-invite: {cps: 200, burst: 400, per-source: {cps: 0.1, burst: 1}}
   sip-options: {cps: 200, per-source: {cps: 0.1, burst: 2}}
+  sip-register: {cps: 200, per-source: {cps: 0.1, burst: 2}}
 environment: {cps: 2000}
 customers:
   - name: trusted-peer

@@ -22,6 +22,7 @@ func demoScenarios(total time.Duration) []scenario {
 	scanner := netip.MustParseAddr("203.0.113.1")
 	invites := gen.SIPFlood("INVITE", scanner, 250, bras)
 	options := gen.SIPFlood("OPTIONS", scanner, 250, bras)
+	registers := gen.SIPFlood("REGISTER", scanner, 250, bras)
 	trusted := gen.SIPFlood("INVITE", netip.MustParseAddr("192.0.2.2"), 1, bras)
 	return []scenario{
 		{
@@ -34,13 +35,16 @@ func demoScenarios(total time.Duration) []scenario {
 				Frame: gen.L2TPFlood(pkt.ICRQ, netip.MustParseAddr("198.51.100.1"), bras)},
 		},
 		{
-			story: "a SIP scanner floods OPTIONS and INVITEs from 250 addresses while a trusted peer keeps calling",
+			story: "a SIP scanner floods OPTIONS, REGISTERs and INVITEs from 250 addresses while a trusted peer keeps calling",
 			Generator: gen.Generator{Name: "sip-scanner", Rate: 2000, Duration: total - 2*part,
 				Frame: gen.Mix(func(i int) []byte {
-					if i%2 == 0 {
-						return invites(i / 2)
+					switch i % 3 {
+					case 0:
+						return invites(i / 3)
+					case 1:
+						return registers(i / 3)
 					}
-					return options(i / 2)
+					return options(i / 3)
 				}, trusted, 20)},
 		},
 	}

@@ -56,8 +56,9 @@ const kamailioMarker = "xdpcac-request|"
 const kamailioReadyPrefix = "kamailio-ready-"
 
 // kamailioConfig is the whole configuration but the listen lines: every
-// request is logged, OPTIONS and REGISTER get a 200 and every other
-// request but ACK a 404, all without transaction state.
+// request is logged, OPTIONS, REGISTER, INVITE and BYE get a 200 (so that
+// a sipp caller completes its calls) and every other request but ACK a
+// 404, all without transaction state.
 const kamailioConfig = `#!KAMAILIO
 debug=2
 log_stderror=yes
@@ -81,7 +82,7 @@ loadmodule "textops.so"
 
 request_route {
 	xlog("L_ALERT", "` + kamailioMarker + `$rm|$si|$Ri|$ci\n");
-	if (is_method("OPTIONS|REGISTER")) {
+	if (is_method("OPTIONS|REGISTER|INVITE|BYE")) {
 		sl_send_reply("200", "OK");
 	} else if (!is_method("ACK")) {
 		sl_send_reply("404", "Not Here");
