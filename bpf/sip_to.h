@@ -78,65 +78,85 @@ __noinline long sip_next_special(struct xdp_md *ctx, __u64 moff, __u64 mlen, __u
 	return end;
 }
 
+/* What sip_to_step returns besides the next offset (bits 8 and up). */
+#define TO_TAGGED 0x10 /* a tag parameter: the To value has a tag */
+#define TO_DONE 0x20   /* the value ended without one */
+
+/*
+ * sip_to_step reads the To value from at >> 8, in state at & 0xff, up to and
+ * including the next byte that can change the state, and returns the
+ * offset after it << 8, with the new state or TO_TAGGED or TO_DONE in the
+ * low byte. A
+ * global function: sip_to_tagged's loop then carries one unknown scalar
+ * from step to step, and the verifier walks it once, not once for each
+ * state the value may be in.
+ */
+__noinline __u64 sip_to_step(struct xdp_md *ctx, __u64 moff, __u64 mlen, __u64 at, __u64 end)
+{
+	struct sip_msg m = sip_msg_of(ctx, moff, mlen);
+	__u64 off = at >> 8;
+	__u32 state = at & 0xff;
+
+	if (off >= end || end > SIP_READ_LIMIT || state > TO_ANGLE)
+		return TO_DONE;
+	__u64 p = off;
+	if (state != TO_ESCAPED) {
+		p = sip_next_special(ctx, moff, mlen, off, end);
+		if (p >= end)
+			return TO_DONE;
+	}
+	int c = sip_byte(&m, p);
+	if (c < 0)
+		return TO_DONE;
+	off = p + 1;
+	if (c == '\n') /* a folded line goes on; any other ends the value */
+		return is_sp(sip_byte(&m, off)) ? off << 8 | state : TO_DONE;
+	switch (state) {
+	case TO_PLAIN:
+		if (c == '"')
+			state = TO_QUOTED;
+		else if (c == '<')
+			state = TO_ANGLE;
+		else if (c == ';' && sip_tag_at(ctx, moff, mlen, off))
+			return TO_TAGGED;
+		break;
+	case TO_QUOTED:
+		if (c == '\\')
+			state = TO_ESCAPED;
+		else if (c == '"')
+			state = TO_PLAIN;
+		break;
+	case TO_ESCAPED:
+		state = TO_QUOTED;
+		break;
+	default: /* TO_ANGLE */
+		if (c == '>')
+			state = TO_PLAIN;
+		break;
+	}
+	return off << 8 | state;
+}
+
 /*
  * sip_to_tagged reports whether the To header value starting at v has a tag
  * parameter. Quoted display names and <URI>s are skipped, since a ";tag="
  * inside them is not the dialog's tag; folded lines continue the header.
- * Only the bytes sip_next_special finds can change the state, so it jumps
- * from one to the next; an escaped byte is taken as it comes.
+ * Only the bytes sip_next_special finds can change the state, so each
+ * step jumps from one to the next; an escaped byte is taken as it comes.
  */
 __noinline int sip_to_tagged(struct xdp_md *ctx, __u64 moff, __u64 mlen, __u64 v)
 {
-	struct sip_msg m = sip_msg_of(ctx, moff, mlen);
-	int state = TO_PLAIN;
-
 	if (moff > SIP_MSG_OFF_MAX || v > SIP_SCAN_MAX + SIP_WS_MAX + 8)
 		return 0;
 	__u64 end = v + SIP_TO_MAX < mlen ? v + SIP_TO_MAX : mlen;
-	__u64 off = v;
+	__u64 r = v << 8 | TO_PLAIN;
 
 	for (int i = 0; i < SIP_TO_MAX + 1; i++) {
-		if (off >= end)
+		r = sip_to_step(ctx, moff, mlen, r, end);
+		if (r & TO_TAGGED)
+			return 1;
+		if (r & TO_DONE)
 			return 0;
-		__u64 p = off;
-		if (state != TO_ESCAPED) {
-			p = sip_next_special(ctx, moff, mlen, off, end);
-			if (p >= end)
-				return 0;
-		}
-		int c = sip_byte(&m, p);
-		if (c < 0)
-			return 0;
-		off = p + 1;
-		if (c == '\n') {
-			if (!is_sp(sip_byte(&m, off)))
-				return 0;
-			continue;
-		}
-		switch (state) {
-		case TO_PLAIN:
-			if (c == '"')
-				state = TO_QUOTED;
-			else if (c == '<')
-				state = TO_ANGLE;
-			else if (c == ';' && sip_tag_at(ctx, moff, mlen, off))
-				return 1;
-			break;
-		case TO_QUOTED:
-			if (c == '\\')
-				state = TO_ESCAPED;
-			else if (c == '"')
-				state = TO_PLAIN;
-			break;
-		case TO_ESCAPED:
-			state = TO_QUOTED;
-			break;
-		default: /* TO_ANGLE */
-			if (c == '>')
-				state = TO_PLAIN;
-			break;
-		}
 	}
 	return 0;
 }
-
