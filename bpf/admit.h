@@ -53,12 +53,10 @@ LEVEL_ARRAY(account_buckets, struct cac_bucket, CAC_MAX_ACCOUNTS);
 LEVEL_ARRAY(customer_limits, struct cac_limit, 2 * CAC_MAX_CUSTOMERS);
 LEVEL_ARRAY(customer_buckets, struct cac_bucket, CAC_MAX_CUSTOMERS);
 
-/* A level that applies to this call: its limit and bucket, and the part
- * of its tolerance the call must leave. */
+/* A level that applies to this call: its limit and bucket. */
 struct level {
 	struct cac_limit *limit;
 	struct cac_bucket *bucket;
-	__u64 reserve;
 };
 
 /* The levels in the order of §4; each names the reason of its index. */
@@ -163,17 +161,20 @@ static __always_inline int admit(struct xdp_md *ctx, struct frame *f, __u32 clas
 			return r;
 	}
 
-	/* Trusted first: a stranger's call leaves the reserve of the shared
-	 * levels to the session agents, whose calls may take it. */
 	struct level lv[L_COUNT] = {
-		[L_CLASS] = {&lim->level[class], &bk->level[class], lim->reserve_ns[class]},
+		[L_CLASS] = {&lim->level[class], &bk->level[class]},
 	};
 	if (!malformed && !indialog)
 		lv[L_ENVIRONMENT] = (struct level){&lim->level[CAC_LEVEL_ENVIRONMENT],
-						   &bk->level[CAC_LEVEL_ENVIRONMENT],
-						   lim->reserve_ns[CAC_LEVEL_ENVIRONMENT]};
-	if (agent != NO_AGENT)
-		lv[L_CLASS].reserve = lv[L_ENVIRONMENT].reserve = 0;
+						   &bk->level[CAC_LEVEL_ENVIRONMENT]};
+	/* Trusted first: a stranger's call leaves the reserve of the shared
+	 * levels to the session agents, whose calls may take it. */
+	__u64 class_reserve = 0, env_reserve = 0;
+	if (agent == NO_AGENT) {
+		class_reserve = lim->reserve_ns[class];
+		env_reserve = lim->reserve_ns[CAC_LEVEL_ENVIRONMENT];
+	}
+#define RESERVE(i) ((i) == L_CLASS ? class_reserve : (i) == L_ENVIRONMENT ? env_reserve : 0)
 
 	/* A source in an account is held by the account's bucket instead
 	 * of an automatic one, and never enters the per-source table. */
@@ -211,7 +212,7 @@ static __always_inline int admit(struct xdp_md *ctx, struct frame *f, __u32 clas
 
 #pragma unroll
 	for (int i = 0; i < L_COUNT; i++) {
-		if (!level_step(lv[i].limit, lv[i].bucket, now, STEP_CONFORMS, lv[i].reserve))
+		if (!level_step(lv[i].limit, lv[i].bucket, now, STEP_CONFORMS, RESERVE(i)))
 			return LEVEL_REASON(i);
 	}
 	/* The charge budget is checked with the buckets, before anything is
@@ -225,7 +226,7 @@ static __always_inline int admit(struct xdp_md *ctx, struct frame *f, __u32 clas
 	int taken = L_COUNT, reason = ADMITTED;
 #pragma unroll
 	for (int i = 0; i < L_COUNT; i++) {
-		if (!level_step(lv[i].limit, lv[i].bucket, now, STEP_TAKE, lv[i].reserve)) {
+		if (!level_step(lv[i].limit, lv[i].bucket, now, STEP_TAKE, RESERVE(i))) {
 			taken = i;
 			reason = LEVEL_REASON(i);
 			break;

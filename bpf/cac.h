@@ -77,6 +77,9 @@ struct cac_stats {
 	 * upper case, leading CRLFs, several To headers): classified all the
 	 * same, and counted so an operator sees who sends them. */
 	__u64 sip_odd_forms;
+	/* In-dialog requests of a dialog the filter knows, passed uncharged
+	 * (counted in sip-indialog's admitted too). */
+	__u64 sip_indialog_verified;
 	/* Records a full ring buffer refused: the daemon did not keep up.
 	 * Nothing else changes; the verdicts and counters above stay exact. */
 	__u64 reject_records_lost;
@@ -293,6 +296,11 @@ struct cac_sip_event {
 enum cac_sip_event_kind {
 	CAC_SIP_AGENT_RESPONSE = 1,
 	CAC_SIP_REJECTED = 2,
+};
+
+/* A dialog whose INVITE the filter admitted, by the hash of its Call-ID. */
+struct cac_dialog {
+	__u64 invite_ns; /* when the INVITE was admitted */
 };
 
 /* One byte per UDP destination port: an enum cac_port_kind. */

@@ -57,6 +57,11 @@ type XdpCacChargeRing struct {
 	Snap  [4096]uint64
 }
 
+type XdpCacDialog struct {
+	_        structs.HostLayout
+	InviteNs uint64
+}
+
 type XdpCacInputs struct {
 	_           structs.HostLayout
 	HeartbeatNs uint64
@@ -140,11 +145,12 @@ type XdpCacStats struct {
 		Admitted uint64
 		Rejected [12]uint64
 	}
-	Fragment          uint64
-	PassedOther       uint64
-	SipOddForms       uint64
-	RejectRecordsLost uint64
-	SipEventsLost     uint64
+	Fragment            uint64
+	PassedOther         uint64
+	SipOddForms         uint64
+	SipIndialogVerified uint64
+	RejectRecordsLost   uint64
+	SipEventsLost       uint64
 }
 
 type XdpRejectBudget struct {
@@ -169,6 +175,7 @@ const (
 	XdpMapChargeRings     = "charge_rings"
 	XdpMapCustomerBuckets = "customer_buckets"
 	XdpMapCustomerLimits  = "customer_limits"
+	XdpMapDialogs         = "dialogs"
 	XdpMapInputs          = "inputs"
 	XdpMapInputsSlot      = "inputs_slot"
 	XdpMapLimits          = "limits"
@@ -248,6 +255,7 @@ type XdpMapSpecs struct {
 	ChargeRings     *ebpf.MapSpec `ebpf:"charge_rings"`
 	CustomerBuckets *ebpf.MapSpec `ebpf:"customer_buckets"`
 	CustomerLimits  *ebpf.MapSpec `ebpf:"customer_limits"`
+	Dialogs         *ebpf.MapSpec `ebpf:"dialogs"`
 	Inputs          *ebpf.MapSpec `ebpf:"inputs"`
 	InputsSlot      *ebpf.MapSpec `ebpf:"inputs_slot"`
 	Limits          *ebpf.MapSpec `ebpf:"limits"`
@@ -303,6 +311,7 @@ type XdpMaps struct {
 	ChargeRings     *ebpf.Map `ebpf:"charge_rings"`
 	CustomerBuckets *ebpf.Map `ebpf:"customer_buckets"`
 	CustomerLimits  *ebpf.Map `ebpf:"customer_limits"`
+	Dialogs         *ebpf.Map `ebpf:"dialogs"`
 	Inputs          *ebpf.Map `ebpf:"inputs"`
 	InputsSlot      *ebpf.Map `ebpf:"inputs_slot"`
 	Limits          *ebpf.Map `ebpf:"limits"`
@@ -333,6 +342,7 @@ func (m *XdpMaps) Close() error {
 		m.ChargeRings,
 		m.CustomerBuckets,
 		m.CustomerLimits,
+		m.Dialogs,
 		m.Inputs,
 		m.InputsSlot,
 		m.Limits,

@@ -101,7 +101,11 @@ func loadAgainst(p *Pinned) (*bpf.XdpObjects, error) {
 		pinned[name] = *field
 		return nil
 	})
-	return Load(p.Sources.MaxEntries(), pinned)
+	var dialogs uint32 // pins of a version before the dialog table have none
+	if p.Dialogs != nil {
+		dialogs = p.Dialogs.MaxEntries()
+	}
+	return Load(p.Sources.MaxEntries(), dialogs, pinned)
 }
 
 // sameProgram compares the kernel's tags: a hash of the instructions.

@@ -34,6 +34,9 @@ type Options struct {
 	// SourceTable is how many sources the per-source table holds; 0 keeps
 	// the default of the object (262,144).
 	SourceTable uint32
+	// DialogTable is how many dialogs the dialog table holds; 0 keeps the
+	// object's default.
+	DialogTable uint32
 	// Force replaces another XDP program attached over netlink (not one
 	// held by another tool's bpf_link, which only that tool can remove).
 	Force bool
@@ -73,9 +76,9 @@ func attachModeName(m uint32) string {
 }
 
 // Load loads the XDP program and its maps, unattached, with a per-source
-// table of sourceTable entries (0: the default), using the maps of shared
-// in place of its own.
-func Load(sourceTable uint32, shared map[string]*ebpf.Map) (*bpf.XdpObjects, error) {
+// table of sourceTable entries and a dialog table of dialogTable (0: the
+// defaults), using the maps of shared in place of its own.
+func Load(sourceTable, dialogTable uint32, shared map[string]*ebpf.Map) (*bpf.XdpObjects, error) {
 	if err := rlimit.RemoveMemlock(); err != nil {
 		return nil, fmt.Errorf("lift memlock limit: %w", err)
 	}
@@ -89,10 +92,13 @@ func Load(sourceTable uint32, shared map[string]*ebpf.Map) (*bpf.XdpObjects, err
 	if sourceTable > 0 {
 		spec.Maps[bpf.XdpMapSources].MaxEntries = sourceTable
 	}
+	if dialogTable > 0 {
+		spec.Maps[bpf.XdpMapDialogs].MaxEntries = dialogTable
+	}
 	var objs bpf.XdpObjects
 	if err := spec.LoadAndAssign(&objs, &ebpf.CollectionOptions{MapReplacements: shared}); err != nil {
 		if errors.Is(err, ebpf.ErrMapIncompatible) {
-			return nil, fmt.Errorf("the interfaces already attached have other map shapes (per-source-table differs, or another xdpcac version): detach them or use the same configuration: %w", err)
+			return nil, fmt.Errorf("the interfaces already attached have other map shapes (per-source-table or dialog-table differs, or another xdpcac version): detach them or use the same configuration: %w", err)
 		}
 		var ve *ebpf.VerifierError
 		if errors.As(err, &ve) {
@@ -151,7 +157,7 @@ func Attach(a Attachment, o Options) (mode string, err error) {
 		}
 		defer closeMaps(shared)
 	}
-	objs, err := Load(o.SourceTable, shared)
+	objs, err := Load(o.SourceTable, o.DialogTable, shared)
 	if err != nil {
 		return "", err
 	}

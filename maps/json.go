@@ -22,6 +22,8 @@ type StatsView struct {
 	Malformed   uint64 `json:"malformed"`
 	PassedOther uint64 `json:"passed_other"`
 	SIPOddForms uint64 `json:"sip_odd_forms"`
+	// Of sip-indialog's admitted, those of a dialog the filter admitted.
+	SIPInDialogVerified uint64 `json:"sip_indialog_verified"`
 	// Ring buffer records lost while the daemon fell behind.
 	RejectRecordsLost uint64 `json:"reject_records_lost"`
 	SIPEventsLost     uint64 `json:"sip_events_lost"`
@@ -39,6 +41,8 @@ func (s Stats) View() StatsView {
 		Malformed:   s.Malformed(),
 		PassedOther: s.PassedOther,
 		SIPOddForms: s.SIPOddForms,
+
+		SIPInDialogVerified: s.SIPInDialogVerified,
 
 		RejectRecordsLost: s.RejectRecordsLost,
 		SIPEventsLost:     s.SIPEventsLost,

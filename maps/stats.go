@@ -37,6 +37,10 @@ type Stats struct {
 	// SIPOddForms counts SIP requests in a form stricter parsers miss (a
 	// method not in upper case, leading CRLFs, several To headers).
 	SIPOddForms uint64
+	// SIPInDialogVerified counts in-dialog requests of a dialog the
+	// filter admitted, passed uncharged (sip-indialog's admitted holds
+	// them too).
+	SIPInDialogVerified uint64
 	// Records a full ring buffer refused because the daemon fell behind:
 	// finished seconds of reject records, and SIP messages (agents'
 	// out-service responses, refused requests to answer with 503).
@@ -55,6 +59,7 @@ func (s *Stats) Add(o Stats) {
 	s.Fragment += o.Fragment
 	s.PassedOther += o.PassedOther
 	s.SIPOddForms += o.SIPOddForms
+	s.SIPInDialogVerified += o.SIPInDialogVerified
 	s.RejectRecordsLost += o.RejectRecordsLost
 	s.SIPEventsLost += o.SIPEventsLost
 }
@@ -71,6 +76,7 @@ func (s Stats) Sub(o Stats) Stats {
 	d.Fragment -= o.Fragment
 	d.PassedOther -= o.PassedOther
 	d.SIPOddForms -= o.SIPOddForms
+	d.SIPInDialogVerified -= o.SIPInDialogVerified
 	d.RejectRecordsLost -= o.RejectRecordsLost
 	d.SIPEventsLost -= o.SIPEventsLost
 	return d
@@ -99,7 +105,8 @@ func ReadStats(m *ebpf.Map) (Stats, error) {
 func fromKernel(c bpf.XdpCacStats) Stats {
 	s := Stats{
 		Fragment: c.Fragment, PassedOther: c.PassedOther, SIPOddForms: c.SipOddForms,
-		RejectRecordsLost: c.RejectRecordsLost, SIPEventsLost: c.SipEventsLost,
+		SIPInDialogVerified: c.SipIndialogVerified,
+		RejectRecordsLost:   c.RejectRecordsLost, SIPEventsLost: c.SipEventsLost,
 	}
 	for i := range s.Classes {
 		s.Classes[i] = ClassStats{Admitted: c.Classes[i].Admitted, Rejected: c.Classes[i].Rejected}

@@ -81,7 +81,7 @@ func TestEndToEnd(t *testing.T) {
 				"icrq-v6":   {5, v6udp(1701, L2TP{Version: 3, MsgType: ICRQ})},
 				"invite":    {6, v4udp(5080, SIPRequest("INVITE", toNoTag))},
 				"options":   {7, v6udp(5060, SIPRequest("OPTIONS", toNoTag))},
-				"reinvite":  {2, v4udp(5060, SIPRequest("INVITE", toTag))},
+				"reinvite":  {2, v4udp(5060, strangerDialog("INVITE"))},
 				"fragment":  {2, Frame(Ether{}, IPv4{FragOff: 100, Proto: 17}, Raw("tail"))},
 				"malformed": {3, Frame(Ether{}, PPPoE{VerType: 0x22, Code: PADI})},
 				"pado":      {1, Frame(Ether{}, PPPoE{Code: PADO})},

@@ -178,6 +178,7 @@ func decisionOf(d maps.Stats) (admission.Decision, error) {
 		return admission.Decision{Result: fsol.Result{Kind: cac.Unwatched}}, nil
 	case 1:
 		moved[0].Odd = d.SIPOddForms == 1
+		moved[0].Uncharged = d.SIPInDialogVerified == 1
 		return moved[0], nil
 	}
 	return admission.Decision{}, fmt.Errorf("one frame moved %d counters: %v", len(moved), moved)

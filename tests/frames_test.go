@@ -22,6 +22,18 @@ func odd(r fsol.Result) fsol.Result {
 	return r
 }
 
+// strangerDialog is an in-dialog request of a dialog no INVITE of
+// tests/pkt opened: its Call-ID is another.
+func strangerDialog(method string) SIP {
+	s := SIPRequest(method, toTag)
+	for i, h := range s.Headers {
+		if strings.HasPrefix(h, "Call-ID:") {
+			s.Headers[i] = "Call-ID: not-admitted@192.0.2.9"
+		}
+	}
+	return s
+}
+
 // sipPrefixed is a request with bytes before its request line.
 func sipPrefixed(prefix, method, to string) []byte {
 	s := SIPRequest(method, to)

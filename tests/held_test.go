@@ -2,6 +2,7 @@ package tests
 
 import (
 	"net/netip"
+	"strings"
 	"testing"
 
 	"github.com/xdpcac/xdpcac/cac"
@@ -95,5 +96,45 @@ func TestInDialogHeld(t *testing.T) {
 	}
 	if got := f.stats(t).Classes[cac.ClassMalformed]; got.Admitted != 3 || got.Rejected[cac.ReasonMalformed] != 7 {
 		t.Errorf("malformed counted %+v, want 3 within the limits and 7 rejected", got)
+	}
+}
+
+// TestDialogVerified: the in-dialog requests of a dialog whose INVITE the
+// filter admitted pass uncharged, however many; those of a Call-ID it
+// never admitted, the same To tag and all, are held by the sip-indialog
+// bucket; a refused INVITE opens no dialog.
+func TestDialogVerified(t *testing.T) {
+	f := newFastPath(t, false)
+	var p admission.Policy
+	p.PerSource[cac.SIPInDialog] = admission.PerSource{Limit: mustRate(t, 1, 2), Key: admission.SourceIP, IPv6Prefix: 64}
+	p.PerSource[cac.SIPInvite] = admission.PerSource{Limit: mustRate(t, 0.001, 1), Key: admission.SourceIP, IPv6Prefix: 64}
+	f.setPolicy(t, p)
+	f.mustAt(t, 9*second)
+	call := func(method, callID, to string) []byte {
+		s := SIPRequest(method, to)
+		for i, h := range s.Headers {
+			if strings.HasPrefix(h, "Call-ID:") {
+				s.Headers[i] = "i: " + callID // compact, as some do
+			}
+		}
+		return Frame(Ether{}, IPv4{Src: strangerAddr}, UDP{Dst: 5060}, s)
+	}
+	if passed, _ := f.offer(t, call("INVITE", "dialog-1@198.51.100.1", toNoTag), 1); passed != 1 {
+		t.Fatal("the first INVITE was refused")
+	}
+	if passed, reasons := f.offer(t, call("INVITE", "dialog-2@198.51.100.1", toNoTag), 1); passed != 0 {
+		t.Fatalf("the second INVITE passed a per-source bucket of one (%v)", reasons)
+	}
+	if passed, _ := f.offer(t, call("BYE", "dialog-1@198.51.100.1", toTag), 20); passed != 20 {
+		t.Errorf("the admitted dialog's requests: %d of 20 passed, want all, uncharged", passed)
+	}
+	for _, id := range []string{"dialog-2@198.51.100.1", "invented@198.51.100.1"} {
+		if passed, reasons := f.offer(t, call("BYE", id, toTag), 5); passed != 2 || reasons[cac.ReasonSource] != 3 {
+			t.Errorf("requests of %s, a dialog never admitted: %d of 5 passed (%v), want 2, then source", id, passed, reasons)
+		}
+		f.mustAt(t, f.now+10*second) // the in-dialog bucket refills
+	}
+	if st := f.stats(t); st.SIPInDialogVerified != 20 {
+		t.Errorf("%d in-dialog requests counted verified, want 20", st.SIPInDialogVerified)
 	}
 }

@@ -24,6 +24,7 @@ type Model struct {
 	rings         [cac.NumCallTypes]ChargeRing
 	agentAddrs    map[netip.Addr]int // as the fast path's agents table
 	agents        [MaxAgents]bucket.Bucket
+	dialogs       dialogTable
 }
 
 // SetAgentAddrs puts the addresses of session agents in force (IPv4
@@ -94,6 +95,9 @@ type Decision struct {
 	Verdict  cac.Verdict
 	Rejected bool
 	Reason   cac.Reason // when Rejected
+	// Uncharged: a request of a dialog the filter admitted; no limit was
+	// asked.
+	Uncharged bool
 }
 
 func (d Decision) String() string {
@@ -216,7 +220,8 @@ func addrOf(s fsol.Source) netip.Addr {
 
 // Decide classifies frame and, for a first packet, admits or rejects it.
 func (m *Model) Decide(frame []byte, now uint64) Decision {
-	d := Decision{Result: fsol.Classify(frame, m.Ports), Verdict: cac.Pass}
+	r, msg := fsol.ClassifySIP(frame, m.Ports)
+	d := Decision{Result: r, Verdict: cac.Pass}
 	c, held := cac.ClassOf(d.Kind)
 	if d.Kind == cac.Session {
 		c, held = d.Class, true
@@ -224,7 +229,23 @@ func (m *Model) Decide(frame []byte, now uint64) Decision {
 	if !held {
 		return d
 	}
-	if d.Reason, d.Rejected = m.Admit(c, fsol.SourceOf(frame), now); d.Rejected {
+	var callid uint64
+	if c == cac.SIPInDialog || c == cac.SIPInvite {
+		callid = fsol.CallID(msg)
+	}
+	// A request of a dialog the filter admitted passes uncharged.
+	if c == cac.SIPInDialog && m.dialogs.known(callid) {
+		d.Uncharged = true
+		return d
+	}
+	d.Reason, d.Rejected = m.Admit(c, fsol.SourceOf(frame), now)
+	if !d.Rejected && c == cac.SIPInvite && callid != 0 {
+		if m.dialogs == nil {
+			m.dialogs = dialogTable{}
+		}
+		m.dialogs[callid] = true
+	}
+	if d.Rejected {
 		d.Verdict = cac.Drop
 	} else if c == cac.ClassMalformed && m.MalformedDrop {
 		d.Verdict = cac.Drop // within its limits, as malformed: says

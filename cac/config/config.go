@@ -40,6 +40,10 @@ type Config struct {
 	// SourceTable is how many sources the per-source table of the fast
 	// path holds (key per-source-table).
 	SourceTable uint32
+	// DialogTable is how many dialogs the dialog table of the fast path
+	// holds (key dialog-table): the Call-IDs of admitted INVITEs, whose
+	// in-dialog requests pass uncharged.
+	DialogTable uint32
 	SIPReject   SIPReject
 	// DNSServer resolves session agents' hostnames ("ip:port"); empty
 	// uses the system's resolvers.
@@ -215,6 +219,7 @@ func Parse(file string, data []byte) (*Config, error) {
 		Classes:     map[cac.Class]Class{},
 		CPU:         CPU{Source: "system", SampleInterval: time.Second},
 		SourceTable: 262144,
+		DialogTable: 65536,
 		StaleAfter:  5 * time.Second,
 		OnStale:     "static",
 		SIPReject:   SIPReject{RetryAfter: 10 * time.Second, Rate: 100},
@@ -305,6 +310,11 @@ func (c *Config) fields(d *decoder) fields {
 		"per-source-table": func(p string, v *yaml.Node) {
 			if n, ok := d.integer(v, p, 1024, 1<<24); ok {
 				c.SourceTable = uint32(n)
+			}
+		},
+		"dialog-table": func(p string, v *yaml.Node) {
+			if n, ok := d.integer(v, p, 1024, 1<<24); ok {
+				c.DialogTable = uint32(n)
 			}
 		},
 		"on-stale": func(p string, v *yaml.Node) { d.oneOf(v, p, &c.OnStale, "static", "open", "closed") },

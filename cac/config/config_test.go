@@ -135,6 +135,7 @@ func TestBadInput(t *testing.T) {
 		{"overlap across families", "customers:\n  - {name: a, accounts: [{name: a1, source: 10.0.0.0/8}]}\n  - {name: b, accounts: [{name: b1, source: \"::ffff:10.1.0.0/112\"}]}\n", "overlaps 10.0.0.0/8 of account a1"},
 		{"same prefix two ways", "customers:\n  - {name: a, accounts: [{name: a1, source: 10.0.0.0/8}, {name: a2, source: \"::ffff:10.0.0.0/104\"}]}\n", "belongs to two accounts"},
 		{"source table", "per-source-table: 10\n", "per-source-table: must be from 1024 to 16777216"},
+		{"dialog table", "dialog-table: 100000000\n", "dialog-table: must be from 1024 to 16777216"},
 		{"prefix host bits", "customers: [{name: a, accounts: [{name: b, source: 192.0.2.1/24}]}]\n", "did you mean 192.0.2.0/24"},
 		{"missing realm", "session-agents: [{name: p, hostname: 192.0.2.2, realm-id: core}]\n", `session-agents[0].realm-id: no realm named "core"`},
 		{"repeated key", "malformed: pass\nmalformed: drop\n", "bad.yaml:2:1: malformed: repeated key"},

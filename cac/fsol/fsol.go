@@ -54,29 +54,36 @@ func isVLAN(t uint16) bool { return t == 0x8100 || t == 0x88a8 || t == 0x9100 }
 
 // Classify returns what the XDP program makes of frame.
 func Classify(frame []byte, ports *Ports) Result {
+	r, _ := ClassifySIP(frame, ports)
+	return r
+}
+
+// ClassifySIP is Classify that also returns a SIP request's message as the
+// classifier read it, after its leading CRLFs; nil for other frames.
+func ClassifySIP(frame []byte, ports *Ports) (Result, []byte) {
 	if len(frame) < 14 {
-		return kind(cac.Unwatched)
+		return kind(cac.Unwatched), nil
 	}
 	etherType := be16(frame[12:])
 	off := 14
 	for i := 0; i < maxVLANs && isVLAN(etherType); i++ {
 		if off+4 > len(frame) {
-			return kind(cac.Unwatched)
+			return kind(cac.Unwatched), nil
 		}
 		etherType = be16(frame[off+2:])
 		off += 4
 	}
 	switch {
 	case isVLAN(etherType):
-		return kind(cac.Unwatched) // a third tag: no class lives there
+		return kind(cac.Unwatched), nil // a third tag: no class lives there
 	case etherType == etherTypePPPoEDsc:
-		return classifyPPPoE(frame, off)
+		return classifyPPPoE(frame, off), nil
 	case etherType == etherTypeIPv4:
 		return classifyUDP(ipv4(frame, off, ports))
 	case etherType == etherTypeIPv6:
 		return classifyUDP(ipv6(frame, off, ports))
 	}
-	return kind(cac.Unwatched)
+	return kind(cac.Unwatched), nil
 }
 
 func classifyPPPoE(frame []byte, off int) Result {
@@ -219,12 +226,12 @@ walk:
 	return udp(frame, off, ipEnd, fragmented, port)
 }
 
-func classifyUDP(u udpMsg) Result {
+func classifyUDP(u udpMsg) (Result, []byte) {
 	if u.verdict != cac.Session {
-		return kind(u.verdict)
+		return kind(u.verdict), nil
 	}
 	if u.port == cac.PortL2TP {
-		return classifyL2TP(u.msg, u.fragmented)
+		return classifyL2TP(u.msg, u.fragmented), nil
 	}
 	return classifySIP(u.msg, u.fragmented)
 }

@@ -19,24 +19,24 @@ const (
 // classifySIP reads a message as the most lenient server behind the filter
 // would: leading CRLFs skipped, the method in any letter case, any method
 // a request (docs/design.md, "Classes").
-func classifySIP(m []byte, fragmented bool) Result {
+func classifySIP(m []byte, fragmented bool) (Result, []byte) {
 	skip := 0
 	for skip < SIPCRLFMax && skip < len(m) && (m[skip] == '\r' || m[skip] == '\n') {
 		skip++
 	}
 	if skip == len(m) && !fragmented {
-		return kind(cac.Other) // a keep-alive
+		return kind(cac.Other), nil // a keep-alive
 	}
 	if c := at(m, skip); c == '\r' || c == '\n' {
-		return kind(cac.Malformed) // more CRLFs than the bound
+		return kind(cac.Malformed), nil // more CRLFs than the bound
 	}
 	// A first fragment too short to show the method hides the request in
 	// fragments that cannot be classified: that is no SIP peer's doing.
 	if len(m)-skip < 8 {
 		if fragmented {
-			return kind(cac.Malformed)
+			return kind(cac.Malformed), nil
 		}
-		return kind(cac.Other)
+		return kind(cac.Other), nil
 	}
 	odd := skip > 0
 	m = m[skip:]
@@ -49,20 +49,20 @@ func classifySIP(m []byte, fragmented bool) Result {
 	case foldPrefix(m, "REGISTER "):
 		// Never in a dialog (RFC 3261 §10.2): a To tag changes nothing
 		// for a registrar, so it changes nothing here.
-		return Result{Kind: cac.Session, Class: cac.SIPRegister, Odd: odd || !bytes.HasPrefix(m, []byte("REGISTER"))}
+		return Result{Kind: cac.Session, Class: cac.SIPRegister, Odd: odd || !bytes.HasPrefix(m, []byte("REGISTER"))}, m
 	case foldPrefix(m, "SIP/2.0 "):
-		return kind(cac.Other) // a response
+		return kind(cac.Other), nil // a response
 	case isToken(m[0]):
 		c = cac.SIPOther
 	default:
-		return kind(cac.Other) // not text a SIP server reads
+		return kind(cac.Other), nil // not text a SIP server reads
 	}
 	dialog, many := toHeaders(m, fragmented)
 	odd = odd || many
 	if dialog {
-		return Result{Kind: cac.InDialog, Odd: odd}
+		return Result{Kind: cac.InDialog, Odd: odd}, m
 	}
-	return Result{Kind: cac.Session, Class: c, Odd: odd}
+	return Result{Kind: cac.Session, Class: c, Odd: odd}, m
 }
 
 // foldPrefix reports whether m starts with the upper-case ASCII word w in

@@ -81,6 +81,7 @@ func loadOptions(cfgFile string) (*config.Config, loader.Options, error) {
 		SIPPorts:    cfg.Ports.SIP,
 		Policy:      policy,
 		SourceTable: cfg.SourceTable,
+		DialogTable: cfg.DialogTable,
 		AgentAddrs:  literalAgentAddrs(cfg),
 	}, nil
 }

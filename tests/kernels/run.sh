@@ -75,6 +75,8 @@ TESTS=(
 	# ringfull_test.go, torn_test.go, lru_test.go, verifier_test.go
 	TestRejectRingFull TestSIPRingFull TestApplyUnderFlood
 	TestSpoofedSourcesFillTheTable TestVerifierHeadroom
+	# held_test.go
+	TestTrustedFirst TestInDialogHeld TestDialogVerified
 	# e2e_test.go, e2e_limits_test.go
 	TestEndToEnd TestAttachRefusals TestDetachAfterInterfaceGone
 	TestUnknownNetns TestStatsSumInterfaces TestDottedInterfaceName

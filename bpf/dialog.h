@@ -1,0 +1,39 @@
+/* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
+/*
+ * Dialogs (docs/design.md, "Dialogs"). A To tag is anyone's to write, so
+ * the filter learns the dialogs it admitted, by the hash of their INVITE's
+ * Call-ID: an in-dialog request of a known dialog passes uncharged, one of
+ * an unknown dialog is held by the sip-indialog limits. The table is an
+ * LRU of dialog-table entries: a full one forgets its least recently used
+ * dialog, whose requests are then held like a stranger's.
+ */
+#pragma once
+
+#include "bpf_helpers.h"
+#include "cac.h"
+#include "sip_hdr.h"
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 65536); /* the loader sets the configured size */
+	__type(key, __u64);         /* hash of the Call-ID */
+	__type(value, struct cac_dialog);
+} dialogs SEC(".maps");
+
+/* dialog_known reports whether callid names a dialog the filter admitted;
+ * the lookup keeps it among the recently used. Global functions, both:
+ * their keys and values stay off the stack of the program's deepest call
+ * chain. */
+__noinline int dialog_known(__u64 callid)
+{
+	return callid && bpf_map_lookup_elem(&dialogs, &callid) != NULL;
+}
+
+/* dialog_admitted remembers the dialog of an admitted INVITE. */
+__noinline int dialog_admitted(__u64 callid, __u64 now)
+{
+	struct cac_dialog d = {.invite_ns = now};
+	if (callid)
+		bpf_map_update_elem(&dialogs, &callid, &d, BPF_ANY);
+	return 0;
+}

@@ -1,0 +1,92 @@
+/* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
+/*
+ * The header that names a dialog, Call-ID, found among the header lines as
+ * sip.h finds To, and hashed (64-bit FNV-1a of the value's first line, at
+ * most SIP_HASH_MAX bytes) for the dialog table of dialog.h.
+ * cac/fsol/dialog.go is the same in Go.
+ */
+#pragma once
+
+#include "sip_msg.h"
+
+#define SIP_HASH_MAX 128
+#define FNV_OFFSET 0xcbf29ce484222325ULL
+#define FNV_PRIME 0x100000001b3ULL
+
+/* name_at reports whether the n bytes at h spell name (lower case) in any
+ * case, and then spaces and a colon follow; it returns the offset past the
+ * colon, or 0. */
+static __always_inline __u64 name_at(struct sip_msg *m, __u64 h, const char *name, __u32 n)
+{
+#pragma unroll
+	for (__u32 i = 0; i < n; i++) {
+		if ((sip_byte(m, h + i) | 0x20) != name[i])
+			return 0;
+	}
+	__u64 j = h + n;
+	return sip_skip_sp(m, &j) == ':' ? j + 1 : 0;
+}
+
+/* callid_at returns the value offset of the header line at h when it is
+ * Call-ID (or compact i), or 0. A global function, so that
+ * sip_find_callid's loop walks one call a line, not every byte compare. */
+__noinline __u64 callid_at(struct xdp_md *ctx, __u64 moff, __u64 mlen, __u64 h)
+{
+	struct sip_msg m = sip_msg_of(ctx, moff, mlen);
+
+	if (h > SIP_SCAN_MAX)
+		return 0;
+	__u64 v = name_at(&m, h, "call-id", 7);
+	return v ? v : name_at(&m, h, "i", 1);
+}
+
+/*
+ * sip_find_callid returns the offset of the value of the first Call-ID
+ * header within the bounds of sip_next_line, or 0. The request line is
+ * skipped: headers start after a newline.
+ */
+__noinline __u64 sip_find_callid(struct xdp_md *ctx, __u64 moff, __u64 mlen)
+{
+	__u64 off = 0;
+
+	for (int line = 0; line < SIP_MAX_LINES; line++) {
+		long r = sip_next_line(ctx, moff, mlen, off);
+		if (r < 0)
+			return 0;
+		off = r & 0xffff;
+		if (r & SIP_TO_FOUND)
+			continue; /* a To header: none of these */
+		__u64 v = callid_at(ctx, moff, mlen, off);
+		if (v)
+			return v;
+	}
+	return 0;
+}
+
+/*
+ * sip_hash_value hashes the value at v: spaces skipped, up to the end of
+ * its line or SIP_HASH_MAX bytes. Never 0, so that 0 can mean no value.
+ */
+__noinline __u64 sip_hash_value(struct xdp_md *ctx, __u64 moff, __u64 mlen, __u64 v)
+{
+	struct sip_msg m = sip_msg_of(ctx, moff, mlen);
+	__u64 h = FNV_OFFSET;
+
+	if (v > SIP_SCAN_MAX + 16)
+		return 1;
+	sip_skip_sp(&m, &v);
+	for (int i = 0; i < SIP_HASH_MAX; i++) {
+		int c = sip_byte(&m, v + i);
+		if (c < 0 || c == '\r' || c == '\n')
+			break;
+		h = (h ^ (__u64)c) * FNV_PRIME;
+	}
+	return h ? h : 1;
+}
+
+/* sip_callid is the hash of a message's Call-ID, or 0 without one. */
+static __always_inline __u64 sip_callid(struct xdp_md *ctx, __u64 moff, __u64 mlen)
+{
+	__u64 v = sip_find_callid(ctx, moff, mlen);
+	return v ? sip_hash_value(ctx, moff, mlen, v) : 0;
+}

@@ -1,0 +1,82 @@
+package fsol
+
+// The header that names a dialog, found and hashed as bpf/sip_hdr.h does:
+// the dialog table knows a dialog by the hash of its Call-ID.
+
+const (
+	sipHashMax = 128 // bytes of a value that are hashed
+	fnvOffset  = 0xcbf29ce484222325
+	fnvPrime   = 0x100000001b3
+)
+
+// nameAt is name_at: the bytes at h spell name in any case (each byte
+// or-ed with 0x20, as the fast path compares), then spaces and a colon.
+func nameAt(m []byte, h int, name string) (int, bool) {
+	for i := 0; i < len(name); i++ {
+		if at(m, h+i)|0x20 != int(name[i]) {
+			return 0, false
+		}
+	}
+	j := skipSP(m, h+len(name))
+	if at(m, j) != ':' {
+		return 0, false
+	}
+	return j + 1, true
+}
+
+// findCallID returns the value offset of the first Call-ID header (or
+// compact i) among the header lines the To search walks; a To header line
+// is skipped from its value on, as the fast path does.
+func findCallID(m []byte) (int, bool) {
+	pos := 0
+	for line := 0; line < SIPMaxLines; line++ {
+		h, end := nextLine(m, pos)
+		if end != lineHeader {
+			return 0, false
+		}
+		if v, ok := toName(m, h); ok {
+			pos = v
+			continue
+		}
+		pos = h
+		if h > SIPScanMax {
+			continue
+		}
+		if v, ok := nameAt(m, h, "call-id"); ok {
+			return v, true
+		}
+		if v, ok := nameAt(m, h, "i"); ok {
+			return v, true
+		}
+	}
+	return 0, false
+}
+
+// hashValue is the 64-bit FNV-1a of the value at v: spaces skipped, to the
+// end of its line or sipHashMax bytes; never 0.
+func hashValue(m []byte, v int) uint64 {
+	if v > SIPScanMax+16 {
+		return 1
+	}
+	v = skipSP(m, v)
+	h := uint64(fnvOffset)
+	for i := 0; i < sipHashMax; i++ {
+		c := at(m, v+i)
+		if c < 0 || c == '\r' || c == '\n' {
+			break
+		}
+		h = (h ^ uint64(c)) * fnvPrime
+	}
+	if h == 0 {
+		return 1
+	}
+	return h
+}
+
+// CallID is the hash of a SIP message's Call-ID, 0 without one in sight.
+func CallID(m []byte) uint64 {
+	if v, ok := findCallID(m); ok {
+		return hashValue(m, v)
+	}
+	return 0
+}
