@@ -150,7 +150,7 @@ static __always_inline int admit(struct xdp_md *ctx, struct frame *f, __u32 clas
 			return ADMITTED;
 	}
 
-	/* Call admission applies to calls (every class but sip-options) once
+	/* Call admission applies to calls (PPPoE, L2TP, sip-invite) once
 	 * a limit makes it operational; its gates come before any bucket. */
 	struct cac_admission *ca = &lim->cac;
 	int charged = ca->limit_milli && call_type_of(class) >= 0;
@@ -219,6 +219,16 @@ static __always_inline int admit(struct xdp_md *ctx, struct frame *f, __u32 clas
 	 * taken, and committed after them. */
 	struct charge_check cc = {.mine = CAC_NUM_CALL_TYPES};
 	if (charged) {
+		/* The snapshots of the ticks gone by first. Called from here,
+		 * not from charge_conforms, so that no call chain is four
+		 * frames deep under admit_call: 6.1's verifier counts each
+		 * frame rounded up to 32 bytes, and the 512 bytes of stack
+		 * would not hold it. Every type, with a charge line or not: a
+		 * condition would fork the verifier's walk of all that follows,
+		 * and a ring with nothing in it costs a lookup. */
+#pragma unroll
+		for (__u32 t = 0; t < CAC_NUM_CALL_TYPES; t++)
+			charge_advance(t, now / CAC_TICK_NS);
 		int r = charge_conforms(ca, &m, class, now, &cc);
 		if (r != ADMITTED)
 			return r;

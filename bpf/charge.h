@@ -111,9 +111,9 @@ __noinline int cac_gates(struct cac_admission *ca, __u64 now, struct measured *m
  * idle ring costs at most that many stores once. When another CPU admits a
  * call of the new tick before this snapshot is written, that call is
  * counted as of the tick before and expires up to 100 ms early: the only
- * inexactness, and only with two CPUs at a tick boundary. It is inlined
- * into charge_conforms, a global function, so the verifier walks its loop
- * once for each call type.
+ * inexactness, and only with two CPUs at a tick boundary. A global
+ * function, called by admit() for each call type: the verifier walks its
+ * loop once.
  */
 __noinline int charge_advance(__u32 type, __u64 tick)
 {
@@ -176,8 +176,8 @@ __noinline int charge_conforms(struct cac_admission *ca, struct measured *m, __u
 		struct cac_charge_ring *r = bpf_map_lookup_elem(&charge_rings, &key);
 		if (!r)
 			continue;
-		if (r->tick < tick) /* the first call of a tick */
-			charge_advance(t, tick);
+		/* admit() has advanced the ring to this tick (or another
+		 * CPU to a later one): its snapshots up to tick are written. */
 		/* One read of the total: the commit's recheck starts from it. */
 		__u64 total = r->total, then = r->snap[(tick - lifetime + 1) & (CAC_RING - 1)];
 		cc->used += (total > then ? total - then : 0) * c->charge * 1000;

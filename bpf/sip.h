@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
 /*
- * SIP over UDP: is this INVITE or OPTIONS the start of a new dialog? It is
- * unless its To header carries a tag (RFC 3261 §12.2): this file finds the
- * To header, sip_to.h reads its value, sip_msg.h holds the bounds.
+ * SIP over UDP: which request is it, and does it open a new dialog? It does
+ * unless every To header carries a tag (RFC 3261 §12.2): this file finds the
+ * To headers, sip_to.h reads their values, sip_msg.h holds the bounds.
  */
 #pragma once
 
@@ -157,9 +157,13 @@ __noinline int sip_to_headers(struct xdp_md *ctx, __u64 moff, __u64 mlen, __u32 
  * space after "SIP/2.0 ". Anything else is just other traffic. */
 static __always_inline int sip_response(struct sip_msg *m)
 {
-	if (m->len < 12 || m->off > SIP_MSG_OFF_MAX)
+	/* The offset moved past leading CRLFs: bound the very register that
+	 * is added to the pointer, which older verifiers (6.1) need. */
+	__u64 off = m->off;
+	barrier_var(off);
+	if (m->len < 12 || off > SIP_MSG_OFF_MAX)
 		return RESULT(CAC_KIND_OTHER, 0);
-	__u8 *p = m->data + m->off + 8;
+	__u8 *p = m->data + off + 8;
 	if ((void *)p + 4 > m->data_end)
 		return RESULT(CAC_KIND_OTHER, 0);
 	__u32 code = 0;

@@ -59,6 +59,13 @@ func BenchmarkFastPath(b *testing.B) {
 		{"invite-admitted", "sip-invite admitted by a class bucket", admitting, invite},
 		{"invite-rejected", "sip-invite rejected, class bucket empty", rejecting, invite},
 		{"padi-rejected", "pppoe-padi rejected, class bucket empty", rejecting, Frame(Ether{Broadcast: true}, PPPoE{Code: PADI})},
+		// The lenient reading: the odd forms cost what the plain one does.
+		{"invite-lower", "sip-invite in lower case after a CRLF, no limit", open, sipPrefixed("\r\n", "invite", toNoTag)},
+		{"register", "sip-register, no limit", open, sipTo("REGISTER", toTag)},
+		// Dialogs: the INVITE admitted above opened the dialog of tests/pkt's
+		// Call-ID, which the first request is of; the second names another.
+		{"indialog-known", "in-dialog request of an admitted dialog (uncharged)", admitting, v4udp(5060, SIPRequest("INVITE", toTag))},
+		{"indialog-unknown", "in-dialog request of an unknown dialog, no limit", admitting, v4udp(5060, strangerDialog("INVITE"))},
 		{"padi-charged", "pppoe-padi admitted, new model: CPU gate and session charges", charged, Frame(Ether{Broadcast: true}, PPPoE{Code: PADI})},
 		{"icrq-charged", "l2tp-icrq admitted, old model: session and load charges", chargedOld, v4udp(1701, L2TP{MsgType: ICRQ})},
 		{"padi-charge-rejected", "pppoe-padi rejected by session charges", full, Frame(Ether{Broadcast: true}, PPPoE{Code: PADI})},
