@@ -223,12 +223,12 @@ static __always_inline int admit(struct xdp_md *ctx, struct frame *f, __u32 clas
 		 * not from charge_conforms, so that no call chain is four
 		 * frames deep under admit_call: 6.1's verifier counts each
 		 * frame rounded up to 32 bytes, and the 512 bytes of stack
-		 * would not hold it. Every type, with a charge line or not: a
-		 * condition would fork the verifier's walk of all that follows,
-		 * and a ring with nothing in it costs a lookup. */
+		 * would not hold it. The charge goes along and charge_advance
+		 * skips a type without one: a condition here would fork the
+		 * verifier's walk of all that follows. */
 #pragma unroll
 		for (__u32 t = 0; t < CAC_NUM_CALL_TYPES; t++)
-			charge_advance(t, now / CAC_TICK_NS);
+			charge_advance(t, now / CAC_TICK_NS, ca->type[t].charge);
 		int r = charge_conforms(ca, &m, class, now, &cc);
 		if (r != ADMITTED)
 			return r;

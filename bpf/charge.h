@@ -115,8 +115,11 @@ __noinline int cac_gates(struct cac_admission *ca, __u64 now, struct measured *m
  * function, called by admit() for each call type: the verifier walks its
  * loop once.
  */
-__noinline int charge_advance(__u32 type, __u64 tick)
+__noinline int charge_advance(__u32 type, __u64 tick, __u32 charge)
 {
+	/* A type without a charge line holds nothing: its ring is never read. */
+	if (!charge)
+		return 0;
 	struct cac_charge_ring *r = bpf_map_lookup_elem(&charge_rings, &type);
 	if (!r)
 		return 0;
