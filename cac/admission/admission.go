@@ -239,11 +239,8 @@ func (m *Model) Decide(frame []byte, now uint64) Decision {
 		return d
 	}
 	d.Reason, d.Rejected = m.Admit(c, fsol.SourceOf(frame), now)
-	if !d.Rejected && c == cac.SIPInvite && callid != 0 {
-		if m.dialogs == nil {
-			m.dialogs = dialogTable{}
-		}
-		m.dialogs[callid] = true
+	if !d.Rejected && c == cac.SIPInvite {
+		m.learnDialog(callid, now)
 	}
 	if d.Rejected {
 		d.Verdict = cac.Drop

@@ -6,3 +6,14 @@ package admission
 type dialogTable map[uint64]bool
 
 func (t dialogTable) known(callid uint64) bool { return callid != 0 && t[callid] }
+
+// learnDialog remembers the dialog of an INVITE, as dialog_admitted does.
+func (m *Model) learnDialog(callid, now uint64) {
+	if callid == 0 {
+		return
+	}
+	if m.dialogs == nil {
+		m.dialogs = dialogTable{}
+	}
+	m.dialogs[callid] = true
+}
