@@ -80,6 +80,11 @@ struct cac_stats {
 	/* In-dialog requests of a dialog the filter knows, passed uncharged
 	 * (counted in sip-indialog's admitted too). */
 	__u64 sip_indialog_verified;
+	/* INVITE retransmissions within Timer B: of an admitted transaction,
+	 * passed uncharged; of a refused one, refused again with no charge.
+	 * Counted in sip-invite's admitted and rejected too. */
+	__u64 sip_retransmits;
+	__u64 sip_retransmits_refused;
 	/* Records a full ring buffer refused: the daemon did not keep up.
 	 * Nothing else changes; the verdicts and counters above stay exact. */
 	__u64 reject_records_lost;
@@ -298,10 +303,28 @@ enum cac_sip_event_kind {
 	CAC_SIP_REJECTED = 2,
 };
 
-/* A dialog whose INVITE the filter admitted, by the hash of its Call-ID. */
+/* A dialog whose INVITE the filter admitted, by the hash of its Call-ID,
+ * with the INVITE's transaction (sip_txn.h) for its retransmissions. */
 struct cac_dialog {
-	__u64 invite_ns; /* when the INVITE was admitted */
+	__u64 invite_ns;   /* when the INVITE was admitted */
+	__u64 txn;         /* the hash of its Call-ID, CSeq and top Via; 0: none */
+	__u32 retransmits; /* passed uncharged so far */
+	__u32 pad;
 };
+
+/* An INVITE transaction the filter refused, by its hash: a retransmission
+ * within Timer B is refused again for the same reason. */
+struct cac_refused {
+	__u64 refused_ns;
+	__u32 reason;
+	__u32 pad;
+};
+
+/* RFC 3261 Timer B (64 * T1): how long a client retransmits an INVITE. */
+#define CAC_TIMER_B_NS (32ULL * 1000000000ULL)
+/* Retransmissions of an admitted INVITE passed uncharged: a client over
+ * UDP sends six within Timer B; past this, a replay is charged anew. */
+#define CAC_RETRANSMITS_MAX 10
 
 /* One byte per UDP destination port: an enum cac_port_kind. */
 struct cac_ports {

@@ -25,8 +25,8 @@ struct {
  * admit_call admits or rejects one first packet and records a reject. It
  * is a global function, so the verifier checks the admission pipeline once
  * instead of once for every way through the parsers; where packs the
- * class, where the source is and the slot of limits in force (a BPF
- * function has five arguments).
+ * class, where the source is, the slot of limits in force and the reason
+ * of a retransmission refused again (a BPF function has five arguments).
  */
 __noinline int admit_call(struct xdp_md *ctx, __u64 where)
 {
@@ -40,7 +40,16 @@ __noinline int admit_call(struct xdp_md *ctx, __u64 where)
 	};
 	__u32 class = where & 0xff;
 	__u64 now = 0;
-	int reason = admit(ctx, &f, class, (where >> 40) & POLICY_SLOT, (where >> 41) & 1, &now);
+	/* A retransmission refused again brings its reason (+1) along: it is
+	 * not judged, but recorded as any reject. */
+	__u32 again = (where >> 42) & 0x3f;
+	int reason;
+	if (again) {
+		reason = again - 1;
+		now = now_ns();
+	} else {
+		reason = admit(ctx, &f, class, (where >> 40) & POLICY_SLOT, (where >> 41) & 1, &now);
+	}
 	/* Either of its two buckets holds a malformed frame for one reason. */
 	if (reason != ADMITTED && class == CAC_CLASS_MALFORMED)
 		reason = CAC_REASON_MALFORMED;
@@ -212,15 +221,36 @@ static __always_inline int verdict(struct xdp_md *ctx, __u64 where, __u32 result
 	__u32 policy = policy_word();
 	int sip = is_sip_request(class);
 	int agents = sip && (policy & POLICY_AGENTS);
-	if ((policy & POLICY_LIMITED(class)) || agents) {
-		__u64 l3off = where & 0xffff, family = (where >> 16) & 0xff, vlans = (where >> 24) & 0xff;
-		reason = admit_call(ctx, class | l3off << 8 | vlans << 24 | family << 32 |
-						 (__u64)(policy & POLICY_SLOT) << 40 | (__u64)agents << 41);
+	int limited = (policy & POLICY_LIMITED(class)) || agents;
+	__u64 txmsg = msgoff | msglen << 16;
+	/* A retransmission of an INVITE transaction takes nothing: passed if
+	 * the filter admitted it, refused again if not (dialog.h). Looked for
+	 * only where a limit would charge it. */
+	int again = RETRANSMIT_NONE;
+	if (limited && class == CAC_CLASS_SIP_INVITE)
+		again = invite_retransmit(ctx, txmsg, l3, now_ns());
+	if (again != RETRANSMIT_NONE) {
+		if (policy & POLICY_AGENTS) /* a request all the same */
+			agent_stamp(ctx, where & 0xffffff);
+		if (again == ADMITTED) {
+			st->sip_retransmits++;
+			cs->admitted++;
+			return XDP_PASS;
+		}
+		st->sip_retransmits_refused++;
 	}
-	/* Only an admitted INVITE looks for its Call-ID: a flood of refused
-	 * ones costs no header walk more. */
+	if (limited) {
+		__u64 l3off = where & 0xffff, family = (where >> 16) & 0xff, vlans = (where >> 24) & 0xff;
+		__u64 refused_again = again >= 0 ? again + 1 : 0;
+		reason = admit_call(ctx, class | l3off << 8 | vlans << 24 | family << 32 |
+						 (__u64)(policy & POLICY_SLOT) << 40 | (__u64)agents << 41 |
+						 refused_again << 42);
+		/* A refused INVITE is remembered for its retransmissions. */
+		if (reason != ADMITTED && class == CAC_CLASS_SIP_INVITE && !refused_again)
+			invite_refused(ctx, txmsg, l3, now_ns(), reason);
+	}
 	if (reason == ADMITTED && class == CAC_CLASS_SIP_INVITE)
-		dialog_admitted(sip_callid(ctx, msgoff, msglen), now_ns());
+		invite_admitted(ctx, txmsg, l3, now_ns());
 	if (reason == ADMITTED) {
 		cs->admitted++;
 		if (class == CAC_CLASS_MALFORMED) {

@@ -58,8 +58,11 @@ type XdpCacChargeRing struct {
 }
 
 type XdpCacDialog struct {
-	_        structs.HostLayout
-	InviteNs uint64
+	_           structs.HostLayout
+	InviteNs    uint64
+	Txn         uint64
+	Retransmits uint32
+	Pad         uint32
 }
 
 type XdpCacInputs struct {
@@ -105,6 +108,13 @@ type XdpCacPrefix struct {
 	Addr      [16]uint8
 }
 
+type XdpCacRefused struct {
+	_         structs.HostLayout
+	RefusedNs uint64
+	Reason    uint32
+	Pad       uint32
+}
+
 type XdpCacReject struct {
 	_       structs.HostLayout
 	Second  uint64
@@ -145,12 +155,14 @@ type XdpCacStats struct {
 		Admitted uint64
 		Rejected [12]uint64
 	}
-	Fragment            uint64
-	PassedOther         uint64
-	SipOddForms         uint64
-	SipIndialogVerified uint64
-	RejectRecordsLost   uint64
-	SipEventsLost       uint64
+	Fragment              uint64
+	PassedOther           uint64
+	SipOddForms           uint64
+	SipIndialogVerified   uint64
+	SipRetransmits        uint64
+	SipRetransmitsRefused uint64
+	RejectRecordsLost     uint64
+	SipEventsLost         uint64
 }
 
 type XdpRejectBudget struct {
@@ -180,6 +192,8 @@ const (
 	XdpMapInputsSlot      = "inputs_slot"
 	XdpMapLimits          = "limits"
 	XdpMapPolicySlot      = "policy_slot"
+	XdpMapRefused         = "refused"
+	XdpMapRefusedBudget   = "refused_budget"
 	XdpMapRejectBudget    = "reject_budget"
 	XdpMapRejectEvents    = "reject_events"
 	XdpMapRejects         = "rejects"
@@ -260,6 +274,8 @@ type XdpMapSpecs struct {
 	InputsSlot      *ebpf.MapSpec `ebpf:"inputs_slot"`
 	Limits          *ebpf.MapSpec `ebpf:"limits"`
 	PolicySlot      *ebpf.MapSpec `ebpf:"policy_slot"`
+	Refused         *ebpf.MapSpec `ebpf:"refused"`
+	RefusedBudget   *ebpf.MapSpec `ebpf:"refused_budget"`
 	RejectBudget    *ebpf.MapSpec `ebpf:"reject_budget"`
 	RejectEvents    *ebpf.MapSpec `ebpf:"reject_events"`
 	Rejects         *ebpf.MapSpec `ebpf:"rejects"`
@@ -316,6 +332,8 @@ type XdpMaps struct {
 	InputsSlot      *ebpf.Map `ebpf:"inputs_slot"`
 	Limits          *ebpf.Map `ebpf:"limits"`
 	PolicySlot      *ebpf.Map `ebpf:"policy_slot"`
+	Refused         *ebpf.Map `ebpf:"refused"`
+	RefusedBudget   *ebpf.Map `ebpf:"refused_budget"`
 	RejectBudget    *ebpf.Map `ebpf:"reject_budget"`
 	RejectEvents    *ebpf.Map `ebpf:"reject_events"`
 	Rejects         *ebpf.Map `ebpf:"rejects"`
@@ -347,6 +365,8 @@ func (m *XdpMaps) Close() error {
 		m.InputsSlot,
 		m.Limits,
 		m.PolicySlot,
+		m.Refused,
+		m.RefusedBudget,
 		m.RejectBudget,
 		m.RejectEvents,
 		m.Rejects,

@@ -24,6 +24,10 @@ type StatsView struct {
 	SIPOddForms uint64 `json:"sip_odd_forms"`
 	// Of sip-indialog's admitted, those of a dialog the filter admitted.
 	SIPInDialogVerified uint64 `json:"sip_indialog_verified"`
+	// Of sip-invite's admitted and rejected, INVITE retransmissions that
+	// took nothing.
+	SIPRetransmits        uint64 `json:"sip_retransmits"`
+	SIPRetransmitsRefused uint64 `json:"sip_retransmits_refused"`
 	// Ring buffer records lost while the daemon fell behind.
 	RejectRecordsLost uint64 `json:"reject_records_lost"`
 	SIPEventsLost     uint64 `json:"sip_events_lost"`
@@ -42,7 +46,9 @@ func (s Stats) View() StatsView {
 		PassedOther: s.PassedOther,
 		SIPOddForms: s.SIPOddForms,
 
-		SIPInDialogVerified: s.SIPInDialogVerified,
+		SIPInDialogVerified:   s.SIPInDialogVerified,
+		SIPRetransmits:        s.SIPRetransmits,
+		SIPRetransmitsRefused: s.SIPRetransmitsRefused,
 
 		RejectRecordsLost: s.RejectRecordsLost,
 		SIPEventsLost:     s.SIPEventsLost,

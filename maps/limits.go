@@ -139,13 +139,7 @@ func WritePolicy(pm PolicyMaps, p admission.Policy) error {
 func limitedClasses(p admission.Policy) uint32 {
 	var bits uint32
 	for _, c := range cac.Classes() {
-		ipClass := c != cac.PPPoEPADI && c != cac.PPPoEPADR // accounts are IP prefixes
-		_, call := cac.CallTypeOf(c)
-		// In-dialog requests and malformed frames have their own two
-		// levels only (accounts only skip their per-source bucket).
-		shared := !c.Sessionless() && (p.Levels[admission.LevelEnvironment] != bucket.Unlimited ||
-			(ipClass && len(p.Accounts) > 0) || (call && p.CallAdmission.Operational()))
-		if p.Levels[c] != bucket.Unlimited || p.PerSource[c].Limit != bucket.Unlimited || shared {
+		if p.Limits(c) {
 			bits |= 2 << c
 		}
 	}

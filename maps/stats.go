@@ -41,6 +41,13 @@ type Stats struct {
 	// filter admitted, passed uncharged (sip-indialog's admitted holds
 	// them too).
 	SIPInDialogVerified uint64
+	// SIPRetransmits and SIPRetransmitsRefused count INVITE
+	// retransmissions within Timer B: of an admitted transaction, passed
+	// uncharged (sip-invite's admitted holds them too); of a refused one,
+	// refused again for nothing (in sip-invite's rejected, by the reason
+	// the transaction was refused for).
+	SIPRetransmits        uint64
+	SIPRetransmitsRefused uint64
 	// Records a full ring buffer refused because the daemon fell behind:
 	// finished seconds of reject records, and SIP messages (agents'
 	// out-service responses, refused requests to answer with 503).
@@ -60,6 +67,8 @@ func (s *Stats) Add(o Stats) {
 	s.PassedOther += o.PassedOther
 	s.SIPOddForms += o.SIPOddForms
 	s.SIPInDialogVerified += o.SIPInDialogVerified
+	s.SIPRetransmits += o.SIPRetransmits
+	s.SIPRetransmitsRefused += o.SIPRetransmitsRefused
 	s.RejectRecordsLost += o.RejectRecordsLost
 	s.SIPEventsLost += o.SIPEventsLost
 }
@@ -77,6 +86,8 @@ func (s Stats) Sub(o Stats) Stats {
 	d.PassedOther -= o.PassedOther
 	d.SIPOddForms -= o.SIPOddForms
 	d.SIPInDialogVerified -= o.SIPInDialogVerified
+	d.SIPRetransmits -= o.SIPRetransmits
+	d.SIPRetransmitsRefused -= o.SIPRetransmitsRefused
 	d.RejectRecordsLost -= o.RejectRecordsLost
 	d.SIPEventsLost -= o.SIPEventsLost
 	return d
@@ -106,7 +117,8 @@ func fromKernel(c bpf.XdpCacStats) Stats {
 	s := Stats{
 		Fragment: c.Fragment, PassedOther: c.PassedOther, SIPOddForms: c.SipOddForms,
 		SIPInDialogVerified: c.SipIndialogVerified,
-		RejectRecordsLost:   c.RejectRecordsLost, SIPEventsLost: c.SipEventsLost,
+		SIPRetransmits:      c.SipRetransmits, SIPRetransmitsRefused: c.SipRetransmitsRefused,
+		RejectRecordsLost: c.RejectRecordsLost, SIPEventsLost: c.SipEventsLost,
 	}
 	for i := range s.Classes {
 		s.Classes[i] = ClassStats{Admitted: c.Classes[i].Admitted, Rejected: c.Classes[i].Rejected}

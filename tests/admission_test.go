@@ -30,7 +30,6 @@ func mustRate(t testing.TB, cps, burst float64) bucket.Limit {
 // the test clock: 1 cps, 60 calls; 50 in 5 s pass, then 20 of 55, then all
 // of 10 over 50 s.
 func TestSeedVectorXDP(t *testing.T) {
-	invite := v4udp(5060, SIPRequest("INVITE", toNoTag))
 	for trace, batches := range bucket.SeedVector() {
 		f := newFastPath(t, false)
 		var p admission.Policy
@@ -42,7 +41,7 @@ func TestSeedVectorXDP(t *testing.T) {
 				if err := f.at(now); err != nil {
 					t.Fatal(err)
 				}
-				got, err := f.run(invite)
+				got, err := f.run(v4udp(5060, SIPRequest("INVITE", toNoTag).With("Call-ID", f.nextCall())))
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -165,7 +164,9 @@ func TestConcurrentRate(t *testing.T) {
 	p.Levels[cac.SIPInvite] = mustRate(t, cps, burst)
 	f.setPolicy(t, p)
 	f.mustAt(t, 10*second)
-	invite := v4udp(5060, SIPRequest("INVITE", toNoTag))
+	// One INVITE over and over, without a Via: it names no transaction,
+	// so no copy is taken for a retransmission and each one is charged.
+	invite := v4udp(5060, SIPRequest("INVITE", toNoTag).Without("Via"))
 
 	rejected := func() uint64 { return f.stats(t).Classes[cac.SIPInvite].RejectedTotal() }
 	var stop atomic.Bool
@@ -335,11 +336,11 @@ func TestApplyKeepsState(t *testing.T) {
 	if err := f.objs.PolicySlot.Lookup(uint32(0), &slot); err != nil || slot&1 != 1 {
 		t.Fatalf("after the first write the slot is %d (%v), want 1", slot, err)
 	}
-	invite := v4udp(5060, SIPRequest("INVITE", toNoTag))
-	fromAccount := Frame(Ether{}, IPv4{Src: netip.MustParseAddr("198.51.100.9")}, UDP{Dst: 5060}, SIPRequest("INVITE", toNoTag))
-	frames := [][]byte{invite, invite, invite, fromAccount, fromAccount, fromAccount, fromAccount, invite}
-	for _, fr := range frames {
-		if err := f.check(fr); err != nil {
+	invite := func() []byte { return v4udp(5060, SIPRequest("INVITE", toNoTag).With("Call-ID", f.nextCall())) }
+	fromAccount := func() []byte { return inviteFrom(netip.MustParseAddr("198.51.100.9"), f.nextCall()) }
+	calls := []func() []byte{invite, invite, invite, fromAccount, fromAccount, fromAccount, fromAccount, invite}
+	for _, call := range calls {
+		if err := f.check(call()); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -359,8 +360,8 @@ func TestApplyKeepsState(t *testing.T) {
 		t.Errorf("apply changed the counters: %+v to %+v", before, after)
 	}
 	admitted := 0
-	for _, fr := range append(frames, frames...) {
-		d, err := f.decide(fr)
+	for _, call := range append(calls, calls...) {
+		d, err := f.decide(call())
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -151,17 +151,19 @@ func TestSessionAgentProtected(t *testing.T) {
 		"classes:\n  sip-invite: {action: reject, per-source: {cps: 0.001, burst: 2}}\n  sip-options: {per-source: {cps: 0.001, burst: 2}}\n")))
 	tb.waitStatus(t, agentIP, true, 3*time.Second)
 
-	from := func(src string, method string) []byte {
-		return Frame(Ether{}, IPv4{Src: netip.MustParseAddr(src), Dst: netip.MustParseAddr(boxIP)}, UDP{Src: 5060, Dst: 5060}, SIPRequest(method, toNoTag))
+	// Each request a call of its own: none is a retransmission.
+	from := func(src string, method string, n int) []byte {
+		return Frame(Ether{}, IPv4{Src: netip.MustParseAddr(src), Dst: netip.MustParseAddr(boxIP)}, UDP{Src: 5060, Dst: 5060},
+			SIPRequest(method, toNoTag).With("Call-ID", callID(n)))
 	}
 	var flood [][]byte
 	for i := 0; i < 200; i++ {
-		flood = append(flood, from(strangerIP, "INVITE"))
+		flood = append(flood, from(strangerIP, "INVITE", i))
 	}
 	testenv.Send(t, tb.peer, tb.peerIfc, flood)
 	var mine [][]byte
 	for i := 0; i < 20; i++ {
-		mine = append(mine, from(agentIP, "INVITE"), from(agentIP, "OPTIONS"))
+		mine = append(mine, from(agentIP, "INVITE", 1000+i), from(agentIP, "OPTIONS", 2000+i))
 	}
 	testenv.Send(t, tb.peer, tb.peerIfc, mine)
 	waitFor(t, func() bool { return tb.stats(t).Classes["sip-invite"].Seen == 220 })

@@ -1,6 +1,7 @@
 package tests
 
 import (
+	"fmt"
 	"net/netip"
 	"testing"
 	"time"
@@ -17,9 +18,18 @@ var (
 	strangerAddr = netip.MustParseAddr("203.0.113.9")
 )
 
-func inviteFrom(src netip.Addr) []byte {
-	return Frame(Ether{}, IPv4{Src: src}, UDP{Dst: 5060}, SIPRequest("INVITE", toNoTag))
+// inviteFrom is the INVITE of call callID from src.
+func inviteFrom(src netip.Addr, callID string) []byte {
+	return Frame(Ether{}, IPv4{Src: src}, UDP{Dst: 5060}, SIPRequest("INVITE", toNoTag).With("Call-ID", callID))
 }
+
+// invitesFrom is inviteFrom as offerCalls takes it.
+func invitesFrom(src netip.Addr) func(string) []byte {
+	return func(callID string) []byte { return inviteFrom(src, callID) }
+}
+
+// callID names the n-th call of a test.
+func callID(n int) string { return fmt.Sprintf("call-%d@198.51.100.1", n) }
 
 func agentPolicy(t testing.TB) admission.Policy {
 	var p admission.Policy
@@ -36,10 +46,10 @@ func TestAgentLevel(t *testing.T) {
 	f.setPolicy(t, agentPolicy(t))
 	f.setAgentAddrs(t, map[netip.Addr]int{agentAddr: 0})
 	f.mustAt(t, 42*second)
-	if passed, reasons := f.offer(t, inviteFrom(agentAddr), 5); passed != 3 || reasons[cac.ReasonAgent] != 2 {
+	if passed, reasons := f.offerCalls(t, invitesFrom(agentAddr), 5); passed != 3 || reasons[cac.ReasonAgent] != 2 {
 		t.Errorf("agent: %d of 5 passed, rejected %v; want 3, then agent", passed, reasons)
 	}
-	if passed, reasons := f.offer(t, inviteFrom(strangerAddr), 3); passed != 1 || reasons[cac.ReasonSource] != 2 {
+	if passed, reasons := f.offerCalls(t, invitesFrom(strangerAddr), 3); passed != 1 || reasons[cac.ReasonSource] != 2 {
 		t.Errorf("stranger: %d of 3 passed, rejected %v; want 1, then source", passed, reasons)
 	}
 	seen, err := maps.ReadAgentSeen(f.objs.AgentSeen, 1)
@@ -55,7 +65,7 @@ func TestAgentLevel(t *testing.T) {
 	// An address left in the table for an agent no longer configured is a
 	// stranger.
 	f.setAgentAddrs(t, map[netip.Addr]int{agentAddr: 0, strangerAddr: 1})
-	if _, reasons := f.offer(t, inviteFrom(strangerAddr), 1); reasons[cac.ReasonSource] != 1 {
+	if _, reasons := f.offerCalls(t, invitesFrom(strangerAddr), 1); reasons[cac.ReasonSource] != 1 {
 		t.Errorf("an address of agent 1 of 1: rejected %v, want source", reasons)
 	}
 }
@@ -104,10 +114,10 @@ func TestSIPEvents(t *testing.T) {
 	}
 
 	f.mustAt(t, 10*second)
-	f.offer(t, inviteFrom(strangerAddr), 1) // admitted
-	f.offer(t, inviteFrom(strangerAddr), 1) // refused: to user space
+	f.offer(t, inviteFrom(strangerAddr, "first@198.51.100.1"), 1) // admitted
+	invite := inviteFrom(strangerAddr, "second@198.51.100.1")
+	f.offer(t, invite, 1) // refused: to user space
 	ev = readSIPEvent(t, rd)
-	invite := inviteFrom(strangerAddr)
 	if ev.Kind != maps.SIPRejected || ev.Src.Addr() != strangerAddr || string(ev.Message) != string(invite[42:]) {
 		t.Errorf("rejected INVITE event: %+v", ev)
 	}

@@ -36,12 +36,26 @@ func ios(lines ...string) string {
 
 // offer runs n copies of frame at the current clock through the program
 // and the model, which must agree on each, and counts what passed and why
-// the rest were rejected.
+// the rest were rejected. Copies of an INVITE are one call and its
+// retransmissions; offerCalls makes n calls.
 func (f *fastPath) offer(t testing.TB, frame []byte, n int) (passed int, reasons map[cac.Reason]int) {
+	t.Helper()
+	return f.offerCalls(t, func(string) []byte { return frame }, n)
+}
+
+// nextCall is the Call-ID of a call f has not seen yet.
+func (f *fastPath) nextCall() string {
+	f.calls++
+	return callID(f.calls)
+}
+
+// offerCalls is offer for n calls of their own: build makes each one's
+// frame from a Call-ID f has not seen before.
+func (f *fastPath) offerCalls(t testing.TB, build func(callID string) []byte, n int) (passed int, reasons map[cac.Reason]int) {
 	t.Helper()
 	reasons = map[cac.Reason]int{}
 	for i := 0; i < n; i++ {
-		d, err := f.decide(frame)
+		d, err := f.decide(build(f.nextCall()))
 		if err != nil {
 			t.Fatalf("call %d: %v", i, err)
 		}

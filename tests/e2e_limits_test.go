@@ -29,11 +29,10 @@ environment: {cps: 10, burst: 30}
 	}
 	t.Cleanup(func() { tb.cacctl(t, "detach", tb.boxIface) })
 
-	invite := v4udp(5060, SIPRequest("INVITE", toNoTag))
 	padi := Frame(Ether{Broadcast: true}, PPPoE{Code: PADI})
 	var frames [][]byte
 	for i := 0; i < 100; i++ {
-		frames = append(frames, invite, padi)
+		frames = append(frames, v4udp(5060, SIPRequest("INVITE", toNoTag).With("Call-ID", callID(i))), padi)
 	}
 	start := time.Now()
 	testenv.Send(t, tb.peer, tb.peerIfc, frames)
@@ -112,9 +111,6 @@ customers:
 	}
 	t.Cleanup(func() { tb.cacctl(t, "detach", tb.boxIface) })
 
-	inviteFrom := func(src netip.Addr) []byte {
-		return Frame(Ether{}, IPv4{Src: src}, UDP{Dst: 5060}, SIPRequest("INVITE", toNoTag))
-	}
 	var frames [][]byte
 	// 100 sources outside any account, 5 INVITEs each: 2 pass per source
 	// and 3 fall to the source level, until the class bucket of 150 runs
@@ -123,7 +119,7 @@ customers:
 	for i := 0; i < 100; i++ {
 		src := netip.AddrFrom4([4]byte{203, 0, 113, byte(i)})
 		for j := 0; j < 5; j++ {
-			frames = append(frames, inviteFrom(src))
+			frames = append(frames, inviteFrom(src, callID(len(frames))))
 		}
 	}
 	testenv.Send(t, tb.peer, tb.peerIfc, frames)
@@ -153,10 +149,10 @@ customers:
 	}
 	frames = nil
 	for i := 0; i < 10; i++ {
-		frames = append(frames, inviteFrom(netip.AddrFrom4([4]byte{198, 51, 100, byte(1 + i%3)})))
+		frames = append(frames, inviteFrom(netip.AddrFrom4([4]byte{198, 51, 100, byte(1 + i%3)}), callID(len(frames))))
 	}
 	for i := 0; i < 10; i++ {
-		frames = append(frames, inviteFrom(netip.AddrFrom4([4]byte{198, 51, 100, byte(17 + i%3)})))
+		frames = append(frames, inviteFrom(netip.AddrFrom4([4]byte{198, 51, 100, byte(17 + i%3)}), callID(len(frames))))
 	}
 	testenv.Send(t, tb.peer, tb.peerIfc, frames)
 	waitFor(t, func() bool { return tb.stats(t).Classes["sip-invite"].Seen == 20 })

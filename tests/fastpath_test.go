@@ -30,6 +30,7 @@ type fastPath struct {
 	objs  bpf.XdpObjects
 	model *admission.Model
 	now   uint64
+	calls int // Call-IDs given out by nextCall
 }
 
 func newFastPath(t testing.TB, malformedDrop bool) *fastPath {
@@ -178,7 +179,8 @@ func decisionOf(d maps.Stats) (admission.Decision, error) {
 		return admission.Decision{Result: fsol.Result{Kind: cac.Unwatched}}, nil
 	case 1:
 		moved[0].Odd = d.SIPOddForms == 1
-		moved[0].Uncharged = d.SIPInDialogVerified == 1
+		moved[0].Uncharged = d.SIPInDialogVerified == 1 || d.SIPRetransmits == 1
+		moved[0].Retransmit = d.SIPRetransmits+d.SIPRetransmitsRefused == 1
 		return moved[0], nil
 	}
 	return admission.Decision{}, fmt.Errorf("one frame moved %d counters: %v", len(moved), moved)

@@ -29,26 +29,26 @@ func TestTrustedFirst(t *testing.T) {
 				reason = cac.ReasonEnvironment
 			}
 			f.mustAt(t, 100*second)
-			if passed, reasons := f.offer(t, inviteFrom(strangerAddr), 20); passed != 7 || reasons[reason] != 13 {
+			if passed, reasons := f.offerCalls(t, invitesFrom(strangerAddr), 20); passed != 7 || reasons[reason] != 13 {
 				t.Errorf("strangers on a full bucket: %d of 20 passed (%v), want 7", passed, reasons)
 			}
-			if passed, reasons := f.offer(t, inviteFrom(agentAddr), 5); passed != 3 || reasons[reason] != 2 {
+			if passed, reasons := f.offerCalls(t, invitesFrom(agentAddr), 5); passed != 3 || reasons[reason] != 2 {
 				t.Errorf("the agent on the reserve: %d of 5 passed (%v), want 3", passed, reasons)
 			}
 			// One call refills: below the reserve, so it is the agent's.
 			f.mustAt(t, 101*second)
-			if passed, _ := f.offer(t, inviteFrom(strangerAddr), 3); passed != 0 {
+			if passed, _ := f.offerCalls(t, invitesFrom(strangerAddr), 3); passed != 0 {
 				t.Errorf("a stranger took %d calls of a bucket below its reserve", passed)
 			}
-			if passed, _ := f.offer(t, inviteFrom(agentAddr), 3); passed != 1 {
+			if passed, _ := f.offerCalls(t, invitesFrom(agentAddr), 3); passed != 1 {
 				t.Errorf("the agent got %d of the one call refilled, want 1", passed)
 			}
 			// Four refill: three go back to the reserve, one is a stranger's.
 			f.mustAt(t, 105*second)
-			if passed, _ := f.offer(t, inviteFrom(strangerAddr), 5); passed != 1 {
+			if passed, _ := f.offerCalls(t, invitesFrom(strangerAddr), 5); passed != 1 {
 				t.Errorf("strangers got %d calls after four refilled over an empty reserve, want 1", passed)
 			}
-			if passed, _ := f.offer(t, inviteFrom(agentAddr), 5); passed != 3 {
+			if passed, _ := f.offerCalls(t, invitesFrom(agentAddr), 5); passed != 3 {
 				t.Errorf("the agent got %d calls of the reserve, want 3", passed)
 			}
 		})

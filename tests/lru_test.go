@@ -51,7 +51,7 @@ func TestSpoofedSourcesFillTheTable(t *testing.T) {
 			"account": netip.AddrFrom4([4]byte{198, 51, 100, byte(i / every)}),
 			"agent":   agent,
 		} {
-			d, err := f.decide(inviteFrom(src))
+			d, err := f.decide(inviteFrom(src, f.nextCall()))
 			if err != nil {
 				t.Fatalf("%s call in round %d: %v", name, i/every, err)
 			}

@@ -10,7 +10,6 @@ import (
 	"github.com/xdpcac/xdpcac/cac"
 	"github.com/xdpcac/xdpcac/cac/admission"
 	"github.com/xdpcac/xdpcac/maps"
-	. "github.com/xdpcac/xdpcac/tests/pkt"
 	"golang.org/x/sys/unix"
 )
 
@@ -22,17 +21,15 @@ func TestRejectRecords(t *testing.T) {
 	var p admission.Policy
 	p.Levels[cac.SIPInvite] = mustRate(t, 0.001, 1)
 	f.setPolicy(t, p)
-	from := func(src string) []byte {
-		return Frame(Ether{}, IPv4{Src: netip.MustParseAddr(src)}, UDP{Dst: 5060}, SIPRequest("INVITE", toNoTag))
-	}
-	a, b := from("203.0.113.1"), from("203.0.113.2")
-	run := func(at time.Duration, frames ...[]byte) {
+	// Calls from a and b, each INVITE a call of its own.
+	a, b := netip.MustParseAddr("203.0.113.1"), netip.MustParseAddr("203.0.113.2")
+	run := func(at time.Duration, srcs ...netip.Addr) {
 		t.Helper()
 		if err := f.at(uint64(at)); err != nil {
 			t.Fatal(err)
 		}
-		for _, fr := range frames {
-			if err := f.check(fr); err != nil {
+		for _, src := range srcs {
+			if err := f.check(inviteFrom(src, f.nextCall())); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -104,7 +101,7 @@ func TestRejectRecordBudget(t *testing.T) {
 	const sources = 1100
 	for i := 0; i <= sources; i++ { // the first INVITE is admitted
 		src := netip.AddrFrom4([4]byte{198, 51, 100 + byte(i>>8), byte(i)})
-		if _, err := f.run(Frame(Ether{}, IPv4{Src: src}, UDP{Dst: 5060}, SIPRequest("INVITE", toNoTag))); err != nil {
+		if _, err := f.run(inviteFrom(src, f.nextCall())); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -58,7 +58,7 @@ func TestRejectRingFull(t *testing.T) {
 		f.mustAt(t, at)
 		for i := range n {
 			src := netip.AddrFrom4([4]byte{198, 51, 100, byte(i)})
-			if err := f.check(inviteFrom(src)); err != nil {
+			if err := f.check(inviteFrom(src, f.nextCall())); err != nil {
 				t.Fatalf("source %v: %v", src, err)
 			}
 		}

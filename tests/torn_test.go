@@ -12,6 +12,7 @@ import (
 	"github.com/xdpcac/xdpcac/cac/admission"
 	"github.com/xdpcac/xdpcac/cac/bucket"
 	"github.com/xdpcac/xdpcac/maps"
+	. "github.com/xdpcac/xdpcac/tests/pkt"
 )
 
 // TestApplyUnderFlood: applies switch between two policies while both
@@ -31,7 +32,10 @@ func TestApplyUnderFlood(t *testing.T) {
 	byClass.Customers = []bucket.Limit{bucket.Unlimited}
 	byClass.Accounts = []admission.Account{{Prefix: accounts, Limit: bucket.Unlimited}}
 	byClass.Levels[cac.SIPInvite] = oneCall
-	invite := inviteFrom(netip.MustParseAddr("198.51.100.20"))
+	// Without a Via the INVITE names no transaction: every copy of the
+	// flood goes through admission, none is refused again as a
+	// retransmission.
+	invite := Frame(Ether{}, IPv4{Src: netip.MustParseAddr("198.51.100.20")}, UDP{Dst: 5060}, SIPRequest("INVITE", toNoTag).Without("Via"))
 
 	// Use up the one call of each bucket, so that from here on both
 	// policies reject everything.

@@ -25,6 +25,7 @@ type Model struct {
 	agentAddrs    map[netip.Addr]int // as the fast path's agents table
 	agents        [MaxAgents]bucket.Bucket
 	dialogs       dialogTable
+	refused       refusedTable
 }
 
 // SetAgentAddrs puts the addresses of session agents in force (IPv4
@@ -95,16 +96,28 @@ type Decision struct {
 	Verdict  cac.Verdict
 	Rejected bool
 	Reason   cac.Reason // when Rejected
-	// Uncharged: a request of a dialog the filter admitted; no limit was
-	// asked.
+	// Uncharged: a request of a dialog the filter admitted, or a
+	// retransmission of an INVITE it admitted; no limit was asked.
 	Uncharged bool
+	// Retransmit: an INVITE retransmission within Timer B, passed
+	// uncharged or refused again for the reason its transaction was.
+	Retransmit bool
 }
 
 func (d Decision) String() string {
+	var s string
 	if d.Rejected {
-		return fmt.Sprintf("%v rejected (%v)", d.Result, d.Reason)
+		s = fmt.Sprintf("%v rejected (%v)", d.Result, d.Reason)
+	} else {
+		s = fmt.Sprintf("%v %v", d.Result, d.Verdict)
 	}
-	return fmt.Sprintf("%v %v", d.Result, d.Verdict)
+	if d.Retransmit {
+		s += ", a retransmission"
+	}
+	if d.Uncharged {
+		s += ", uncharged"
+	}
+	return s
 }
 
 // Admit runs a first packet of class c from src at now through the levels
@@ -229,18 +242,39 @@ func (m *Model) Decide(frame []byte, now uint64) Decision {
 	if !held {
 		return d
 	}
-	var callid uint64
-	if c == cac.SIPInDialog || c == cac.SIPInvite {
+	var callid, txn uint64
+	switch c {
+	case cac.SIPInDialog:
 		callid = fsol.CallID(msg)
+	case cac.SIPInvite:
+		callid, txn = fsol.Txn(msg)
+		txn = fsol.FromSource(txn, fsol.SourceOf(frame))
 	}
 	// A request of a dialog the filter admitted passes uncharged.
 	if c == cac.SIPInDialog && m.dialogs.known(callid) {
 		d.Uncharged = true
 		return d
 	}
+	// A retransmission takes nothing, where a limit would charge it.
+	limited := m.policy.Limits(c) || (c.IsSIPRequest() && len(m.policy.Agents) > 0)
+	if limited && c == cac.SIPInvite {
+		again, refused, reason := m.retransmit(callid, txn, now)
+		if again {
+			d.Retransmit, d.Uncharged = true, !refused
+			d.Rejected, d.Reason = refused, reason
+			if refused {
+				d.Verdict = cac.Drop
+			}
+			return d
+		}
+	}
 	d.Reason, d.Rejected = m.Admit(c, fsol.SourceOf(frame), now)
-	if !d.Rejected && c == cac.SIPInvite {
-		m.learnDialog(callid, now)
+	if c == cac.SIPInvite {
+		if !d.Rejected {
+			m.learnInvite(callid, txn, now)
+		} else if limited {
+			m.refused.refuse(txn, now, d.Reason)
+		}
 	}
 	if d.Rejected {
 		d.Verdict = cac.Drop

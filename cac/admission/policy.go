@@ -182,3 +182,16 @@ func (p *Policy) accountOf(addr netip.Addr) int {
 	}
 	return best
 }
+
+// Limits reports whether some level of p limits class c, call admission
+// included: the fast path's POLICY_LIMITED bit of c, without which its
+// frames ask no limit at all.
+func (p Policy) Limits(c cac.Class) bool {
+	ipClass := c != cac.PPPoEPADI && c != cac.PPPoEPADR // accounts are IP prefixes
+	_, call := cac.CallTypeOf(c)
+	// In-dialog requests and malformed frames have their own two levels
+	// only (accounts only skip their per-source bucket).
+	shared := !c.Sessionless() && (p.Levels[LevelEnvironment] != bucket.Unlimited ||
+		(ipClass && len(p.Accounts) > 0) || (call && p.CallAdmission.Operational()))
+	return p.Levels[c] != bucket.Unlimited || p.PerSource[c].Limit != bucket.Unlimited || shared
+}

@@ -49,6 +49,7 @@ type Collector struct {
 	buffersFull, heartbeatAge, stale  family
 	calls, agentUp, buildInfo, errors family
 	sipAnswered, sipSuppressed        family
+	sipVerified, sipRetransmits       family
 }
 
 // New returns a Collector that calls r on every scrape. version goes into
@@ -106,6 +107,12 @@ func New(r Reader, version string) *Collector {
 		sipSuppressed: newFamily("xdpcac_sip_rejects_suppressed_total",
 			"Refused SIP requests of a class with action: reject left unanswered: over sip-reject.rate, not answerable (an ACK, unparseable) or unsent.",
 			prometheus.CounterValue),
+		sipVerified: newFamily("xdpcac_sip_indialog_verified_total",
+			"In-dialog SIP requests of a dialog the filter knows, passed uncharged, by interface.",
+			prometheus.CounterValue, "iface"),
+		sipRetransmits: newFamily("xdpcac_sip_retransmits_total",
+			"INVITE retransmissions within Timer B, which take nothing: passed (of an admitted transaction) or dropped (of a refused one), by interface.",
+			prometheus.CounterValue, "iface", "verdict"),
 		errors: newFamily("xdpcac_collect_errors_total",
 			"Scrapes that could not read or export all of the fast path's state.",
 			prometheus.CounterValue),
@@ -117,6 +124,7 @@ func (c *Collector) families() []family {
 		c.packets, c.rejects, c.recordsLost, c.bucketTokens, c.bucketBurst,
 		c.charges, c.cpu, c.cpuAverage, c.buffersFull, c.heartbeatAge, c.stale,
 		c.calls, c.agentUp, c.buildInfo, c.errors, c.sipAnswered, c.sipSuppressed,
+		c.sipVerified, c.sipRetransmits,
 	}
 }
 
@@ -217,6 +225,9 @@ func (c *Collector) collectInterfaces(e *emitter, s Snapshot) {
 		e.emit(c.packets, float64(st.PassedOther), iface, "passed-other", verdictPass)
 		e.emit(c.recordsLost, float64(st.RejectRecordsLost), iface, "rejects")
 		e.emit(c.recordsLost, float64(st.SIPEventsLost), iface, "sip")
+		e.emit(c.sipVerified, float64(st.SIPInDialogVerified), iface)
+		e.emit(c.sipRetransmits, float64(st.SIPRetransmits), iface, verdictPass)
+		e.emit(c.sipRetransmits, float64(st.SIPRetransmitsRefused), iface, verdictDrop)
 	}
 }
 

@@ -138,14 +138,16 @@ func L2TPFlood(msgType uint16, src, dst netip.Addr) func(int) []byte {
 }
 
 // SIPFlood is new SIP requests of a method from sources addresses counted
-// up from first, to dst.
+// up from first, to dst: each a call of its own (a Call-ID of its own), so
+// that none is taken for a retransmission of another.
 func SIPFlood(method string, first netip.Addr, sources int, dst netip.Addr) func(int) []byte {
 	return func(i int) []byte {
 		src := first
 		for range i % sources {
 			src = src.Next()
 		}
-		return pkt.Frame(pkt.Ether{}, pkt.IPv4{Src: src, Dst: dst}, pkt.UDP{Src: 5060, Dst: 5060}, pkt.SIPRequest(method, "<sip:100@example.com>"))
+		req := pkt.SIPRequest(method, "<sip:100@example.com>").With("Call-ID", fmt.Sprintf("flood-%d@%s", i, src))
+		return pkt.Frame(pkt.Ether{}, pkt.IPv4{Src: src, Dst: dst}, pkt.UDP{Src: 5060, Dst: 5060}, req)
 	}
 }
 

@@ -76,7 +76,7 @@ TESTS=(
 	TestRejectRingFull TestSIPRingFull TestApplyUnderFlood
 	TestSpoofedSourcesFillTheTable TestVerifierHeadroom
 	# held_test.go
-	TestTrustedFirst TestInDialogHeld TestDialogVerified
+	TestTrustedFirst TestInDialogHeld TestDialogVerified TestRetransmissions TestRetransmissionForms
 	# e2e_test.go, e2e_limits_test.go
 	TestEndToEnd TestAttachRefusals TestDetachAfterInterfaceGone
 	TestUnknownNetns TestStatsSumInterfaces TestDottedInterfaceName

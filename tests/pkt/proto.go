@@ -136,6 +136,34 @@ func SIPRequest(method, to string) SIP {
 	}}
 }
 
+// With returns s with the first header called name (any case) given
+// value, or with it added at the end when s has none: a new Call-ID for
+// every call of a flood, another CSeq or Via branch for a new transaction.
+func (s SIP) With(name, value string) SIP {
+	hs := append([]string(nil), s.Headers...)
+	for i, h := range hs {
+		if n, _, ok := strings.Cut(h, ":"); ok && strings.EqualFold(strings.TrimSpace(n), name) {
+			hs[i] = name + ": " + value
+			s.Headers = hs
+			return s
+		}
+	}
+	s.Headers = append(hs, name+": "+value)
+	return s
+}
+
+// Without returns s without the headers called name (any case).
+func (s SIP) Without(name string) SIP {
+	var hs []string
+	for _, h := range s.Headers {
+		if n, _, ok := strings.Cut(h, ":"); !ok || !strings.EqualFold(strings.TrimSpace(n), name) {
+			hs = append(hs, h)
+		}
+	}
+	s.Headers = hs
+	return s
+}
+
 func (s SIP) wrap(p []byte, _ Layer) []byte {
 	eol := "\r\n"
 	if s.LF {

@@ -1,0 +1,91 @@
+/* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
+/*
+ * An INVITE's transaction (docs/design.md, "Retransmissions"): the hash of
+ * its Call-ID, CSeq and top Via, the three headers a retransmission
+ * repeats byte for byte (RFC 3261 §17.1.1.3). One walk over the header
+ * lines finds all three, with the bounds of sip_next_line; each value is
+ * hashed as sip_hash_value hashes a Call-ID, so the top Via counts by its
+ * first SIP_HASH_MAX bytes. cac/fsol/txn.go is the same in Go.
+ */
+#pragma once
+
+#include "sip_hdr.h"
+
+/* Which header txn_header_at found, in the order of their slots in
+ * sip_find_txn's result. */
+enum { TXN_NONE, TXN_CALLID, TXN_CSEQ, TXN_VIA };
+
+/* txn_header_at returns the kind of the header line at h << 16 | the
+ * offset of its value, or 0 for another header. A global function, one
+ * call a line. */
+__noinline __u64 txn_header_at(struct xdp_md *ctx, __u64 moff, __u64 mlen, __u64 h)
+{
+	struct sip_msg m = sip_msg_of(ctx, moff, mlen);
+	__u64 v;
+
+	if (h > SIP_SCAN_MAX)
+		return 0;
+	if ((v = name_at(&m, h, "call-id", 7)) || (v = name_at(&m, h, "i", 1)))
+		return TXN_CALLID << 16 | v;
+	if ((v = name_at(&m, h, "cseq", 4)))
+		return TXN_CSEQ << 16 | v;
+	if ((v = name_at(&m, h, "via", 3)) || (v = name_at(&m, h, "v", 1)))
+		return TXN_VIA << 16 | v;
+	return 0;
+}
+
+/*
+ * sip_find_txn returns the value offsets of the first Call-ID, CSeq and
+ * Via headers, 16 bits each from the lowest: a slot is 0 for a header not
+ * found within the bounds. To headers are skipped, as sip_find_callid
+ * skips them.
+ */
+__noinline __u64 sip_find_txn(struct xdp_md *ctx, __u64 moff, __u64 mlen)
+{
+	__u64 off = 0, found = 0;
+
+	for (int line = 0; line < SIP_MAX_LINES; line++) {
+		long r = sip_next_line(ctx, moff, mlen, off);
+		if (r < 0)
+			break;
+		off = r & 0xffff;
+		if (r & SIP_TO_FOUND)
+			continue;
+		__u64 h = txn_header_at(ctx, moff, mlen, off);
+		__u64 kind = (h >> 16) & 3;
+		if (kind == TXN_NONE)
+			continue;
+		__u64 shift = (kind - 1) * 16;
+		if (!((found >> shift) & 0xffff))
+			found |= (h & 0xffff) << shift;
+		if ((found & 0xffff) && (found & 0xffff0000) && (found & 0xffff00000000))
+			break;
+	}
+	return found;
+}
+
+/* txn_mix folds one more header's hash into a transaction's. */
+static __always_inline __u64 txn_mix(__u64 h, __u64 v)
+{
+	return (h ^ v) * FNV_PRIME;
+}
+
+/*
+ * sip_txn hashes a request's transaction: *callid gets the Call-ID's hash
+ * (0 without one), and the result is the transaction's (0 unless all three
+ * headers were found, so that a request without them is never taken for
+ * a retransmission).
+ */
+static __always_inline __u64 sip_txn(struct xdp_md *ctx, __u64 moff, __u64 mlen, __u64 *callid)
+{
+	__u64 at = sip_find_txn(ctx, moff, mlen);
+	__u64 c = at & 0xffff, s = (at >> 16) & 0xffff, v = (at >> 32) & 0xffff;
+
+	*callid = c ? sip_hash_value(ctx, moff, mlen, c) : 0;
+	if (!c || !s || !v)
+		return 0;
+	__u64 h = txn_mix(FNV_OFFSET, *callid);
+	h = txn_mix(h, sip_hash_value(ctx, moff, mlen, s));
+	h = txn_mix(h, sip_hash_value(ctx, moff, mlen, v));
+	return h ? h : 1;
+}

@@ -1,0 +1,99 @@
+package fsol
+
+import "encoding/binary"
+
+// An INVITE's transaction, found and hashed as bpf/sip_txn.h does: the
+// hash of its Call-ID, CSeq and top Via, which a retransmission repeats,
+// and of the address it came from.
+
+// The slots of findTxn's offsets.
+const (
+	txnCallID = iota
+	txnCSeq
+	txnVia
+)
+
+// txnHeaderAt is txn_header_at: which of the three headers the line at h
+// is, and its value's offset.
+func txnHeaderAt(m []byte, h int) (kind, v int, ok bool) {
+	if h > SIPScanMax {
+		return 0, 0, false
+	}
+	for _, n := range []struct {
+		name string
+		kind int
+	}{{"call-id", txnCallID}, {"i", txnCallID}, {"cseq", txnCSeq}, {"via", txnVia}, {"v", txnVia}} {
+		if v, ok := nameAt(m, h, n.name); ok {
+			return n.kind, v, true
+		}
+	}
+	return 0, 0, false
+}
+
+// findTxn returns the value offsets of the first Call-ID, CSeq and Via
+// headers among the lines the To search walks; 0 for one not found.
+func findTxn(m []byte) (at [3]int) {
+	pos := 0
+	for line := 0; line < SIPMaxLines; line++ {
+		h, end := nextLine(m, pos)
+		if end != lineHeader {
+			break
+		}
+		if v, ok := toName(m, h); ok {
+			pos = v
+			continue
+		}
+		pos = h
+		if kind, v, ok := txnHeaderAt(m, h); ok && at[kind] == 0 {
+			at[kind] = v
+		}
+		if at[txnCallID] != 0 && at[txnCSeq] != 0 && at[txnVia] != 0 {
+			break
+		}
+	}
+	return at
+}
+
+// txnMix is txn_mix: one more header's hash folded in.
+func txnMix(h, v uint64) uint64 { return (h ^ v) * fnvPrime }
+
+// Txn is sip_txn: the hash of a SIP request's Call-ID (0 without one) and
+// of its transaction (0 unless all three headers were found).
+func Txn(m []byte) (callid, txn uint64) {
+	at := findTxn(m)
+	if at[txnCallID] != 0 {
+		callid = hashValue(m, at[txnCallID])
+	}
+	if at[txnCallID] == 0 || at[txnCSeq] == 0 || at[txnVia] == 0 {
+		return callid, 0
+	}
+	h := txnMix(fnvOffset, callid)
+	h = txnMix(h, hashValue(m, at[txnCSeq]))
+	h = txnMix(h, hashValue(m, at[txnVia]))
+	if h == 0 {
+		return callid, 1
+	}
+	return callid, h
+}
+
+// FromSource is msg_txn's last step: a transaction is its sender's, so
+// the source address (IPv4 mapped into IPv6, as the account key is) is
+// folded in, its two halves as little-endian words.
+func FromSource(txn uint64, s Source) uint64 {
+	if txn == 0 {
+		return 0
+	}
+	var a [16]byte
+	switch s.Family {
+	case 4:
+		a[10], a[11] = 0xff, 0xff
+		copy(a[12:], s.Addr[:4])
+	case 6:
+		a = s.Addr
+	}
+	txn = txnMix(txnMix(txn, binary.LittleEndian.Uint64(a[:8])), binary.LittleEndian.Uint64(a[8:]))
+	if txn == 0 {
+		return 1
+	}
+	return txn
+}
