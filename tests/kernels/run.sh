@@ -75,7 +75,7 @@ TESTS=(
 	# ringfull_test.go, torn_test.go, lru_test.go, verifier_test.go
 	TestRejectRingFull TestSIPRingFull TestApplyUnderFlood
 	TestSpoofedSourcesFillTheTable TestVerifierHeadroom
-	# held_test.go
+	# held_test.go, retransmit_test.go
 	TestTrustedFirst TestInDialogHeld TestDialogVerified TestRetransmissions TestRetransmissionForms
 	# e2e_test.go, e2e_limits_test.go
 	TestEndToEnd TestAttachRefusals TestDetachAfterInterfaceGone
