@@ -25,8 +25,8 @@ struct {
  * admit_call admits or rejects one first packet and records a reject. It
  * is a global function, so the verifier checks the admission pipeline once
  * instead of once for every way through the parsers; where packs the
- * class, where the source is, the slot of limits in force and the reason
- * of a retransmission refused again (a BPF function has five arguments).
+ * class, where the source is and the slot of limits in force (a BPF
+ * function has five arguments).
  */
 __noinline int admit_call(struct xdp_md *ctx, __u64 where)
 {
@@ -40,22 +40,31 @@ __noinline int admit_call(struct xdp_md *ctx, __u64 where)
 	};
 	__u32 class = where & 0xff;
 	__u64 now = 0;
-	/* A retransmission refused again brings its reason (+1) along: it is
-	 * not judged, but recorded as any reject. */
-	__u32 again = (where >> 42) & 0x3f;
-	int reason;
-	if (again) {
-		reason = again - 1;
-		now = now_ns();
-	} else {
-		reason = admit(ctx, &f, class, (where >> 40) & POLICY_SLOT, (where >> 41) & 1, &now);
-	}
+	int reason = admit(ctx, &f, class, (where >> 40) & POLICY_SLOT, (where >> 41) & 1, &now);
 	/* Either of its two buckets holds a malformed frame for one reason. */
 	if (reason != ADMITTED && class == CAC_CLASS_MALFORMED)
 		reason = CAC_REASON_MALFORMED;
 	if (reason != ADMITTED)
 		record_reject(ctx, &f, class, reason, now);
 	return reason;
+}
+
+/* refused_again records the reject of a retransmission refused again for
+ * reason, as admit_call records one it judged. A function of its own, so
+ * that admit_call stays one path. */
+__noinline int refused_again(struct xdp_md *ctx, __u64 where, __u32 reason)
+{
+	struct frame f = {
+		.data = (void *)(long)ctx->data,
+		.data_end = (void *)(long)ctx->data_end,
+		.len = ctx->data_end - ctx->data,
+		.l3off = where & 0xffff,
+		.family = (where >> 16) & 0xff,
+		.vlans = (where >> 24) & 0xff,
+	};
+	if (reason < CAC_NUM_REASONS)
+		record_reject(ctx, &f, CAC_CLASS_SIP_INVITE, reason, now_ns());
+	return 0;
 }
 
 /* agent_stamp stamps the last request of the agent a frame comes from,
@@ -238,15 +247,14 @@ static __always_inline int verdict(struct xdp_md *ctx, __u64 where, __u32 result
 			return XDP_PASS;
 		}
 		st->sip_retransmits_refused++;
-	}
-	if (limited) {
+		reason = again;
+		refused_again(ctx, where & 0xffffffff, reason);
+	} else if (limited) {
 		__u64 l3off = where & 0xffff, family = (where >> 16) & 0xff, vlans = (where >> 24) & 0xff;
-		__u64 refused_again = again >= 0 ? again + 1 : 0;
 		reason = admit_call(ctx, class | l3off << 8 | vlans << 24 | family << 32 |
-						 (__u64)(policy & POLICY_SLOT) << 40 | (__u64)agents << 41 |
-						 refused_again << 42);
+						 (__u64)(policy & POLICY_SLOT) << 40 | (__u64)agents << 41);
 		/* A refused INVITE is remembered for its retransmissions. */
-		if (reason != ADMITTED && class == CAC_CLASS_SIP_INVITE && !refused_again)
+		if (reason != ADMITTED && class == CAC_CLASS_SIP_INVITE)
 			invite_refused(ctx, txmsg, l3, now_ns(), reason);
 	}
 	if (reason == ADMITTED && class == CAC_CLASS_SIP_INVITE)

@@ -56,7 +56,7 @@ func BenchmarkFastPath(b *testing.B) {
 		{"icrq", "l2tp-icrq, no limit", open, v4udp(1701, L2TP{MsgType: ICRQ})},
 		{"invite", "sip-invite, no limit", open, invite},
 		{"reinvite", "sip re-INVITE", open, v4udp(5060, SIPRequest("INVITE", toTag))},
-		{"invite-admitted", "sip-invite admitted by a class bucket", admitting, invite},
+		{"invite-admitted", "sip-invite admitted by a class bucket (a replay past its ten uncharged copies)", admitting, invite},
 		{"invite-rejected", "sip-invite rejected, class bucket empty", rejecting, invite},
 		{"padi-rejected", "pppoe-padi rejected, class bucket empty", rejecting, Frame(Ether{Broadcast: true}, PPPoE{Code: PADI})},
 		// The lenient reading: the odd forms cost what the plain one does.
@@ -66,6 +66,12 @@ func BenchmarkFastPath(b *testing.B) {
 		// Call-ID, which the first request is of; the second names another.
 		{"indialog-known", "in-dialog request of an admitted dialog (uncharged)", admitting, v4udp(5060, SIPRequest("INVITE", toTag))},
 		{"indialog-unknown", "in-dialog request of an unknown dialog, no limit", admitting, v4udp(5060, strangerDialog("INVITE"))},
+		// Retransmissions: a copy of an INVITE the empty bucket refused is
+		// refused again from the refused table, with no bucket looked at.
+		// (A copy of an admitted one passes uncharged ten times only, too
+		// few to time; past them it is charged as invite-admitted is.)
+		{"invite-refused-again", "sip-invite retransmission of a refused INVITE", rejecting,
+			v4udp(5060, SIPRequest("INVITE", toNoTag).With("Call-ID", "refused@192.0.2.9"))},
 		{"padi-charged", "pppoe-padi admitted, new model: CPU gate and session charges", charged, Frame(Ether{Broadcast: true}, PPPoE{Code: PADI})},
 		{"icrq-charged", "l2tp-icrq admitted, old model: session and load charges", chargedOld, v4udp(1701, L2TP{MsgType: ICRQ})},
 		{"padi-charge-rejected", "pppoe-padi rejected by session charges", full, Frame(Ether{Broadcast: true}, PPPoE{Code: PADI})},
