@@ -3,10 +3,13 @@ package tests
 import (
 	"fmt"
 	"net/netip"
+	"strings"
 	"testing"
 
+	"github.com/xdpcac/xdpcac/bpf"
 	"github.com/xdpcac/xdpcac/cac"
 	"github.com/xdpcac/xdpcac/cac/admission"
+	"github.com/xdpcac/xdpcac/cac/fsol"
 	. "github.com/xdpcac/xdpcac/tests/pkt"
 )
 
@@ -120,5 +123,42 @@ func TestRetransmissionForms(t *testing.T) {
 	f.offer(t, b, 1)
 	if n := f.stats(t).SIPRetransmits - before; n != 0 {
 		t.Errorf("a copy from another source was taken for a retransmission (%d)", n)
+	}
+}
+
+// TestTransactionHashes holds the program's hashes to the model's: for
+// Call-IDs of every length up to past the hashed 128 bytes, last in the
+// message or not (so that both the word-wise and the byte-wise ends of
+// the hash are taken), the dialog table the program wrote holds the
+// model's Call-ID hash and transaction.
+func TestTransactionHashes(t *testing.T) {
+	f := newFastPath(t, false)
+	var p admission.Policy
+	p.Levels[cac.SIPInvite] = mustRate(t, 1, 1e6)
+	f.setPolicy(t, p)
+	f.mustAt(t, 100*second)
+	for n := 1; n <= 140; n++ {
+		for _, last := range []bool{false, true} {
+			id := strings.Repeat("x", n-1) + fmt.Sprint(n%10)
+			var payload Layer = SIPRequest("INVITE", toNoTag).With("Call-ID", id)
+			if last { // the Call-ID ends the message, with no line end
+				payload = Raw("INVITE sip:bob@example.com SIP/2.0\r\nVia: SIP/2.0/UDP 198.51.100.7;branch=z9hG4bK1\r\n" +
+					"To: " + toNoTag + "\r\nCSeq: 1 INVITE\r\nCall-ID: " + id)
+			}
+			frame := Frame(Ether{}, IPv4{Src: strangerAddr}, UDP{Dst: 5060}, payload)
+			if err := f.check(frame); err != nil {
+				t.Fatalf("Call-ID of %d bytes: %v", n, err)
+			}
+			_, msg := fsol.ClassifySIP(frame, f.model.Ports)
+			callid, txn := fsol.Txn(msg)
+			var d bpf.XdpCacDialog
+			if err := f.objs.Dialogs.Lookup(callid, &d); err != nil {
+				t.Errorf("Call-ID of %d bytes (last %v): the program's dialog table has no %x: %v", n, last, callid, err)
+				continue
+			}
+			if want := fsol.FromSource(txn, fsol.SourceOf(frame)); d.Txn != want {
+				t.Errorf("Call-ID of %d bytes (last %v): transaction %x, the model's %x", n, last, d.Txn, want)
+			}
+		}
 	}
 }

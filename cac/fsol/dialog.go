@@ -52,20 +52,29 @@ func findCallID(m []byte) (int, bool) {
 	return 0, false
 }
 
-// hashValue is the 64-bit FNV-1a of the value at v: spaces skipped, to the
-// end of its line or sipHashMax bytes; never 0.
+// hashValue is sip_hash_value: FNV-1a over the little-endian 8-byte words
+// of the value at v (the last zero-padded), spaces skipped, to the end of
+// its line or sipHashMax bytes; never 0.
 func hashValue(m []byte, v int) uint64 {
 	if v > SIPScanMax+16 {
 		return 1
 	}
 	v = skipSP(m, v)
 	h := uint64(fnvOffset)
+	var w uint64
+	n := 0
 	for i := 0; i < sipHashMax; i++ {
 		c := at(m, v+i)
 		if c < 0 || c == '\r' || c == '\n' {
 			break
 		}
-		h = (h ^ uint64(c)) * fnvPrime
+		w |= uint64(c) << (8 * n)
+		if n++; n == 8 {
+			h, w, n = (h^w)*fnvPrime, 0, 0
+		}
+	}
+	if n > 0 {
+		h = (h ^ w) * fnvPrime
 	}
 	if h == 0 {
 		return 1

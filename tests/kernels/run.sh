@@ -77,6 +77,7 @@ TESTS=(
 	TestSpoofedSourcesFillTheTable TestVerifierHeadroom
 	# held_test.go, retransmit_test.go
 	TestTrustedFirst TestInDialogHeld TestDialogVerified TestRetransmissions TestRetransmissionForms
+	TestTransactionHashes
 	# e2e_test.go, e2e_limits_test.go
 	TestEndToEnd TestAttachRefusals TestDetachAfterInterfaceGone
 	TestUnknownNetns TestStatsSumInterfaces TestDottedInterfaceName
