@@ -7,17 +7,14 @@
  * LRU of dialog-table entries: a full one forgets its least recently used
  * dialog, whose requests are then held like a stranger's.
  *
- * Each dialog keeps its INVITE's transaction too (docs/design.md,
- * "Retransmissions"): a retransmission within Timer B passes uncharged,
- * and one of a refused INVITE, remembered in a table of its own so that a
- * flood of them never evicts a dialog, is refused again for nothing.
+ * Each dialog keeps its INVITE's transaction too, for its retransmissions
+ * (invite.h).
  */
 #pragma once
 
 #include "bpf_helpers.h"
 #include "cac.h"
-#include "reject.h"
-#include "sip_txn.h"
+#include "sip_hdr.h"
 
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
@@ -27,124 +24,9 @@ struct {
 } dialogs SEC(".maps");
 
 /* dialog_known reports whether callid names a dialog the filter admitted;
- * the lookup keeps it among the recently used. Global functions, both:
- * their keys and values stay off the stack of the program's deepest call
- * chain. */
+ * the lookup keeps it among the recently used. A global function: its key
+ * stays off the stack of the program's deepest call chain. */
 __noinline int dialog_known(__u64 callid)
 {
 	return callid && bpf_map_lookup_elem(&dialogs, &callid) != NULL;
-}
-
-/* A CPU's budget of refused INVITE transactions remembered, per second:
- * a flood of refused INVITEs, each its own transaction, would otherwise
- * churn the table and cost a header walk more each. Past it, a
- * retransmission of a refused INVITE is judged as a new one. */
-#define REFUSED_NEW_PER_SECOND 512
-
-struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, 65536);
-	__type(key, __u64); /* the transaction's hash (sip_txn.h) */
-	__type(value, struct cac_refused);
-} refused SEC(".maps");
-
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, struct reject_budget);
-} refused_budget SEC(".maps");
-
-/* What invite_retransmit says of an INVITE that repeats no transaction the
- * filter saw. */
-#define RETRANSMIT_NONE (-2)
-
-/* msg_txn hashes the transaction of the message that msg packs (offset,
- * length << 16), sent from the source of the IP header that l3 packs
- * (l3off, family << 16), and sets *callid. The source is the sender's:
- * a retransmission comes from where the INVITE came from, and a copy of
- * an admitted INVITE from another address is a new call. */
-static __always_inline __u64 msg_txn(struct xdp_md *ctx, __u64 msg, __u64 l3, __u64 *callid)
-{
-	__u64 txn = sip_txn(ctx, msg & 0xffff, (msg >> 16) & 0xffff, callid);
-	if (!txn)
-		return 0;
-	struct frame f = {
-		.data = (void *)(long)ctx->data,
-		.data_end = (void *)(long)ctx->data_end,
-		.l3off = l3 & 0xffff,
-		.family = (l3 >> 16) & 0xff,
-	};
-	struct cac_prefix p;
-	prefix_of(&f, &p);
-	__u64 hi, lo;
-	__builtin_memcpy(&hi, &p.addr[0], 8);
-	__builtin_memcpy(&lo, &p.addr[8], 8);
-	txn = txn_mix(txn_mix(txn, hi), lo);
-	return txn ? txn : 1;
-}
-
-/*
- * invite_retransmit says whether an INVITE retransmits a transaction seen
- * within Timer B: ADMITTED for one the filter admitted (while it has not
- * passed CAC_RETRANSMITS_MAX times), the reason for one it refused, or
- * RETRANSMIT_NONE.
- */
-__noinline int invite_retransmit(struct xdp_md *ctx, __u64 msg, __u64 l3, __u64 now)
-{
-	__u64 callid;
-	__u64 txn = msg_txn(ctx, msg, l3, &callid);
-	if (!txn)
-		return RETRANSMIT_NONE;
-	struct cac_dialog *d = bpf_map_lookup_elem(&dialogs, &callid);
-	/* The count is a plain increment: two CPUs racing on it only let a
-	 * replay pass once more. */
-	if (d && d->txn == txn && now - d->invite_ns < CAC_TIMER_B_NS)
-		return d->retransmits++ < CAC_RETRANSMITS_MAX ? ADMITTED : RETRANSMIT_NONE;
-	struct cac_refused *r = bpf_map_lookup_elem(&refused, &txn);
-	if (r && now - r->refused_ns < CAC_TIMER_B_NS && r->reason < CAC_NUM_REASONS)
-		return r->reason;
-	return RETRANSMIT_NONE;
-}
-
-/* invite_admitted remembers the dialog and transaction of an admitted
- * INVITE. A replay admitted again, past its allowance, leaves the entry
- * as it is: its copies stay charged until Timer B is over. */
-__noinline int invite_admitted(struct xdp_md *ctx, __u64 msg, __u64 l3, __u64 now)
-{
-	__u64 callid;
-	struct cac_dialog d = {.invite_ns = now};
-	d.txn = msg_txn(ctx, msg, l3, &callid);
-	if (!callid)
-		return 0;
-	struct cac_dialog *old = bpf_map_lookup_elem(&dialogs, &callid);
-	if (old && d.txn && old->txn == d.txn && now - old->invite_ns < CAC_TIMER_B_NS)
-		return 0;
-	bpf_map_update_elem(&dialogs, &callid, &d, BPF_ANY);
-	return 0;
-}
-
-/* invite_refused remembers the transaction of a refused INVITE, within
- * this CPU's budget for the second. */
-__noinline int invite_refused(struct xdp_md *ctx, __u64 msg, __u64 l3, __u64 now, __u32 reason)
-{
-	__u32 zero = 0;
-	struct reject_budget *b = bpf_map_lookup_elem(&refused_budget, &zero);
-	if (!b)
-		return 0;
-	__u64 second = now / 1000000000ULL;
-	if (b->second != second) {
-		b->second = second;
-		b->used = 0;
-	}
-	if (b->used >= REFUSED_NEW_PER_SECOND)
-		return 0;
-	__u64 callid;
-	__u64 txn = msg_txn(ctx, msg, l3, &callid);
-	if (!txn)
-		return 0;
-	b->used++;
-	struct cac_refused r = {.refused_ns = now, .reason = reason};
-	bpf_map_update_elem(&refused, &txn, &r, BPF_ANY);
-	return 0;
 }

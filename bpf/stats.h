@@ -12,7 +12,7 @@
 #include "admit.h"
 #include "reject.h"
 #include "counters.h"
-#include "dialog.h"
+#include "invite.h"
 
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
@@ -233,7 +233,7 @@ static __always_inline int verdict(struct xdp_md *ctx, __u64 where, __u32 result
 	int limited = (policy & POLICY_LIMITED(class)) || agents;
 	__u64 txmsg = msgoff | msglen << 16;
 	/* A retransmission of an INVITE transaction takes nothing: passed if
-	 * the filter admitted it, refused again if not (dialog.h). Looked for
+	 * the filter admitted it, refused again if not (invite.h). Looked for
 	 * only where a limit would charge it. */
 	int again = RETRANSMIT_NONE;
 	if (limited && class == CAC_CLASS_SIP_INVITE)
