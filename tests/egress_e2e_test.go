@@ -59,7 +59,7 @@ func TestEgressDialogs(t *testing.T) {
 			cfg := writeConfig(t, egressConfig)
 			a := loader.Attachment{Iface: tb.boxIface, Netns: tb.box}
 			if v.clsact {
-				attachClsact(t, tb.state, a, cfg)
+				attachClsact(t, tb.state, a, cfg, true)
 			} else if _, stderr, err := tb.cacctl(t, "attach", tb.boxIface, "--config", cfg); err != nil {
 				t.Fatalf("attach: %v: %s", err, stderr)
 			}
@@ -123,9 +123,9 @@ func indialogOf(v maps.StatsView) indialogCounts {
 	return indialogCounts{Seen: c.Seen, Admitted: c.Admitted, Verified: v.SIPInDialogVerified, Rejected: c.Rejected}
 }
 
-// attachClsact attaches with the loader as cacctl attach does, but with
-// the egress program on a clsact filter whatever the kernel.
-func attachClsact(t *testing.T, stateDir string, a loader.Attachment, cfgFile string) {
+// attachClsact attaches with the loader as cacctl attach does, with the
+// egress program on a clsact filter whatever the kernel if clsact is set.
+func attachClsact(t *testing.T, stateDir string, a loader.Attachment, cfgFile string, clsact bool) {
 	t.Helper()
 	cfg, err := config.Load(cfgFile)
 	if err != nil {
@@ -135,7 +135,7 @@ func attachClsact(t *testing.T, stateDir string, a loader.Attachment, cfgFile st
 	if err != nil {
 		t.Fatal(err)
 	}
-	opts := loader.Options{StateDir: stateDir, Policy: p, L2TPPorts: cfg.Ports.L2TP, SIPPorts: cfg.Ports.SIP, EgressClsact: true}
+	opts := loader.Options{StateDir: stateDir, Policy: p, L2TPPorts: cfg.Ports.L2TP, SIPPorts: cfg.Ports.SIP, EgressClsact: clsact}
 	if _, err := loader.Attach(a, opts); err != nil {
 		t.Fatalf("attach: %v", err)
 	}

@@ -1,0 +1,168 @@
+package tests
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/asm"
+	"github.com/cilium/ebpf/link"
+	"github.com/vishvananda/netlink"
+	"github.com/xdpcac/xdpcac/loader"
+	"github.com/xdpcac/xdpcac/tests/testenv"
+)
+
+// TestEgressTakeover: the egress program lives through what the XDP
+// program lives through. Adopt attaches it to an attachment of a version
+// before it, switches one of another version to this version's, attaches
+// it again when it went missing or its interface came back; Repin pins it
+// again when the pins are gone. Status says how it is attached at each
+// step. With tcx, and with the clsact fallback.
+func TestEgressTakeover(t *testing.T) {
+	for _, clsact := range []bool{false, true} {
+		name := map[bool]string{false: "auto", true: "clsact"}[clsact]
+		t.Run(name, func(t *testing.T) {
+			tb := newTestbed(t)
+			a := loader.Attachment{Iface: tb.boxIface, Netns: tb.box}
+			cfg := writeConfig(t, egressConfig)
+			attachClsact(t, tb.state, a, cfg, clsact)
+			t.Cleanup(func() { loader.Detach(a, tb.state) })
+			dir := a.Dir(tb.state)
+			opts := loader.Options{StateDir: tb.state, EgressClsact: clsact}
+			kind := statusEgress(t, tb)
+			if clsact && kind != loader.EgressClsact {
+				t.Fatalf("attached with clsact asked for, status says %q", kind)
+			}
+			check := func(step string, want string) {
+				t.Helper()
+				if got := statusEgress(t, tb); got != want {
+					t.Errorf("%s: status says egress %q, want %q", step, got, want)
+				}
+				onIface := ourEgress(t, tb)
+				if want == loader.EgressNone || want == loader.EgressGone {
+					want = ""
+				}
+				if onIface != want {
+					t.Errorf("%s: the interface has egress %q, want %q", step, onIface, want)
+				}
+			}
+			adopt := func(step string, want loader.Adopted) {
+				t.Helper()
+				did, err := loader.Adopt(a, opts)
+				if err != nil || did != want {
+					t.Fatalf("%s: adopt did %q (%v), want %q", step, did, err, want)
+				}
+				check(step, kind)
+			}
+
+			// A version before the egress program: none pinned, none there.
+			unpinEgress(t, a, dir)
+			check("egress removed", loader.EgressNone)
+			adopt("adopt without egress", loader.Upgraded)
+			adopt("adopt again", loader.Kept)
+
+			// Another version's egress program in place of ours.
+			old := egressStandIn(t)
+			if kind == loader.EgressTCX {
+				l, err := link.LoadPinnedLink(filepath.Join(dir, "egress-link"), nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				err = l.Update(old)
+				l.Close()
+				if err != nil {
+					t.Fatal(err)
+				}
+			} else {
+				doNetlink(t, tb.box, tb.boxIface, func(l netlink.Link) error {
+					return netlink.FilterReplace(&netlink.BpfFilter{FilterAttrs: netlink.FilterAttrs{
+						LinkIndex: l.Attrs().Index, Parent: netlink.HANDLE_MIN_EGRESS, Handle: 1, Priority: 0xcac, Protocol: 3,
+					}, Fd: old.FD(), Name: "xdpcac-dialogs", DirectAction: true})
+				})
+			}
+			os.Remove(filepath.Join(dir, "egress-prog"))
+			if err := old.Pin(filepath.Join(dir, "egress-prog")); err != nil {
+				t.Fatal(err)
+			}
+			adopt("adopt another version", loader.Upgraded)
+
+			if kind == loader.EgressClsact {
+				// A filter removed by hand is missing; adopt puts it back.
+				doNetlink(t, tb.box, tb.boxIface, func(l netlink.Link) error {
+					fs, err := netlink.FilterList(l, netlink.HANDLE_MIN_EGRESS)
+					for _, f := range fs {
+						netlink.FilterDel(f)
+					}
+					return err
+				})
+				check("filter removed", loader.EgressGone)
+				adopt("adopt a missing filter", loader.Upgraded)
+			}
+
+			// The pins gone under a held link: pinned again, and there.
+			held, err := loader.HoldLink(tb.state, a)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer held.Close()
+			if err := os.RemoveAll(dir); err != nil {
+				t.Fatal(err)
+			}
+			if pinned, err := loader.Repin(tb.state, a, held); err != nil || !pinned {
+				t.Fatalf("repin: %v, %v", pinned, err)
+			}
+			held.Close()
+			want := kind
+			check("repinned", want)
+
+			// The interface goes and comes back: attached again.
+			doNetlink(t, tb.box, tb.boxIface, netlink.LinkDel)
+			testenv.VethNamed(t, tb.box, tb.peer, tb.boxIface, tb.peerIfc)
+			check("interface back", loader.EgressGone)
+			adopt("adopt the interface back", loader.Reattached)
+
+			if _, stderr, err := tb.cacctl(t, "detach", tb.boxIface); err != nil {
+				t.Fatalf("detach: %v: %s", err, stderr)
+			}
+			if got := ourEgress(t, tb); got != "" {
+				t.Errorf("after detach, the interface still has an egress %s of ours", got)
+			}
+		})
+	}
+}
+
+// unpinEgress takes the egress program off as a version before it would
+// have left the attachment: no pins, nothing on the interface.
+func unpinEgress(t *testing.T, a loader.Attachment, dir string) {
+	t.Helper()
+	if l, err := link.LoadPinnedLink(filepath.Join(dir, "egress-link"), nil); err == nil {
+		l.Unpin()
+		l.Close()
+	} else {
+		doNetlink(t, a.Netns, a.Iface, func(l netlink.Link) error {
+			fs, err := netlink.FilterList(l, netlink.HANDLE_MIN_EGRESS)
+			for _, f := range fs {
+				netlink.FilterDel(f)
+			}
+			return err
+		})
+	}
+	os.Remove(filepath.Join(dir, "egress-prog"))
+	os.Remove(filepath.Join(dir, "egress-clsact"))
+}
+
+// egressStandIn is a tc program that only returns TC_ACT_OK: another
+// version's egress program.
+func egressStandIn(t *testing.T) *ebpf.Program {
+	t.Helper()
+	p, err := ebpf.NewProgram(&ebpf.ProgramSpec{
+		Name: "old_egress", Type: ebpf.SchedCLS, License: "MIT",
+		Instructions: asm.Instructions{asm.Mov.Imm(asm.R0, 0), asm.Return()},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.Close() })
+	return p
+}
