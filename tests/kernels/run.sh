@@ -77,6 +77,10 @@ TESTS=(
 	TestSpoofedSourcesFillTheTable TestVerifierHeadroom
 	# held_test.go
 	TestTrustedFirst TestInDialogHeld TestDialogVerified
+	# egress_test.go, egress_e2e_test.go, egress_life_test.go: the egress
+	# program, which this kernel (no tcx) attaches as a clsact filter
+	TestEgressLearns TestEgressDifferential TestEgressUnchanged
+	TestEgressDialogs TestEgressTakeover
 	# e2e_test.go, e2e_limits_test.go
 	TestEndToEnd TestAttachRefusals TestDetachAfterInterfaceGone
 	TestUnknownNetns TestStatsSumInterfaces TestDottedInterfaceName
