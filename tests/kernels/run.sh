@@ -48,8 +48,10 @@ KERNEL=${1:-linux-image-amd64}
 PACKAGES=(qemu-system-x86 busybox-static iproute2)
 HOST_TOOLS=(ip setpriv)
 # Modules the tests need that Debian builds as modules, dependencies
-# found through modules.dep.
-MODULES=(veth)
+# found through modules.dep: veth, and the clsact qdisc and bpf filter the
+# egress program is attached with on a kernel without tcx (the VM has no
+# modprobe to load them on demand).
+MODULES=(veth sch_ingress cls_bpf)
 # The tests that need only the kernel: BPF_PROG_TEST_RUN on the object
 # (classifier, admission, charges, agents, rejects, the differential tests
 # against the reference model), and the end-to-end tests on veth pairs in
