@@ -48,7 +48,8 @@ func TestEgressDialogs(t *testing.T) {
 	for _, v := range []struct {
 		name          string
 		clsact, qdisc bool
-	}{{"cacctl", false, false}, {"clsact", true, false}, {"clsact-kept", true, true}} {
+		paged         bool // the INVITE's headers in pages: the program pulls them in
+	}{{"cacctl", false, false, true}, {"clsact", true, false, false}, {"clsact-kept", true, true, false}} {
 		t.Run(v.name, func(t *testing.T) {
 			tb := newTestbed(t)
 			testenv.Addr(t, tb.box, tb.boxIface, egressBoxAddr.String()+"/24")
@@ -77,7 +78,7 @@ func TestEgressDialogs(t *testing.T) {
 
 			invite := withCallID(SIPRequest("INVITE", toNoTag), "Call-ID: box-call@203.0.113.1")
 			msg := Frame(invite) // the payload alone: no layer beneath
-			sendFromBox(t, tb.box, msg)
+			sendFromBox(t, tb.box, msg, v.paged)
 			waitDialog(t, tb.state, a, fsol.CallID(msg))
 
 			bye := func(id string) []byte {
@@ -160,8 +161,10 @@ func statusEgress(t *testing.T, tb *testbed) string {
 }
 
 // sendFromBox sends msg from the box's own UDP socket on port 5060 to the
-// peer's, as a SIP server calling out would.
-func sendFromBox(t *testing.T, ns string, msg []byte) {
+// peer's, as a SIP server calling out would. Paged, it is written in two
+// parts to a corked socket: the stack puts the second in pages (veth has
+// scatter-gather), so the skb's linear part ends inside the request line.
+func sendFromBox(t *testing.T, ns string, msg []byte, paged bool) {
 	t.Helper()
 	err := testenv.Do(ns, func() error {
 		c, err := net.ListenUDP("udp4", net.UDPAddrFromAddrPort(netip.AddrPortFrom(egressBoxAddr, 5060)))
@@ -169,8 +172,28 @@ func sendFromBox(t *testing.T, ns string, msg []byte) {
 			return err
 		}
 		defer c.Close()
-		_, err = c.WriteToUDPAddrPort(msg, netip.AddrPortFrom(egressPeerAddr, 5060))
-		return err
+		to := netip.AddrPortFrom(egressPeerAddr, 5060)
+		if !paged {
+			_, err = c.WriteToUDPAddrPort(msg, to)
+			return err
+		}
+		raw, err := c.SyscallConn()
+		if err != nil {
+			return err
+		}
+		cork := func(on int) (err error) {
+			raw.Control(func(fd uintptr) { err = unix.SetsockoptInt(int(fd), unix.IPPROTO_UDP, unix.UDP_CORK, on) })
+			return err
+		}
+		if err := cork(1); err != nil {
+			return fmt.Errorf("cork: %w", err)
+		}
+		for _, part := range [][]byte{msg[:10], msg[10:]} {
+			if _, err := c.WriteToUDPAddrPort(part, to); err != nil {
+				return err
+			}
+		}
+		return cork(0) // sends the datagram
 	})
 	if err != nil {
 		t.Fatalf("send the INVITE from the box: %v", err)
