@@ -53,8 +53,9 @@ static __always_inline int egress_parse(struct __sk_buff *skb, struct frame *f, 
 /*
  * egress_learn puts a dialog the server opened in the table, every field
  * but the time zero. A dialog the table holds already keeps its entry and
- * what was recorded in it (a retransmitted INVITE changes nothing); the
- * lookup keeps it among the recently used. A global function, so that
+ * what was recorded in it: a proxy sends out the INVITE the filter
+ * admitted with the same Call-ID, and a retransmission changes nothing.
+ * The lookup keeps it among the recently used. A global function, so that
  * key and value stay off the program's own frame.
  */
 __noinline int egress_learn(__u64 callid, __u64 now)
