@@ -186,8 +186,40 @@ func TestEgressLearns(t *testing.T) {
 	if got := f.stats(t).SIPInDialogVerified; got != verified {
 		t.Errorf("%d in-dialog requests counted verified, want %d", got, verified)
 	}
+	// The entry of a learnt dialog holds when the INVITE went out, and the
+	// INVITE the filter admitted coming in, sent on by a proxy with its
+	// Call-ID, leaves its entry as it was.
+	inviteNS := func(id string) uint64 {
+		t.Helper()
+		var d bpf.TcCacDialog
+		if err := f.objs.Dialogs.Lookup(fsol.CallID(Frame(withCallID(SIPRequest("INVITE", toNoTag), "Call-ID: "+id))), &d); err != nil {
+			t.Fatalf("dialog %s: %v", id, err)
+		}
+		return d.InviteNs
+	}
+	if got := inviteNS("out-1@192.0.2.10"); got != 5*second {
+		t.Errorf("a dialog learnt going out at 5 s records %d ns", got)
+	}
+	proxied := withCallID(SIPRequest("INVITE", toNoTag), "Call-ID: proxied@198.51.100.20")
+	if passed, _ := f.offer(t, Frame(Ether{}, IPv4{Src: peerAddr, Dst: serverAddr}, UDP{Src: 5060, Dst: 5060}, proxied), 1); passed != 1 {
+		t.Fatal("the INVITE coming in was refused")
+	}
+	f.mustAt(t, 6*second)
+	if err := e.send(f, out4(5060, 5060, proxied)); err != nil {
+		t.Fatal(err)
+	}
+	if got := inviteNS("proxied@198.51.100.20"); got != 5*second {
+		t.Errorf("the INVITE sent on rewrote the entry of the one admitted at 5 s: %d ns", got)
+	}
+	if passed, _ := f.offer(t, back("proxied@198.51.100.20"), 2); passed != 2 {
+		t.Errorf("the proxied dialog's requests: %d of 2 passed, want both, uncharged", passed)
+	}
+	if got := f.stats(t).SIPInDialogVerified; got != verified+2 {
+		t.Errorf("%d in-dialog requests counted verified, want %d", got, verified+2)
+	}
+
 	// Egress counts nothing of its own and charges nothing.
-	if st := f.stats(t); st.Classes[cac.SIPInvite].Admitted != 0 || st.PassedOther != 0 {
+	if st := f.stats(t); st.Classes[cac.SIPInvite].Admitted != 1 || st.PassedOther != 0 {
 		t.Errorf("outgoing frames moved counters of the XDP side: %+v", st.Classes[cac.SIPInvite])
 	}
 }
