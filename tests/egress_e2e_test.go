@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/netip"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -74,6 +75,9 @@ func TestEgressDialogs(t *testing.T) {
 			}
 			if got := ourEgress(t, tb); got != kind {
 				t.Fatalf("status says %s, the interface has %q", kind, got)
+			}
+			if out, _, err := tb.cacctl(t, "status"); err != nil || !strings.Contains(out, "egress") || !strings.Contains(out, " "+kind+" ") {
+				t.Errorf("status text does not show the egress program (%s): %v\n%s", kind, err, out)
 			}
 
 			invite := withCallID(SIPRequest("INVITE", toNoTag), "Call-ID: box-call@203.0.113.1")

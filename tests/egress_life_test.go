@@ -9,6 +9,7 @@ import (
 	"github.com/cilium/ebpf/asm"
 	"github.com/cilium/ebpf/link"
 	"github.com/vishvananda/netlink"
+	"github.com/xdpcac/xdpcac/cac/config"
 	"github.com/xdpcac/xdpcac/loader"
 	"github.com/xdpcac/xdpcac/tests/testenv"
 )
@@ -165,4 +166,48 @@ func egressStandIn(t *testing.T) *ebpf.Program {
 	}
 	t.Cleanup(func() { p.Close() })
 	return p
+}
+
+// TestEgressAttachFails: when the egress program cannot be attached (here
+// an ingress qdisc holds the place a clsact qdisc needs), the attach fails
+// whole: no XDP program, no filter, no state, and the qdisc that was there
+// stays.
+func TestEgressAttachFails(t *testing.T) {
+	tb := newTestbed(t)
+	doNetlink(t, tb.box, tb.boxIface, func(l netlink.Link) error {
+		return netlink.QdiscAdd(&netlink.Ingress{QdiscAttrs: netlink.QdiscAttrs{
+			LinkIndex: l.Attrs().Index, Handle: netlink.MakeHandle(0xffff, 0), Parent: netlink.HANDLE_INGRESS,
+		}})
+	})
+	a := loader.Attachment{Iface: tb.boxIface, Netns: tb.box}
+	cfg, err := config.Load(writeConfig(t, egressConfig))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = loader.Attach(a, loader.Options{StateDir: tb.state, SIPPorts: cfg.Ports.SIP, EgressClsact: true})
+	if err == nil {
+		loader.Detach(a, tb.state)
+		t.Fatal("attach succeeded without a place for the egress program")
+	}
+	t.Logf("attach: %v", err)
+	if id := xdpProgID(t, tb.box, tb.boxIface); id != 0 {
+		t.Errorf("a failed attach left XDP program %d", id)
+	}
+	if got := ourEgress(t, tb); got != "" {
+		t.Errorf("a failed attach left an egress %s", got)
+	}
+	if entries, _ := os.ReadDir(tb.state); len(entries) != 0 {
+		t.Errorf("a failed attach left state: %v", entries)
+	}
+	ingress := false
+	doNetlink(t, tb.box, tb.boxIface, func(l netlink.Link) error {
+		qs, err := netlink.QdiscList(l)
+		for _, q := range qs {
+			ingress = ingress || q.Type() == "ingress"
+		}
+		return err
+	})
+	if !ingress {
+		t.Error("the ingress qdisc that was there is gone")
+	}
 }
