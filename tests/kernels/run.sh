@@ -82,7 +82,7 @@ TESTS=(
 	# egress_test.go, egress_e2e_test.go, egress_life_test.go: the egress
 	# program, which this kernel (no tcx) attaches as a clsact filter
 	TestEgressLearns TestEgressDifferential TestEgressUnchanged
-	TestEgressDialogs TestEgressTakeover
+	TestEgressDialogs TestEgressTakeover TestEgressAttachFails
 	# e2e_test.go, e2e_limits_test.go
 	TestEndToEnd TestAttachRefusals TestDetachAfterInterfaceGone
 	TestUnknownNetns TestStatsSumInterfaces TestDottedInterfaceName
