@@ -9,6 +9,7 @@ import (
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/link"
 	"github.com/vishvananda/netlink"
+	"github.com/vishvananda/netns"
 	"github.com/xdpcac/xdpcac/bpf"
 	"golang.org/x/sys/unix"
 )
@@ -174,10 +175,11 @@ func addEgressFilter(ifindex int, prog *ebpf.Program) (added bool, err error) {
 }
 
 // ourFilters are the egress filters of ours on the interface of a, if it
-// is there; list errors say why it cannot tell.
+// is there; list errors say why it cannot tell. An interface or network
+// namespace that is gone has none: its filters went with it.
 func ourFilters(a Attachment) ([]*netlink.BpfFilter, error) {
 	var out []*netlink.BpfFilter
-	err := inNetns(a.Netns, func() error {
+	err := inGoneOK(a.Netns, func() error {
 		nl, err := netlink.LinkByName(a.Iface)
 		if err != nil {
 			return nil // gone: its filters went with it
@@ -204,7 +206,7 @@ func removeEgressFilters(a Attachment, qdisc bool) error {
 	if err != nil {
 		return err
 	}
-	return inNetns(a.Netns, func() error {
+	return inGoneOK(a.Netns, func() error {
 		for _, f := range ours {
 			if err := netlink.FilterDel(f); err != nil && !errors.Is(err, unix.ENOENT) {
 				return fmt.Errorf("remove the egress filter of %s: %w", a, err)
@@ -224,6 +226,20 @@ func removeEgressFilters(a Attachment, qdisc bool) error {
 		}
 		return nil
 	})
+}
+
+// inGoneOK is inNetns for what a namespace that is gone makes moot.
+func inGoneOK(ns string, fn func() error) error {
+	if ns != "" {
+		h, err := netns.GetFromName(ns)
+		if errors.Is(err, os.ErrNotExist) {
+			return nil
+		}
+		if err == nil {
+			h.Close()
+		}
+	}
+	return inNetns(ns, fn)
 }
 
 // undo takes an egress program that is not pinned off its interface.
