@@ -2,6 +2,7 @@ package tests
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"testing"
 
@@ -209,5 +210,28 @@ func TestEgressAttachFails(t *testing.T) {
 	})
 	if !ingress {
 		t.Error("the ingress qdisc that was there is gone")
+	}
+}
+
+// TestEgressNetnsGone: with the interface's network namespace gone, and
+// the interface and its filters with it, detach still removes the
+// attachment, with tcx and with the clsact fallback.
+func TestEgressNetnsGone(t *testing.T) {
+	for _, clsact := range []bool{false, true} {
+		t.Run(map[bool]string{false: "auto", true: "clsact"}[clsact], func(t *testing.T) {
+			tb := newTestbed(t)
+			a := loader.Attachment{Iface: tb.boxIface, Netns: tb.box}
+			attachClsact(t, tb.state, a, writeConfig(t, egressConfig), clsact)
+			if out, err := exec.Command("ip", "netns", "del", tb.box).CombinedOutput(); err != nil {
+				loader.Detach(a, tb.state)
+				t.Fatalf("ip netns del: %v: %s", err, out)
+			}
+			if err := loader.Detach(a, tb.state); err != nil {
+				t.Fatalf("detach with the namespace gone: %v", err)
+			}
+			if entries, _ := os.ReadDir(tb.state); len(entries) != 0 {
+				t.Errorf("state left behind: %v", entries)
+			}
+		})
 	}
 }
