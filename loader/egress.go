@@ -144,8 +144,8 @@ func egressFilter(ifindex int, prog *ebpf.Program) *netlink.BpfFilter {
 
 // addEgressFilter puts prog on the egress of ifindex as a direct-action
 // bpf filter, in this network namespace, adding a clsact qdisc when there
-// is none (and saying so); a filter of ours left there is replaced. On an
-// error it leaves nothing behind.
+// is none (and saying so); a filter of ours left there is replaced, one of
+// another tool at its place refuses. On an error it leaves nothing behind.
 func addEgressFilter(ifindex int, prog *ebpf.Program) (added bool, err error) {
 	nl, err := netlink.LinkByIndex(ifindex)
 	if err != nil {
@@ -159,7 +159,19 @@ func addEgressFilter(ifindex int, prog *ebpf.Program) (added bool, err error) {
 	for _, q := range qdiscs {
 		has = has || q.Type() == "clsact"
 	}
-	if !has {
+	if has {
+		// Replace a filter of ours, never another tool's in its place.
+		filters, err := netlink.FilterList(nl, netlink.HANDLE_MIN_EGRESS)
+		if err != nil {
+			return false, fmt.Errorf("list the egress filters: %w", err)
+		}
+		for _, f := range filters {
+			at := f.Attrs()
+			if b, ok := f.(*netlink.BpfFilter); at.Priority == egressPriority && at.Handle == egressHandle && (!ok || b.Name != egressFilterName) {
+				return false, fmt.Errorf("another tool's %s filter holds egress priority %d, handle %d: remove it", f.Type(), egressPriority, egressHandle)
+			}
+		}
+	} else {
 		if err := netlink.QdiscAdd(clsactQdisc(ifindex)); err != nil {
 			return false, fmt.Errorf("add a clsact qdisc: %w", err)
 		}
