@@ -9,8 +9,8 @@
  * table xdp_cac reads (dialog.h), so that the requests of that dialog
  * coming back pass uncharged. The INVITE is read as the XDP side reads a
  * request (sip.h) and its Call-ID hashed as sip_hdr.h hashes it; the Go
- * twin is cac/admission/egress.go. Every frame goes on unchanged: the
- * program never drops.
+ * twin is cac/admission/egress.go. Every frame goes on unchanged, to what
+ * comes after on the interface: the program never drops.
  */
 #include "uapi.h"
 #include "bpf_helpers.h"
@@ -67,8 +67,8 @@ __noinline int egress_learn(__u64 callid, __u64 now)
 	return 0;
 }
 
-SEC("tc")
-int tc_dialogs(struct __sk_buff *skb)
+/* learn_frame learns the dialog of a frame going out, if it opens one. */
+static __always_inline void learn_frame(struct __sk_buff *skb)
 {
 	struct frame f = {};
 	struct udp_msg msg = {};
@@ -80,16 +80,29 @@ int tc_dialogs(struct __sk_buff *skb)
 	 * learnt: its dialog's requests are then held like a stranger's,
 	 * never waved through. */
 	if (egress_parse(skb, &f, &msg) != UDP_MSG_READY)
-		return TC_ACT_OK;
+		return;
 	__u32 want = skb->len < EGRESS_PULL ? skb->len : EGRESS_PULL;
 	if (f.data_end - f.data < want) {
 		if (bpf_skb_pull_data(skb, want) < 0)
-			return TC_ACT_OK;
+			return;
 		if (egress_parse(skb, &f, &msg) != UDP_MSG_READY)
-			return TC_ACT_OK;
+			return;
 	}
 	int result = classify_sip(skb, &f, &msg);
 	if ((result & ~RESULT_ODD) == RESULT(CAC_KIND_CLASS, CAC_CLASS_SIP_INVITE))
 		egress_learn(sip_callid(skb, f.msgoff, f.msglen), now_ns());
-	return TC_ACT_OK;
+}
+
+/*
+ * Every frame goes on with TC_ACT_UNSPEC, which tcx calls TCX_NEXT: the
+ * program decides nothing, so what comes after it on the interface (another
+ * tool's tcx program or tc filter) still runs and has its say, and with
+ * nothing after it the frame is sent. TC_ACT_OK would end the chain here,
+ * and a program attached after this one would never see the frame.
+ */
+SEC("tc")
+int tc_dialogs(struct __sk_buff *skb)
+{
+	learn_frame(skb);
+	return TC_ACT_UNSPEC;
 }

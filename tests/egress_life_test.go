@@ -154,13 +154,13 @@ func unpinEgress(t *testing.T, a loader.Attachment, dir string) {
 	os.Remove(filepath.Join(dir, "egress-clsact"))
 }
 
-// egressStandIn is a tc program that only returns TC_ACT_OK: another
+// egressStandIn is a tc program that only returns TC_ACT_UNSPEC: another
 // version's egress program.
 func egressStandIn(t *testing.T) *ebpf.Program {
 	t.Helper()
 	p, err := ebpf.NewProgram(&ebpf.ProgramSpec{
 		Name: "old_egress", Type: ebpf.SchedCLS, License: "MIT",
-		Instructions: asm.Instructions{asm.Mov.Imm(asm.R0, 0), asm.Return()},
+		Instructions: asm.Instructions{asm.Mov.Imm(asm.R0, -1), asm.Return()},
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -49,6 +49,9 @@ func newEgress(t testing.TB, f *fastPath) *egress {
 	return e
 }
 
+// tcActUnspec is TC_ACT_UNSPEC (tcx's TCX_NEXT) as a run returns it.
+const tcActUnspec = ^uint32(0)
+
 // egressLinear is how much of a frame BPF_PROG_TEST_RUN takes for a tc
 // program: a page less the skb's headroom and skb_shared_info.
 const egressLinear = 4096 - 64 - 2 - 320
@@ -77,8 +80,8 @@ func (e *egress) send(f *fastPath, frame []byte) error {
 	if err != nil {
 		return fmt.Errorf("run egress on %d bytes: %w", len(frame), err)
 	}
-	if ret != 0 {
-		return fmt.Errorf("egress returned %d, want TC_ACT_OK", ret)
+	if ret != tcActUnspec {
+		return fmt.Errorf("egress returned %d, want TC_ACT_UNSPEC", int32(ret))
 	}
 	f.model.Egress(frame, f.now)
 	return nil
@@ -309,7 +312,7 @@ func TestEgressDifferential(t *testing.T) {
 }
 
 // TestEgressUnchanged: the program hands every frame on as it came,
-// whatever it is, and returns TC_ACT_OK.
+// whatever it is, and returns TC_ACT_UNSPEC: what comes after it decides.
 func TestEgressUnchanged(t *testing.T) {
 	f := newFastPath(t, false)
 	e := newEgress(t, f)
@@ -322,7 +325,7 @@ func TestEgressUnchanged(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if ret != 0 || !bytes.Equal(out[:len(c.frame)], c.frame) {
+		if ret != tcActUnspec || !bytes.Equal(out[:len(c.frame)], c.frame) {
 			t.Errorf("%x: returned %d, frame changed: %v", c.frame, ret, !bytes.Equal(out[:len(c.frame)], c.frame))
 		}
 	}

@@ -76,7 +76,7 @@ struct __sk_buff {
 	__u32 data_end;
 };
 
-#define TC_ACT_OK 0
+#define TC_ACT_UNSPEC (-1) /* tcx: TCX_NEXT */
 
 /* The helper prototypes name these; the program never dereferences them. */
 struct bpf_dynptr;
