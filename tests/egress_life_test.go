@@ -1,18 +1,24 @@
 package tests
 
 import (
+	"net"
+	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/asm"
 	"github.com/cilium/ebpf/link"
 	"github.com/vishvananda/netlink"
 	"github.com/xdpcac/xdpcac/cac/config"
+	"github.com/xdpcac/xdpcac/cac/fsol"
 	"github.com/xdpcac/xdpcac/loader"
+	. "github.com/xdpcac/xdpcac/tests/pkt"
 	"github.com/xdpcac/xdpcac/tests/testenv"
+	"golang.org/x/sys/unix"
 )
 
 // TestEgressTakeover: the egress program lives through what the XDP
@@ -231,6 +237,72 @@ func TestEgressNetnsGone(t *testing.T) {
 			}
 			if entries, _ := os.ReadDir(tb.state); len(entries) != 0 {
 				t.Errorf("state left behind: %v", entries)
+			}
+		})
+	}
+}
+
+// TestEgressLetsOthersDecide: the egress program ends no chain. Another
+// tool's program after it, here one that drops everything, still runs: the
+// box's INVITE is learnt, and never reaches the peer.
+func TestEgressLetsOthersDecide(t *testing.T) {
+	for _, clsact := range []bool{false, true} {
+		t.Run(map[bool]string{false: "auto", true: "clsact"}[clsact], func(t *testing.T) {
+			tb := newTestbed(t)
+			testenv.Addr(t, tb.box, tb.boxIface, egressBoxAddr.String()+"/24")
+			testenv.Addr(t, tb.peer, tb.peerIfc, egressPeerAddr.String()+"/24")
+			// The drop takes ARP too: the box knows the peer's address.
+			mac := testenv.HardwareAddr(t, tb.peer, tb.peerIfc)
+			if out, err := exec.Command("ip", "-n", tb.box, "neigh", "replace", egressPeerAddr.String(),
+				"lladdr", net.HardwareAddr(mac[:]).String(), "dev", tb.boxIface, "nud", "permanent").CombinedOutput(); err != nil {
+				t.Fatalf("ip neigh: %v: %s", err, out)
+			}
+			a := loader.Attachment{Iface: tb.boxIface, Netns: tb.box}
+			attachClsact(t, tb.state, a, writeConfig(t, egressConfig), clsact)
+			t.Cleanup(func() { loader.Detach(a, tb.state) })
+
+			drop, err := ebpf.NewProgram(&ebpf.ProgramSpec{
+				Name: "drop_all", Type: ebpf.SchedCLS, License: "MIT",
+				Instructions: asm.Instructions{asm.Mov.Imm(asm.R0, 2), asm.Return()}, // TC_ACT_SHOT
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer drop.Close()
+			doNetlink(t, tb.box, tb.boxIface, func(l netlink.Link) error {
+				if statusEgress(t, tb) == loader.EgressTCX {
+					dl, err := link.AttachTCX(link.TCXOptions{Interface: l.Attrs().Index, Program: drop, Attach: ebpf.AttachTCXEgress, Anchor: link.Tail()})
+					if err == nil {
+						t.Cleanup(func() { dl.Close() })
+					}
+					return err
+				}
+				return netlink.FilterAdd(&netlink.BpfFilter{FilterAttrs: netlink.FilterAttrs{
+					LinkIndex: l.Attrs().Index, Parent: netlink.HANDLE_MIN_EGRESS, Handle: 1, Priority: 0xcac + 1, Protocol: unix.ETH_P_ALL,
+				}, Fd: drop.FD(), Name: "drop-all", DirectAction: true})
+			})
+
+			got := make(chan error, 1)
+			if err := testenv.Do(tb.peer, func() error {
+				c, err := net.ListenUDP("udp4", net.UDPAddrFromAddrPort(netip.AddrPortFrom(egressPeerAddr, 5060)))
+				if err != nil {
+					return err
+				}
+				go func() {
+					defer c.Close()
+					c.SetReadDeadline(time.Now().Add(2 * time.Second))
+					_, _, err := c.ReadFromUDPAddrPort(make([]byte, 2048))
+					got <- err
+				}()
+				return nil
+			}); err != nil {
+				t.Fatal(err)
+			}
+			msg := Frame(withCallID(SIPRequest("INVITE", toNoTag), "Call-ID: dropped@203.0.113.1"))
+			sendFromBox(t, tb.box, msg, false)
+			waitDialog(t, tb.state, a, fsol.CallID(msg))
+			if err := <-got; err == nil {
+				t.Error("the peer received the INVITE: the program after the egress program never ran")
 			}
 		})
 	}
