@@ -22,9 +22,10 @@ const kernelNameLen = 15
 // directory removed by hand. Every map the running program uses is pinned
 // under its own name, so the filter's state (buckets, counters, charges)
 // is the same as before and the CLI and a restarted daemon find it. The
-// egress program is pinned again too: its clsact filter outlives the pins,
-// a tcx link does not (nothing holds it), and is attached again. It
-// does nothing, and says so, when the pins are there.
+// egress program is pinned again too: a clsact filter outlives the pins
+// and is pinned as it runs; a tcx link does not (nothing else holds it)
+// and is attached anew. It does nothing, and says so, when the pins are
+// there.
 func Repin(stateDir string, a Attachment, held link.Link) (pinned bool, err error) {
 	if IsAttached(stateDir, a) {
 		return false, nil
