@@ -155,6 +155,12 @@ func tcxEgress(a Attachment, ifindex int) (*egress, error) {
 			continue
 		}
 		l, err := link.NewFromID(id)
+		if errors.Is(err, os.ErrNotExist) {
+			// A link whose last pin just went is freed a moment later,
+			// and listed until then: it is going, not ours to keep.
+			prog.Close()
+			continue
+		}
 		if err != nil {
 			prog.Close()
 			return nil, fmt.Errorf("open egress link %d of %s: %w", id, a, err)
