@@ -83,7 +83,7 @@ TESTS=(
 	# program, which this kernel (no tcx) attaches as a clsact filter
 	TestEgressLearns TestEgressDifferential TestEgressUnchanged
 	TestEgressDialogs TestEgressTakeover TestEgressAttachFails
-	TestEgressNetnsGone TestEgressLetsOthersDecide
+	TestEgressNetnsGone TestEgressLetsOthersDecide TestEgressRepinAgain
 	# e2e_test.go, e2e_limits_test.go
 	TestEndToEnd TestAttachRefusals TestDetachAfterInterfaceGone
 	TestUnknownNetns TestStatsSumInterfaces TestDottedInterfaceName
