@@ -1,7 +1,8 @@
-// Package bpf holds the XDP program of xdpcac, its C sources and the compiled
-// object that bpf2go embeds. It imports nothing of the project: maps/ and
-// loader/ give it meaning.
+// Package bpf holds the XDP program of xdpcac and its egress program (the
+// dialogs the SIP server opens), their C sources and the compiled objects
+// that bpf2go embeds. It imports nothing of the project: maps/ and loader/
+// give it meaning.
 //
-// The object is committed, so building needs no clang; `make generate`
-// rebuilds it and CI checks that the committed copy is current.
+// The objects are committed, so building needs no clang; `make generate`
+// rebuilds them and CI checks that the committed copies are current.
 package bpf

@@ -33,6 +33,15 @@ static __always_inline __u8 udp_port_kind(__be16 dest)
 	return ports ? ports->kind[port & 0xffff] : CAC_PORT_NONE;
 }
 
+/* What a UDP datagram carries, as the IP parsers below ask: by its
+ * destination port, for frames coming in. A program that includes this
+ * file may name its own reading first: tc_dialogs.c, which reads frames
+ * going out, takes a datagram from a SIP port as well as one to it
+ * (udp_sip_either). */
+#ifndef UDP_KIND
+#define UDP_KIND(udp) udp_port_kind((udp)->dest)
+#endif
+
 #define ETH_P_IP 0x0800
 #define ETH_P_IPV6 0x86DD
 #define ETH_P_PPP_DISC 0x8863
@@ -124,6 +133,23 @@ struct udphdr {
 	__be16 len;
 	__u16 check;
 };
+
+/* udp_sip_either reports a datagram to or from a watched SIP port as SIP,
+ * any other as none: on egress the SIP server's port is the source of
+ * what it sends, and its peer's may be any. */
+static __always_inline __u8 udp_sip_either(struct udphdr *udp)
+{
+	__u32 zero = 0;
+	struct cac_ports *ports = bpf_map_lookup_elem(&udp_ports, &zero);
+	if (!ports)
+		return CAC_PORT_NONE;
+	__u32 dest = bpf_ntohs(udp->dest), source = bpf_ntohs(udp->source);
+	barrier_var(dest); /* bound where the verifier sees it, as above */
+	barrier_var(source);
+	return ports->kind[dest & 0xffff] == CAC_PORT_SIP || ports->kind[source & 0xffff] == CAC_PORT_SIP
+		       ? CAC_PORT_SIP
+		       : CAC_PORT_NONE;
+}
 
 #define IP_MF 0x2000
 #define IP_OFFSET 0x1fff
@@ -235,7 +261,7 @@ static __always_inline int parse_ipv4(struct frame *f, __u32 l3off, struct udp_m
 		return CAC_KIND_UNWATCHED;
 
 	/* Lengths are checked only on a watched port: others are not ours. */
-	__u8 kind = udp_port_kind(udp->dest);
+	__u8 kind = UDP_KIND(udp);
 	if (kind == CAC_PORT_NONE)
 		return CAC_KIND_UNWATCHED;
 	__u32 tot_len = bpf_ntohs(ip->tot_len);
@@ -298,7 +324,7 @@ static __always_inline int parse_ipv6(struct frame *f, __u32 l3off, struct udp_m
 	struct udphdr *udp = data + off;
 	if ((void *)(udp + 1) > data_end)
 		return CAC_KIND_UNWATCHED;
-	__u8 kind = udp_port_kind(udp->dest);
+	__u8 kind = UDP_KIND(udp);
 	if (kind == CAC_PORT_NONE)
 		return CAC_KIND_UNWATCHED;
 

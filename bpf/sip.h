@@ -62,7 +62,7 @@ static __always_inline long sip_line_after(struct sip_msg *m, __u64 nl)
 
 /* sip_next_line_tail is sip_next_line for the last bytes, fewer than 8 before
  * the message ends or past SIP_SCAN_MAX: one byte at a time. */
-__noinline long sip_next_line_tail(struct xdp_md *ctx, __u64 moff, __u64 mlen, __u64 off)
+__noinline long sip_next_line_tail(CAC_CTX *ctx, __u64 moff, __u64 mlen, __u64 off)
 {
 	struct sip_msg m = sip_msg_of(ctx, moff, mlen);
 
@@ -87,7 +87,7 @@ __noinline long sip_next_line_tail(struct xdp_md *ctx, __u64 moff, __u64 mlen, _
  * the answer does not depend on where the words fall. Whole words first; off
  * only grows by 8 there, one verifier state a step.
  */
-__noinline long sip_next_line(struct xdp_md *ctx, __u64 moff, __u64 mlen, __u64 off)
+__noinline long sip_next_line(CAC_CTX *ctx, __u64 moff, __u64 mlen, __u64 off)
 {
 	struct sip_msg m = sip_msg_of(ctx, moff, mlen);
 
@@ -123,7 +123,7 @@ __noinline long sip_next_line(struct xdp_md *ctx, __u64 moff, __u64 mlen, __u64 
  * untagged To makes it a new dialog. The request line is skipped: headers
  * start after a newline.
  */
-__noinline int sip_to_headers(struct xdp_md *ctx, __u64 moff, __u64 mlen, __u32 fragmented)
+__noinline int sip_to_headers(CAC_CTX *ctx, __u64 moff, __u64 mlen, __u32 fragmented)
 {
 	__u64 off = 0;
 	/* seen (SIP_DIALOG) and many are only ever or-ed in and returned,
@@ -196,7 +196,7 @@ static __always_inline int sip_response(struct sip_msg *m)
 
 /* sip_leading_crlf counts the CR and LF bytes that open a message, at most
  * SIP_CRLF_MAX. A global function: its loop is verified once. */
-__noinline __u32 sip_leading_crlf(struct xdp_md *ctx, __u64 moff, __u64 mlen)
+__noinline __u32 sip_leading_crlf(CAC_CTX *ctx, __u64 moff, __u64 mlen)
 {
 	struct sip_msg m = sip_msg_of(ctx, moff, mlen);
 	__u32 skip = 0;
@@ -224,7 +224,7 @@ static __always_inline int is_token(int c)
  * method a request. A request the filter cannot read to the end within its
  * bounds is charged, never waved through.
  */
-static __always_inline int classify_sip(struct xdp_md *ctx, struct frame *f, struct udp_msg *u)
+static __always_inline int classify_sip(CAC_CTX *ctx, struct frame *f, struct udp_msg *u)
 {
 	struct sip_msg m = {.data = f->data, .data_end = f->data_end, .off = u->off, .len = u->len};
 	int class, odd = 0;

@@ -30,7 +30,7 @@ static __always_inline __u64 name_at(struct sip_msg *m, __u64 h, const char *nam
 /* callid_at returns the value offset of the header line at h when it is
  * Call-ID (or compact i), or 0. A global function, so that
  * sip_find_callid's loop walks one call a line, not every byte compare. */
-__noinline __u64 callid_at(struct xdp_md *ctx, __u64 moff, __u64 mlen, __u64 h)
+__noinline __u64 callid_at(CAC_CTX *ctx, __u64 moff, __u64 mlen, __u64 h)
 {
 	struct sip_msg m = sip_msg_of(ctx, moff, mlen);
 
@@ -45,7 +45,7 @@ __noinline __u64 callid_at(struct xdp_md *ctx, __u64 moff, __u64 mlen, __u64 h)
  * header within the bounds of sip_next_line, or 0. The request line is
  * skipped: headers start after a newline.
  */
-__noinline __u64 sip_find_callid(struct xdp_md *ctx, __u64 moff, __u64 mlen)
+__noinline __u64 sip_find_callid(CAC_CTX *ctx, __u64 moff, __u64 mlen)
 {
 	__u64 off = 0;
 
@@ -77,7 +77,7 @@ static __always_inline __u64 word_has(__u64 w, __u64 pattern)
  * message or the frame ends, one at a time into h. A global function:
  * inlined at each word it could follow, it cost the verifier 200,000
  * instructions. */
-__noinline __u64 hash_tail(struct xdp_md *ctx, __u64 moff, __u64 mlen, __u64 at, __u64 h)
+__noinline __u64 hash_tail(CAC_CTX *ctx, __u64 moff, __u64 mlen, __u64 at, __u64 h)
 {
 	struct sip_msg m = sip_msg_of(ctx, moff, mlen);
 	__u64 w = 0;
@@ -103,7 +103,7 @@ __noinline __u64 hash_tail(struct xdp_md *ctx, __u64 moff, __u64 mlen, __u64 at,
  * its bounds checks, this was most of the cost of naming a transaction.
  * Never 0, so that 0 can mean no value.
  */
-__noinline __u64 sip_hash_value(struct xdp_md *ctx, __u64 moff, __u64 mlen, __u64 v)
+__noinline __u64 sip_hash_value(CAC_CTX *ctx, __u64 moff, __u64 mlen, __u64 v)
 {
 	struct sip_msg m = sip_msg_of(ctx, moff, mlen);
 	__u64 h = FNV_OFFSET;
@@ -130,7 +130,7 @@ __noinline __u64 sip_hash_value(struct xdp_md *ctx, __u64 moff, __u64 mlen, __u6
 }
 
 /* sip_callid is the hash of a message's Call-ID, or 0 without one. */
-static __always_inline __u64 sip_callid(struct xdp_md *ctx, __u64 moff, __u64 mlen)
+static __always_inline __u64 sip_callid(CAC_CTX *ctx, __u64 moff, __u64 mlen)
 {
 	__u64 v = sip_find_callid(ctx, moff, mlen);
 	return v ? sip_hash_value(ctx, moff, mlen, v) : 0;

@@ -42,6 +42,14 @@
  * extension headers ends near 8300); it bounds offsets for the verifier. */
 #define SIP_MSG_OFF_MAX 0x3fff
 
+/* The context the SIP readers take: an XDP program's, unless the program
+ * that includes them names its own first (tc_dialogs.c reads an skb, whose
+ * data and data_end are at other offsets but mean the same). The readers
+ * only ever load those two. */
+#ifndef CAC_CTX
+#define CAC_CTX struct xdp_md
+#endif
+
 /* A SIP message inside the frame. */
 struct sip_msg {
 	void *data;
@@ -50,7 +58,7 @@ struct sip_msg {
 	__u64 len;
 };
 
-static __always_inline struct sip_msg sip_msg_of(struct xdp_md *ctx, __u64 off, __u64 len)
+static __always_inline struct sip_msg sip_msg_of(CAC_CTX *ctx, __u64 off, __u64 len)
 {
 	struct sip_msg m = {
 		.data = (void *)(long)ctx->data,

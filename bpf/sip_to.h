@@ -11,7 +11,7 @@
  * sip_tag_at reports whether a header parameter starting at q is a
  * non-empty tag: spaces, "tag" in any case, spaces, '=', spaces, a value.
  */
-__noinline int sip_tag_at(struct xdp_md *ctx, __u64 moff, __u64 mlen, __u64 q)
+__noinline int sip_tag_at(CAC_CTX *ctx, __u64 moff, __u64 mlen, __u64 q)
 {
 	struct sip_msg m = sip_msg_of(ctx, moff, mlen);
 	int c = sip_skip_sp(&m, &q);
@@ -45,7 +45,7 @@ static __always_inline __u64 has_byte(__u64 w, __u64 c)
  * It returns end when there is none. A word at a time; the last partial
  * word is the one that ends the message, shifted as in sip_next_line.
  */
-__noinline long sip_next_special(struct xdp_md *ctx, __u64 moff, __u64 mlen, __u64 off,
+__noinline long sip_next_special(CAC_CTX *ctx, __u64 moff, __u64 mlen, __u64 off,
 				 __u64 end)
 {
 	struct sip_msg m = sip_msg_of(ctx, moff, mlen);
@@ -91,7 +91,7 @@ __noinline long sip_next_special(struct xdp_md *ctx, __u64 moff, __u64 mlen, __u
  * from step to step, and the verifier walks it once, not once for each
  * state the value may be in.
  */
-__noinline __u64 sip_to_step(struct xdp_md *ctx, __u64 moff, __u64 mlen, __u64 at, __u64 end)
+__noinline __u64 sip_to_step(CAC_CTX *ctx, __u64 moff, __u64 mlen, __u64 at, __u64 end)
 {
 	struct sip_msg m = sip_msg_of(ctx, moff, mlen);
 	__u64 off = at >> 8;
@@ -144,7 +144,7 @@ __noinline __u64 sip_to_step(struct xdp_md *ctx, __u64 moff, __u64 mlen, __u64 a
  * Only the bytes sip_next_special finds can change the state, so each
  * step jumps from one to the next; an escaped byte is taken as it comes.
  */
-__noinline int sip_to_tagged(struct xdp_md *ctx, __u64 moff, __u64 mlen, __u64 v)
+__noinline int sip_to_tagged(CAC_CTX *ctx, __u64 moff, __u64 mlen, __u64 v)
 {
 	if (moff > SIP_MSG_OFF_MAX || v > SIP_SCAN_MAX + SIP_WS_MAX + 8)
 		return 0;

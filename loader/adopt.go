@@ -31,7 +31,10 @@ const (
 //     leaves a pinned XDP link defunct), a new link is attached and pinned;
 //   - else, if the pinned program differs from this version's, the link is
 //     switched to the new program atomically (o.UpdateLink, for tests to
-//     fail; nil is the link's own update); on failure the old one stays.
+//     fail; nil is the link's own update); on failure the old one stays;
+//   - the egress program likewise: switched when it is another version's,
+//     attached anew when it is missing (an attachment of a version before
+//     it, or an interface that came back).
 func Adopt(a Attachment, o Options) (Adopted, error) {
 	lk, err := lockStateDir(o.StateDir, lockTimeout)
 	if err != nil {
@@ -66,6 +69,10 @@ func Adopt(a Attachment, o Options) (Adopted, error) {
 		if err := reattach(a, o, dir, l, objs); err != nil {
 			return "", err
 		}
+		// Its egress program went with the interface too.
+		if _, err := ensureEgress(a, o, dir, objs, true); err != nil {
+			return Reattached, err
+		}
 		return Reattached, nil
 	}
 
@@ -76,8 +83,16 @@ func Adopt(a Attachment, o Options) (Adopted, error) {
 	}
 	defer old.Close()
 	same, err := sameProgram(old, objs.XdpCac)
-	if err != nil || same {
-		return Kept, err
+	if err != nil {
+		return "", err
+	}
+	if same {
+		// The egress program may be another version's, or missing.
+		changed, err := ensureEgress(a, o, dir, objs, false)
+		if err != nil || !changed {
+			return Kept, err
+		}
+		return Upgraded, nil
 	}
 	update := o.UpdateLink
 	if update == nil {
@@ -87,6 +102,9 @@ func Adopt(a Attachment, o Options) (Adopted, error) {
 		return "", fmt.Errorf("switch %s to this version's program: %w; the running program stays", a, err)
 	}
 	if err := repin(objs.XdpCac, filepath.Join(dir, pinProgram)); err != nil {
+		return Upgraded, err
+	}
+	if _, err := ensureEgress(a, o, dir, objs, false); err != nil {
 		return Upgraded, err
 	}
 	return Upgraded, nil

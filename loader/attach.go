@@ -47,6 +47,9 @@ type Options struct {
 	// UpdateLink switches a pinned link to a new program in Adopt; nil
 	// uses the link's own update. Tests set it to make the switch fail.
 	UpdateLink func(link.Link, *ebpf.Program) error
+	// EgressClsact attaches the egress program as a clsact filter even on
+	// a kernel with tcx: what older kernels get, for tests to exercise.
+	EgressClsact bool
 }
 
 func xdpFlags(mode string) (link.XDPAttachFlags, error) {
@@ -182,7 +185,13 @@ func Attach(a Attachment, o Options) (mode string, err error) {
 	}
 	defer l.Close() // detaches, unless pinned below
 
-	if err := pinAll(o.StateDir, dir, l, objs); err != nil {
+	eg, err := startEgress(a, nl.Attrs().Index, objs, o.EgressClsact)
+	if err != nil {
+		return "", err
+	}
+	defer eg.close()
+	if err := pinAll(o.StateDir, dir, l, objs, eg); err != nil {
+		eg.undo(a)
 		return "", err
 	}
 	mode = "unknown"
@@ -277,9 +286,10 @@ func describeProg(id uint32) string {
 	return fmt.Sprintf("id %d", id)
 }
 
-// pinAll pins the link, program and maps in a temporary directory and
-// renames it to dir, so the attachment appears whole or not at all.
-func pinAll(stateDir, dir string, l link.Link, objs *bpf.XdpObjects) error {
+// pinAll pins the link, program and maps, and the egress program, in a
+// temporary directory and renames it to dir, so the attachment appears
+// whole or not at all.
+func pinAll(stateDir, dir string, l link.Link, objs *bpf.XdpObjects, eg *egress) error {
 	suffix := make([]byte, 4)
 	if _, err := rand.Read(suffix); err != nil {
 		return fmt.Errorf("random name: %w", err)
@@ -302,6 +312,9 @@ func pinAll(stateDir, dir string, l link.Link, objs *bpf.XdpObjects) error {
 	}
 	if err == nil {
 		err = pin(pinLink, l.Pin)
+	}
+	if err == nil {
+		err = pinEgress(tmp, eg)
 	}
 	if err != nil {
 		os.RemoveAll(tmp)
@@ -330,6 +343,11 @@ func Detach(a Attachment, stateDir string) error {
 		return notAttached
 	}
 
+	// The egress program first: should it fail, the attachment is still
+	// whole, and a detach again finds it.
+	if err := removeEgress(a, dir); err != nil {
+		return err
+	}
 	l, err := link.LoadPinnedLink(filepath.Join(dir, pinLink), nil)
 	if err != nil {
 		return fmt.Errorf("open the pinned link of %s: %w", a, err)

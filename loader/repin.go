@@ -21,8 +21,11 @@ const kernelNameLen = 15
 // its pins are gone: the bpffs unmounted and mounted again, or the state
 // directory removed by hand. Every map the running program uses is pinned
 // under its own name, so the filter's state (buckets, counters, charges)
-// is the same as before and the CLI and a restarted daemon find it. It
-// does nothing, and says so, when the pins are there.
+// is the same as before and the CLI and a restarted daemon find it. The
+// egress program is pinned again too: a clsact filter outlives the pins
+// and is pinned as it runs; a tcx link does not (nothing else holds it)
+// and is attached anew. It does nothing, and says so, when the pins are
+// there.
 func Repin(stateDir string, a Attachment, held link.Link) (pinned bool, err error) {
 	if IsAttached(stateDir, a) {
 		return false, nil
@@ -61,7 +64,18 @@ func pinAgain(stateDir string, a Attachment, held link.Link) error {
 		return fmt.Errorf("program of %s: %w", a, err)
 	}
 	defer objs.Close()
-	return pinAll(stateDir, a.Dir(stateDir), l, objs)
+	eg, fresh, err := runningEgress(a, objs)
+	if err != nil {
+		return err
+	}
+	defer eg.close()
+	if err := pinAll(stateDir, a.Dir(stateDir), l, objs, eg); err != nil {
+		if fresh {
+			eg.undo(a)
+		}
+		return err
+	}
+	return nil
 }
 
 // objectsOf opens a running program and every map of ours it uses, by ID.

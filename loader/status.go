@@ -19,6 +19,9 @@ type AttachmentStatus struct {
 	// says whether it is this version's.
 	ProgramTag string
 	Current    bool
+	// Egress is how the egress program is attached: EgressTCX,
+	// EgressClsact, EgressNone or EgressGone.
+	Egress string
 }
 
 // Status reads the state of every attachment in stateDir. To tell whether
@@ -45,6 +48,9 @@ func Status(stateDir string) ([]AttachmentStatus, error) {
 		}
 		if info.XDP() == nil || info.XDP().Ifindex == 0 {
 			st.Link = "defunct"
+		}
+		if st.Egress, err = egressKind(a, dir); err != nil {
+			return nil, err
 		}
 		if nl, err := linkByName(a.Netns, a.Iface); err == nil && nl.Attrs().Xdp != nil && nl.Attrs().Xdp.Attached {
 			st.Mode = attachModeName(nl.Attrs().Xdp.AttachMode)

@@ -54,8 +54,31 @@ struct xdp_md {
 	__u32 egress_ifindex;
 };
 
+/* A tc program's context, up to the fields tc_dialogs.c reads; the
+ * verifier checks offsets, so the prefix is all it needs. */
+struct __sk_buff {
+	__u32 len;
+	__u32 pkt_type;
+	__u32 mark;
+	__u32 queue_mapping;
+	__u32 protocol;
+	__u32 vlan_present;
+	__u32 vlan_tci;
+	__u32 vlan_proto;
+	__u32 priority;
+	__u32 ingress_ifindex;
+	__u32 ifindex;
+	__u32 tc_index;
+	__u32 cb[5];
+	__u32 hash;
+	__u32 tc_classid;
+	__u32 data;
+	__u32 data_end;
+};
+
+#define TC_ACT_UNSPEC (-1) /* tcx: TCX_NEXT */
+
 /* The helper prototypes name these; the program never dereferences them. */
-struct __sk_buff;
 struct bpf_dynptr;
 struct bpf_fib_lookup;
 struct bpf_map;

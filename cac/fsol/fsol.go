@@ -61,6 +61,18 @@ func Classify(frame []byte, ports *Ports) Result {
 // ClassifySIP is Classify that also returns a SIP request's message as the
 // classifier read it, after its leading CRLFs; nil for other frames.
 func ClassifySIP(frame []byte, ports *Ports) (Result, []byte) {
+	return classifyFrame(frame, ports.byDest)
+}
+
+// portKind says what the UDP datagram whose header starts udp carries.
+type portKind func(udp []byte) cac.PortKind
+
+// byDest is what a datagram coming in carries: the kind of its destination
+// port, as the XDP program reads it (UDP_KIND of bpf/parse.h).
+func (p *Ports) byDest(udp []byte) cac.PortKind { return p[be16(udp[2:])] }
+
+// classifyFrame is ClassifySIP with the datagram's carrier read by carrier.
+func classifyFrame(frame []byte, carrier portKind) (Result, []byte) {
 	if len(frame) < 14 {
 		return kind(cac.Unwatched), nil
 	}
@@ -79,9 +91,9 @@ func ClassifySIP(frame []byte, ports *Ports) (Result, []byte) {
 	case etherType == etherTypePPPoEDsc:
 		return classifyPPPoE(frame, off), nil
 	case etherType == etherTypeIPv4:
-		return classifyUDP(ipv4(frame, off, ports))
+		return classifyUDP(ipv4(frame, off, carrier))
 	case etherType == etherTypeIPv6:
-		return classifyUDP(ipv6(frame, off, ports))
+		return classifyUDP(ipv6(frame, off, carrier))
 	}
 	return kind(cac.Unwatched), nil
 }
@@ -136,7 +148,7 @@ func udp(frame []byte, l4, ipEnd int, fragmented bool, port cac.PortKind) udpMsg
 	return udpMsg{verdict: cac.Session, port: port, msg: frame[l4+8 : l4+udpLen], fragmented: fragmented}
 }
 
-func ipv4(frame []byte, l3 int, ports *Ports) udpMsg {
+func ipv4(frame []byte, l3 int, carrier portKind) udpMsg {
 	if l3+20 > len(frame) {
 		return verdictOnly(cac.Unwatched)
 	}
@@ -156,7 +168,7 @@ func ipv4(frame []byte, l3 int, ports *Ports) udpMsg {
 	if l4+8 > len(frame) {
 		return verdictOnly(cac.Unwatched)
 	}
-	port := ports[be16(frame[l4+2:])]
+	port := carrier(frame[l4:])
 	if port == cac.PortNone {
 		return verdictOnly(cac.Unwatched)
 	}
@@ -167,7 +179,7 @@ func ipv4(frame []byte, l3 int, ports *Ports) udpMsg {
 	return udp(frame, l4, l3+totLen, frag&0x2000 != 0, port)
 }
 
-func ipv6(frame []byte, l3 int, ports *Ports) udpMsg {
+func ipv6(frame []byte, l3 int, carrier portKind) udpMsg {
 	if l3+40 > len(frame) {
 		return verdictOnly(cac.Unwatched)
 	}
@@ -213,7 +225,7 @@ walk:
 	if next != protoUDP || off+8 > len(frame) {
 		return verdictOnly(cac.Unwatched)
 	}
-	port := ports[be16(frame[off+2:])]
+	port := carrier(frame[off:])
 	if port == cac.PortNone {
 		return verdictOnly(cac.Unwatched)
 	}

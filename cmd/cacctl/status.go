@@ -31,6 +31,10 @@ type interfaceStatus struct {
 	Link       string `json:"link"`
 	ProgramTag string `json:"program_tag"`
 	Current    bool   `json:"current"`
+	// Egress is how the egress program that learns the dialogs the SIP
+	// server opens is attached: tcx, clsact, none (attached by a version
+	// before it) or missing (cacctl run attaches it again).
+	Egress string `json:"egress"`
 }
 
 func newStatusCmd(g *globals) *cobra.Command {
@@ -54,7 +58,7 @@ func newStatusCmd(g *globals) *cobra.Command {
 			}
 			for _, a := range atts {
 				v.Interfaces = append(v.Interfaces, interfaceStatus{
-					Interface: a.Key(), Mode: a.Mode, Link: a.Link, ProgramTag: a.ProgramTag, Current: a.Current,
+					Interface: a.Key(), Mode: a.Mode, Link: a.Link, ProgramTag: a.ProgramTag, Current: a.Current, Egress: a.Egress,
 				})
 			}
 			ca, err := loader.ReadCallAdmission(g.stateDir)
@@ -104,7 +108,7 @@ func writeStatus(w io.Writer, v statusView) {
 		return
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "interface\tmode\tlink\tprogram")
+	fmt.Fprintln(tw, "interface\tmode\tlink\tegress\tprogram")
 	for _, i := range v.Interfaces {
 		prog := "this version (" + i.ProgramTag + ")"
 		if !i.Current {
@@ -114,7 +118,7 @@ func writeStatus(w io.Writer, v statusView) {
 		if mode == "" {
 			mode = "-"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", i.Interface, mode, i.Link, prog)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", i.Interface, mode, i.Link, i.Egress, prog)
 	}
 	tw.Flush()
 }

@@ -48,8 +48,10 @@ KERNEL=${1:-linux-image-amd64}
 PACKAGES=(qemu-system-x86 busybox-static iproute2)
 HOST_TOOLS=(ip setpriv)
 # Modules the tests need that Debian builds as modules, dependencies
-# found through modules.dep.
-MODULES=(veth)
+# found through modules.dep: veth, and the clsact qdisc and bpf filter the
+# egress program is attached with on a kernel without tcx (the VM has no
+# modprobe to load them on demand).
+MODULES=(veth sch_ingress cls_bpf)
 # The tests that need only the kernel: BPF_PROG_TEST_RUN on the object
 # (classifier, admission, charges, agents, rejects, the differential tests
 # against the reference model), and the end-to-end tests on veth pairs in
@@ -78,6 +80,11 @@ TESTS=(
 	# held_test.go, retransmit_test.go
 	TestTrustedFirst TestInDialogHeld TestDialogVerified TestRetransmissions TestRetransmissionForms
 	TestTransactionHashes
+	# egress_test.go, egress_e2e_test.go, egress_life_test.go: the egress
+	# program, which this kernel (no tcx) attaches as a clsact filter
+	TestEgressLearns TestEgressDifferential TestEgressUnchanged
+	TestEgressDialogs TestEgressTakeover TestEgressAttachFails
+	TestEgressNetnsGone TestEgressLetsOthersDecide TestEgressRepinAgain
 	# e2e_test.go, e2e_limits_test.go
 	TestEndToEnd TestAttachRefusals TestDetachAfterInterfaceGone
 	TestUnknownNetns TestStatsSumInterfaces TestDottedInterfaceName

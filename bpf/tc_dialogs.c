@@ -1,0 +1,108 @@
+//go:build ignore
+
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+/*
+ * tc_dialogs: the dialogs the SIP server behind the filter opens itself
+ * (docs/design.md, "Dialogs the server opens"). On egress of the
+ * interfaces the XDP program watches, an INVITE out of dialog over UDP, to
+ * or from a watched SIP port, puts the hash of its Call-ID in the dialog
+ * table xdp_cac reads (dialog.h), so that the requests of that dialog
+ * coming back pass uncharged. The INVITE is read as the XDP side reads a
+ * request (sip.h) and its Call-ID hashed as sip_hdr.h hashes it; the Go
+ * twin is cac/admission/egress.go. Every frame goes on unchanged, to what
+ * comes after on the interface: the program never drops.
+ */
+#include "uapi.h"
+#include "bpf_helpers.h"
+
+/* The SIP readers read an skb here, and a datagram from a SIP port counts
+ * as one to it (parse.h, sip_msg.h). */
+#define CAC_CTX struct __sk_buff
+#define UDP_KIND(udp) udp_sip_either(udp)
+
+#include "cac.h"
+#include "parse.h"
+#include "sip.h"
+#include "sip_hdr.h"
+#include "clock.h"
+#include "dialog.h"
+
+char LICENSE[] SEC("license") = "Dual BSD/GPL";
+
+/* How far into a frame the SIP readers may read: a message starts at most
+ * SIP_MSG_OFF_MAX in, and no read goes past SIP_READ_LIMIT of it and a
+ * word. What lies further is never looked at, so never pulled. */
+#define EGRESS_PULL (SIP_MSG_OFF_MAX + SIP_READ_LIMIT + 8)
+
+/* egress_parse finds a UDP datagram of a watched SIP port in the part of
+ * the skb that is linear, with the lengths checked against the whole. */
+static __always_inline int egress_parse(struct __sk_buff *skb, struct frame *f, struct udp_msg *msg)
+{
+	f->data = (void *)(long)skb->data;
+	f->data_end = (void *)(long)skb->data_end;
+	f->len = skb->len;
+	__u32 l3off = 0;
+	__u16 proto = parse_l2(f, &l3off);
+	if (proto == ETH_P_IP)
+		return parse_ipv4(f, l3off, msg);
+	if (proto == ETH_P_IPV6)
+		return parse_ipv6(f, l3off, msg);
+	return CAC_KIND_UNWATCHED;
+}
+
+/*
+ * egress_learn puts a dialog the server opened in the table, every field
+ * but the time zero. A dialog the table holds already keeps its entry and
+ * what was recorded in it: a proxy sends out the INVITE the filter
+ * admitted with the same Call-ID, and a retransmission changes nothing.
+ * The lookup keeps it among the recently used. A global function, so that
+ * key and value stay off the program's own frame.
+ */
+__noinline int egress_learn(__u64 callid, __u64 now)
+{
+	struct cac_dialog d = {.invite_ns = now};
+	if (!callid || bpf_map_lookup_elem(&dialogs, &callid))
+		return 0;
+	bpf_map_update_elem(&dialogs, &callid, &d, BPF_NOEXIST);
+	return 0;
+}
+
+/* learn_frame learns the dialog of a frame going out, if it opens one. */
+static __always_inline void learn_frame(struct __sk_buff *skb)
+{
+	struct frame f = {};
+	struct udp_msg msg = {};
+
+	/* The stack and the drivers put headers in the linear part; a
+	 * payload may be in pages. So the headers are read where they are,
+	 * and only a datagram of a SIP port has the rest pulled in, as far as
+	 * the readers go. A frame whose headers are not linear is not
+	 * learnt: its dialog's requests are then held like a stranger's,
+	 * never waved through. */
+	if (egress_parse(skb, &f, &msg) != UDP_MSG_READY)
+		return;
+	__u32 want = skb->len < EGRESS_PULL ? skb->len : EGRESS_PULL;
+	if (f.data_end - f.data < want) {
+		if (bpf_skb_pull_data(skb, want) < 0)
+			return;
+		if (egress_parse(skb, &f, &msg) != UDP_MSG_READY)
+			return;
+	}
+	int result = classify_sip(skb, &f, &msg);
+	if ((result & ~RESULT_ODD) == RESULT(CAC_KIND_CLASS, CAC_CLASS_SIP_INVITE))
+		egress_learn(sip_callid(skb, f.msgoff, f.msglen), now_ns());
+}
+
+/*
+ * Every frame goes on with TC_ACT_UNSPEC, which tcx calls TCX_NEXT: the
+ * program decides nothing, so what comes after it on the interface (another
+ * tool's tcx program or tc filter) still runs and has its say, and with
+ * nothing after it the frame is sent. TC_ACT_OK would end the chain here,
+ * and a program attached after this one would never see the frame.
+ */
+SEC("tc")
+int tc_dialogs(struct __sk_buff *skb)
+{
+	learn_frame(skb);
+	return TC_ACT_UNSPEC;
+}
