@@ -88,12 +88,20 @@ static __always_inline int bucket_conforms(struct cac_limit *l, struct cac_bucke
 	return b->tat_ns <= now + tolerance_of(l, reserve);
 }
 
+/* How often bucket_take tries compare-and-swap before it adds. */
+#define BUCKET_CAS_TRIES 8
+
 /*
- * bucket_take takes one call's worth if the call still conforms. An idle
- * bucket (TAT behind now) moves to now + interval with compare-and-swap; a
- * busy one, or one that lost the race, advances with an atomic add, and
- * gives the interval back if the call no longer conforms. So a call that
- * conforms is never refused because other CPUs were busy on the bucket.
+ * bucket_take takes one call's worth if the call still conforms: the TAT
+ * moves from where it is (now, for an idle bucket) one interval on, with
+ * compare-and-swap, again from what another CPU wrote if it lost the
+ * race. A refused call writes nothing, so no other CPU ever sees a TAT
+ * that a refusal is about to take back: bucket_normalize would pull such
+ * a TAT to its ceiling, and the refusal's give-back would then free a
+ * call that was never due. Only a call that lost BUCKET_CAS_TRIES races
+ * in a row advances with an atomic add, and gives the interval back if it
+ * no longer conforms; so a call that conforms is never refused because
+ * other CPUs were busy on the bucket.
  */
 static __always_inline int bucket_take(struct cac_limit *l, struct cac_bucket *b, __u64 now,
 				       __u64 reserve)
@@ -102,10 +110,16 @@ static __always_inline int bucket_take(struct cac_limit *l, struct cac_bucket *b
 		return 1;
 	__u64 interval = l->interval_ns, tolerance = tolerance_of(l, reserve);
 	__u64 tat = b->tat_ns;
-	if (tat > now + tolerance)
-		return 0;
-	if (tat < now && __sync_val_compare_and_swap(&b->tat_ns, tat, now + interval) == tat)
-		return 1;
+#pragma unroll
+	for (int i = 0; i < BUCKET_CAS_TRIES; i++) {
+		if (tat > now + tolerance)
+			return 0;
+		__u64 next = (tat < now ? now : tat) + interval;
+		__u64 seen = __sync_val_compare_and_swap(&b->tat_ns, tat, next);
+		if (seen == tat)
+			return 1;
+		tat = seen;
+	}
 	__u64 old = __sync_fetch_and_add(&b->tat_ns, interval);
 	if (old <= now + tolerance)
 		return 1;
