@@ -77,6 +77,9 @@ struct cac_stats {
 	 * upper case, leading CRLFs, several To headers): classified all the
 	 * same, and counted so an operator sees who sends them. */
 	__u64 sip_odd_forms;
+	/* PADIs and PADRs with a session ID, which RFC 2516 forbids and
+	 * pppoe-server answers: classified, and counted here too. */
+	__u64 pppoe_odd_forms;
 	/* In-dialog requests of a dialog the filter knows, passed uncharged
 	 * (counted in sip-indialog's admitted too). */
 	__u64 sip_indialog_verified;

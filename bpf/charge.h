@@ -45,15 +45,16 @@ struct measured {
 	__u32 buffers_full;
 };
 
-/* call_type_of maps a class to its call type, or -1 for sip-options,
- * which opens no call. */
+/* call_type_of maps a class to its call type, or -1 for a class that is
+ * no call. A call is its first sign of life only: PADI, ICRQ, INVITE
+ * (docs/design.md "Admission"); a PADR or an SCCRQ meets its buckets but
+ * not the gates and charges, so a session admitted at its PADI is never
+ * refused at its PADR. cac.CallTypeOf is the same table in Go. */
 static __always_inline int call_type_of(__u32 class)
 {
 	switch (class) {
 	case CAC_CLASS_PPPOE_PADI:
-	case CAC_CLASS_PPPOE_PADR:
 		return CAC_CALL_PPPOE;
-	case CAC_CLASS_L2TP_SCCRQ:
 	case CAC_CLASS_L2TP_ICRQ:
 		return CAC_CALL_VPDN;
 	case CAC_CLASS_SIP_INVITE:

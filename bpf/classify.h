@@ -37,10 +37,10 @@ static __always_inline int classify_pppoe(struct frame *f, __u32 off)
 	else
 		return RESULT(CAC_KIND_OTHER, 0); /* PADO, PADS, PADT */
 
-	/* RFC 2516: a PADI or PADR carries session ID 0. */
-	if (ph->session != 0)
-		return RESULT(CAC_KIND_MALFORMED, 0);
-	return RESULT(CAC_KIND_CLASS, class);
+	/* RFC 2516 gives a PADI or PADR session ID 0, but pppoe-server and
+	 * accel-ppp answer one with any: classified all the same, and
+	 * counted as odd (docs/design.md "Classes"). */
+	return RESULT(CAC_KIND_CLASS, class) | (ph->session != 0 ? RESULT_ODD : 0);
 }
 
 #define L2TP_T 0x8000 /* control message */

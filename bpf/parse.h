@@ -55,7 +55,12 @@ static __always_inline __u8 udp_port_kind(__be16 dest)
 #define IPPROTO_FRAGMENT 44
 #define IPPROTO_DSTOPTS 60
 
+/* VLAN tags a per-source key holds (the outer two), and tags walked to
+ * find the EtherType: a subscriber three tags deep is still one a
+ * pppoe-server on a stacked VLAN device answers, so it is classified, not
+ * passed unseen. A frame with more is no network's doing. */
 #define CAC_MAX_VLANS 2
+#define CAC_MAX_TAGS 8
 /* IPv6 extension headers walked before the UDP header; a frame with more is
  * malformed, never unseen (five or more are no real peer's doing). */
 #define CAC_MAX_EXTHDRS 8
@@ -67,6 +72,9 @@ static __always_inline __u8 udp_port_kind(__be16 dest)
 /* A SIP response is kind other, with its status code above the class. */
 #define RESULT_SIP_RESPONSE(code) (RESULT(CAC_KIND_OTHER, 0) | ((code) << 16))
 #define RESULT_CODE(r) (((r) >> 16) & 0x3ff)
+/* A request in a form stricter parsers miss (a SIP method not in upper
+ * case, a PADI with a session ID): classified all the same, and counted. */
+#define RESULT_ODD (1 << 28)
 
 /* The frame under classification; len is data_end - data as a scalar. */
 struct frame {
@@ -168,9 +176,9 @@ static __always_inline int is_vlan(__u16 proto)
 }
 
 /*
- * parse_l2 returns the EtherType after at most two VLAN tags and sets *l3off
- * to the offset of the header it announces. It returns 0 (no EtherType) for
- * a frame too short for its tags or with a third tag: no class lives there.
+ * parse_l2 returns the EtherType after at most CAC_MAX_TAGS VLAN tags and
+ * sets *l3off to the offset of the header it announces. It returns 0 (no
+ * EtherType) for a frame too short for its tags or with more of them.
  */
 static __always_inline __u16 parse_l2(struct frame *f, __u32 *l3off)
 {
@@ -182,7 +190,7 @@ static __always_inline __u16 parse_l2(struct frame *f, __u32 *l3off)
 	__u32 off = sizeof(*eth);
 
 #pragma unroll
-	for (int i = 0; i < CAC_MAX_VLANS; i++) {
+	for (int i = 0; i < CAC_MAX_TAGS; i++) {
 		if (!is_vlan(proto))
 			break;
 		struct vlanhdr *vh = data + off;

@@ -178,9 +178,6 @@ static __always_inline int sip_response(struct sip_msg *m)
 	return RESULT_SIP_RESPONSE(code);
 }
 
-/* A classifier result of a SIP request in one of the odd forms above. */
-#define RESULT_ODD (1 << 28)
-
 /* Bytes of a word that fold to lower case: letters of a method. */
 #define FOLD(n) (0x2020202020202020ULL >> (64 - 8 * (n)))
 #define BYTES(n) (~0ULL >> (64 - 8 * (n)))

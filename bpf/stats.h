@@ -178,8 +178,12 @@ static __always_inline int verdict(struct xdp_md *ctx, __u64 where, __u32 result
 	struct cac_stats *st = bpf_map_lookup_elem(&stats, &zero);
 	if (!st)
 		return XDP_PASS;
-	if (result & RESULT_ODD)
-		st->sip_odd_forms++;
+	if (result & RESULT_ODD) {
+		if (RESULT_KIND(result) == CAC_KIND_CLASS && RESULT_CLASS(result) <= CAC_CLASS_PPPOE_PADR)
+			st->pppoe_odd_forms++;
+		else
+			st->sip_odd_forms++;
+	}
 	__u64 l3 = where & 0xffffff; /* l3off, family */
 	__u64 msg = where & (0xffffffffULL << 32);
 

@@ -158,6 +158,7 @@ type XdpCacStats struct {
 	Fragment              uint64
 	PassedOther           uint64
 	SipOddForms           uint64
+	PppoeOddForms         uint64
 	SipIndialogVerified   uint64
 	SipRetransmits        uint64
 	SipRetransmitsRefused uint64

@@ -246,13 +246,16 @@ func ClassOf(k Kind) (Class, bool) {
 	return 0, false
 }
 
-// CallTypeOf is the call type a class is charged as; of the SIP classes
-// only sip-invite opens a call.
+// CallTypeOf is the call type a class is charged as. A call is its first
+// sign of life only (docs/design.md "Admission"): PADI, ICRQ, INVITE. A
+// PADR follows a PADI already admitted and an SCCRQ opens a tunnel, not a
+// call, so neither meets the gates and charges again: their own buckets
+// hold them.
 func CallTypeOf(c Class) (CallType, bool) {
 	switch c {
-	case PPPoEPADI, PPPoEPADR:
+	case PPPoEPADI:
 		return CallPPPoE, true
-	case L2TPSCCRQ, L2TPICRQ:
+	case L2TPICRQ:
 		return CallVPDN, true
 	case SIPInvite:
 		return CallSIP, true

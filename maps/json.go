@@ -22,6 +22,8 @@ type StatsView struct {
 	Malformed   uint64 `json:"malformed"`
 	PassedOther uint64 `json:"passed_other"`
 	SIPOddForms uint64 `json:"sip_odd_forms"`
+	// PADIs and PADRs with a session ID, classified all the same.
+	PPPoEOddForms uint64 `json:"pppoe_odd_forms"`
 	// Of sip-indialog's admitted, those of a dialog the filter admitted.
 	SIPInDialogVerified uint64 `json:"sip_indialog_verified"`
 	// Of sip-invite's admitted and rejected, INVITE retransmissions that
@@ -45,6 +47,8 @@ func (s Stats) View() StatsView {
 		Malformed:   s.Malformed(),
 		PassedOther: s.PassedOther,
 		SIPOddForms: s.SIPOddForms,
+
+		PPPoEOddForms: s.PPPoEOddForms,
 
 		SIPInDialogVerified:   s.SIPInDialogVerified,
 		SIPRetransmits:        s.SIPRetransmits,

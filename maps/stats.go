@@ -37,6 +37,9 @@ type Stats struct {
 	// SIPOddForms counts SIP requests in a form stricter parsers miss (a
 	// method not in upper case, leading CRLFs, several To headers).
 	SIPOddForms uint64
+	// PPPoEOddForms counts PADIs and PADRs with a session ID: RFC 2516
+	// forbids one, pppoe-server answers it, so it is classified.
+	PPPoEOddForms uint64
 	// SIPInDialogVerified counts in-dialog requests of a dialog the
 	// filter admitted, passed uncharged (sip-indialog's admitted holds
 	// them too).
@@ -66,6 +69,7 @@ func (s *Stats) Add(o Stats) {
 	s.Fragment += o.Fragment
 	s.PassedOther += o.PassedOther
 	s.SIPOddForms += o.SIPOddForms
+	s.PPPoEOddForms += o.PPPoEOddForms
 	s.SIPInDialogVerified += o.SIPInDialogVerified
 	s.SIPRetransmits += o.SIPRetransmits
 	s.SIPRetransmitsRefused += o.SIPRetransmitsRefused
@@ -85,6 +89,7 @@ func (s Stats) Sub(o Stats) Stats {
 	d.Fragment -= o.Fragment
 	d.PassedOther -= o.PassedOther
 	d.SIPOddForms -= o.SIPOddForms
+	d.PPPoEOddForms -= o.PPPoEOddForms
 	d.SIPInDialogVerified -= o.SIPInDialogVerified
 	d.SIPRetransmits -= o.SIPRetransmits
 	d.SIPRetransmitsRefused -= o.SIPRetransmitsRefused
@@ -116,6 +121,7 @@ func ReadStats(m *ebpf.Map) (Stats, error) {
 func fromKernel(c bpf.XdpCacStats) Stats {
 	s := Stats{
 		Fragment: c.Fragment, PassedOther: c.PassedOther, SIPOddForms: c.SipOddForms,
+		PPPoEOddForms:       c.PppoeOddForms,
 		SIPInDialogVerified: c.SipIndialogVerified,
 		SIPRetransmits:      c.SipRetransmits, SIPRetransmitsRefused: c.SipRetransmitsRefused,
 		RejectRecordsLost: c.RejectRecordsLost, SIPEventsLost: c.SipEventsLost,

@@ -177,9 +177,10 @@ func TestNewModelSessionCharges(t *testing.T) {
 	if passed, reasons := f.offer(t, padi, 30); passed != 20 || reasons[cac.ReasonSessionCharges] != 10 {
 		t.Errorf("%d of 30 PADIs passed, rejected %v; want 20, then 10 session-charges", passed, reasons)
 	}
-	// PADR is a PPPoE call too and shares the charges.
-	if passed, reasons := f.offer(t, Frame(Ether{}, PPPoE{Code: PADR}), 1); passed != 0 || reasons[cac.ReasonSessionCharges] != 1 {
-		t.Errorf("PADR: %d passed, rejected %v", passed, reasons)
+	// A PADR is no new call: the session its PADI opened is never
+	// refused there, however full the charges, and it adds none.
+	if passed, reasons := f.offer(t, Frame(Ether{}, PPPoE{Code: PADR}), 10); passed != 10 {
+		t.Errorf("PADR under full charges: %d of 10 passed, rejected %v", passed, reasons)
 	}
 	// A call type with no charge line is still a call, and admitted
 	// while the session charges are full: it adds nothing.
@@ -200,9 +201,15 @@ func TestNewModelCPULimit(t *testing.T) {
 	f.mustAt(t, 5*second)
 	before := f.stats(t)
 	f.setInputs(t, f.loadInputs(60, 0))
-	for _, frame := range [][]byte{padi, Frame(Ether{}, PPPoE{Code: PADR}), icrq, v4udp(1701, L2TP{MsgType: SCCRQ}), v4udp(5060, SIPRequest("INVITE", toNoTag))} {
+	for _, frame := range [][]byte{padi, icrq, v4udp(5060, SIPRequest("INVITE", toNoTag))} {
 		if passed, reasons := f.offer(t, frame, 4); passed != 0 || reasons[cac.ReasonCPULimit] != 4 {
 			t.Errorf("CPU 60%% of 60%%: %d passed, rejected %v", passed, reasons)
+		}
+	}
+	// A PADR or an SCCRQ is no call: the gate does not hold it.
+	for _, frame := range [][]byte{Frame(Ether{}, PPPoE{Code: PADR}), v4udp(1701, L2TP{MsgType: SCCRQ})} {
+		if passed, reasons := f.offer(t, frame, 4); passed != 4 {
+			t.Errorf("CPU 60%% of 60%%: %d of 4 PADR/SCCRQ passed, rejected %v", passed, reasons)
 		}
 	}
 	if passed, _ := f.offer(t, v4udp(5060, SIPRequest("OPTIONS", toNoTag)), 2); passed != 2 {

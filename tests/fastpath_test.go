@@ -171,14 +171,15 @@ func decisionOf(d maps.Stats) (admission.Decision, error) {
 	}
 	add(d.Fragment, admission.Decision{Result: fsol.Result{Kind: cac.Fragment}})
 	add(d.PassedOther, admission.Decision{Result: fsol.Result{Kind: cac.Other}})
-	if d.SIPOddForms > 1 || (d.SIPOddForms == 1 && len(moved) != 1) {
-		return admission.Decision{}, fmt.Errorf("one frame counted %d odd forms in %d decisions", d.SIPOddForms, len(moved))
+	odd := d.SIPOddForms + d.PPPoEOddForms
+	if odd > 1 || (odd == 1 && len(moved) != 1) {
+		return admission.Decision{}, fmt.Errorf("one frame counted %d odd forms in %d decisions", odd, len(moved))
 	}
 	switch len(moved) {
 	case 0:
 		return admission.Decision{Result: fsol.Result{Kind: cac.Unwatched}}, nil
 	case 1:
-		moved[0].Odd = d.SIPOddForms == 1
+		moved[0].Odd = odd == 1
 		moved[0].Uncharged = d.SIPInDialogVerified == 1 || d.SIPRetransmits == 1
 		moved[0].Retransmit = d.SIPRetransmits+d.SIPRetransmitsRefused == 1
 		return moved[0], nil

@@ -56,6 +56,8 @@ var (
 		"dot1q":    {Ether{}, VLAN{ID: 100}},
 		"qinq":     {Ether{}, VLAN{TPID: 0x88a8, ID: 10}, VLAN{ID: 200}},
 		"qinq9100": {Ether{}, VLAN{TPID: 0x9100, ID: 11}, VLAN{ID: 201}},
+		// A third tag: a pppoe-server on a stacked VLAN device answers it.
+		"three-tags": {Ether{}, VLAN{TPID: 0x88a8, ID: 12}, VLAN{ID: 202}, VLAN{ID: 302}},
 	}
 	ipStacks = map[string][]Layer{
 		"ipv4":                {IPv4{}},
@@ -118,6 +120,15 @@ func sessionFrames() []frameCase {
 	return cases
 }
 
+// tags is an Ethernet header, n VLAN tags and inner.
+func tags(n int, inner Layer) []Layer {
+	layers := []Layer{Ether{}}
+	for i := 0; i < n; i++ {
+		layers = append(layers, VLAN{ID: uint16(100 + i)})
+	}
+	return append(layers, inner)
+}
+
 func v4udp(port uint16, payload Layer) []byte {
 	return Frame(Ether{}, IPv4{}, UDP{Dst: port}, payload)
 }
@@ -155,7 +166,8 @@ func edgeFrames() []frameCase {
 		{"udp-other-port", v4udp(53, Raw("INVITE x")), unwatched},
 		{"arp", Frame(Ether{Type: 0x0806}, Raw(make([]byte, 28))), unwatched},
 		{"pppoe-session", Frame(Ether{Type: 0x8864}, Raw(make([]byte, 20))), unwatched},
-		{"three-vlan-tags", Frame(Ether{}, VLAN{ID: 1}, VLAN{ID: 2}, VLAN{ID: 3}, PPPoE{Code: PADI}), unwatched},
+		{"eight-vlan-tags", Frame(tags(8, PPPoE{Code: PADI})...), sess(cac.PPPoEPADI)},
+		{"nine-vlan-tags", Frame(tags(9, PPPoE{Code: PADI})...), unwatched},
 		{"ipv4-bad-ihl", Frame(Ether{}, IPv4{IHL: 4}, UDP{Dst: 5060}, SIPRequest("INVITE", toNoTag)), unwatched},
 		{"ipv4-version-6", Frame(Ether{}, IPv4{Version: 6}, UDP{Dst: 5060}, SIPRequest("INVITE", toNoTag)), unwatched},
 		{"ipv6-5-ext", Frame(Ether{}, IPv6{Ext: []Ext{{Proto: 0}, {Proto: 60}, {Proto: 60}, {Proto: 60}, {Proto: 60}}}, UDP{Dst: 5060}, SIPRequest("INVITE", toNoTag)), sess(cac.SIPInvite)},
@@ -175,7 +187,9 @@ func edgeFrames() []frameCase {
 		{"pppoe-padt", Frame(Ether{}, PPPoE{Code: PADT, Session: 7}), other},
 		{"pppoe-bad-version", Frame(Ether{}, PPPoE{VerType: 0x21, Code: PADI}), malformed},
 		{"pppoe-length-past-frame", Frame(Ether{}, PPPoE{Code: PADI, Length: 200}), malformed},
-		{"pppoe-padi-with-session", Frame(Ether{}, PPPoE{Code: PADI, Session: 1}), malformed},
+		// pppoe-server answers a PADI or PADR whatever its session ID.
+		{"pppoe-padi-with-session", Frame(Ether{}, PPPoE{Code: PADI, Session: 1}), odd(sess(cac.PPPoEPADI))},
+		{"pppoe-padr-with-session", Frame(Ether{}, VLAN{ID: 7}, PPPoE{Code: PADR, Session: 0xffff}), odd(sess(cac.PPPoEPADR))},
 		{"pppoe-truncated", Frame(Ether{Type: 0x8863}, Raw{0x11, 0x09, 0}), malformed},
 		{"pppoe-padi-broadcast", Frame(Ether{Broadcast: true}, PPPoE{Code: PADI}), sess(cac.PPPoEPADI)},
 

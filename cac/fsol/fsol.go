@@ -25,8 +25,9 @@ func NewPorts(l2tp, sip []uint16) *Ports {
 type Result struct {
 	Kind  cac.Kind
 	Class cac.Class // meaningful only when Kind is cac.Session
-	// Odd marks a SIP request in a form stricter parsers miss: a method
-	// not in upper case, leading CRLFs, several To headers.
+	// Odd marks a request in a form stricter parsers miss: a SIP method
+	// not in upper case, leading CRLFs, several To headers; a PADI or
+	// PADR with a session ID.
 	Odd bool
 }
 
@@ -45,7 +46,8 @@ const (
 	etherTypeIPv4     = 0x0800
 	etherTypeIPv6     = 0x86dd
 	etherTypePPPoEDsc = 0x8863
-	maxVLANs          = 2
+	maxVLANs          = 2 // CAC_MAX_VLANS: the tags a per-source key holds
+	maxTags           = 8 // CAC_MAX_TAGS: the tags walked to the EtherType
 	maxExtHeaders     = 8 // CAC_MAX_EXTHDRS: one more is malformed
 	protoUDP          = 17
 )
@@ -78,7 +80,7 @@ func classifyFrame(frame []byte, carrier portKind) (Result, []byte) {
 	}
 	etherType := be16(frame[12:])
 	off := 14
-	for i := 0; i < maxVLANs && isVLAN(etherType); i++ {
+	for i := 0; i < maxTags && isVLAN(etherType); i++ {
 		if off+4 > len(frame) {
 			return kind(cac.Unwatched), nil
 		}
@@ -87,7 +89,7 @@ func classifyFrame(frame []byte, carrier portKind) (Result, []byte) {
 	}
 	switch {
 	case isVLAN(etherType):
-		return kind(cac.Unwatched), nil // a third tag: no class lives there
+		return kind(cac.Unwatched), nil // more tags than any network stacks
 	case etherType == etherTypePPPoEDsc:
 		return classifyPPPoE(frame, off), nil
 	case etherType == etherTypeIPv4:
@@ -115,10 +117,10 @@ func classifyPPPoE(frame []byte, off int) Result {
 	default:
 		return kind(cac.Other)
 	}
-	if be16(h[2:]) != 0 { // RFC 2516: PADI and PADR carry session ID 0
-		return kind(cac.Malformed)
-	}
-	return session(c)
+	// RFC 2516 gives them session ID 0; pppoe-server answers any.
+	r := session(c)
+	r.Odd = be16(h[2:]) != 0
+	return r
 }
 
 // udpMsg is a UDP payload on a watched port, or why there is none.

@@ -21,8 +21,10 @@ func SourceOf(frame []byte) Source {
 	copy(s.MAC[:], frame[6:12])
 	etherType := binary.BigEndian.Uint16(frame[12:])
 	off := 14
-	for i := 0; i < maxVLANs && isVLAN(etherType) && off+4 <= len(frame); i++ {
-		s.VLANs[i] = binary.BigEndian.Uint16(frame[off:]) & 0x0fff
+	for i := 0; i < maxTags && isVLAN(etherType) && off+4 <= len(frame); i++ {
+		if i < maxVLANs { // a key holds the outer two
+			s.VLANs[i] = binary.BigEndian.Uint16(frame[off:]) & 0x0fff
+		}
 		etherType = binary.BigEndian.Uint16(frame[off+2:])
 		off += 4
 	}

@@ -81,8 +81,8 @@ func writeStatsText(w io.Writer, s maps.Stats, per []loader.AttachmentStats) err
 			}
 		}
 	}
-	fmt.Fprintf(w, "fragment %d, passed_other %d, SIP requests in odd forms %d\n",
-		s.Fragment, s.PassedOther, s.SIPOddForms)
+	fmt.Fprintf(w, "fragment %d, passed_other %d, odd forms: %d SIP requests, %d PADI/PADR with a session ID\n",
+		s.Fragment, s.PassedOther, s.SIPOddForms, s.PPPoEOddForms)
 	fmt.Fprintf(w, "uncharged: %d in-dialog of known dialogs, %d INVITE retransmissions passed, %d refused again\n",
 		s.SIPInDialogVerified, s.SIPRetransmits, s.SIPRetransmitsRefused)
 	if s.RejectRecordsLost > 0 || s.SIPEventsLost > 0 {

@@ -9,7 +9,9 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/vishvananda/netns"
@@ -79,7 +81,7 @@ func Send(t testing.TB, ns, iface string, frames [][]byte) {
 			return fmt.Errorf("packet socket: %w", err)
 		}
 		defer unix.Close(fd)
-		ifi, err := interfaceIndex(iface)
+		ifi, err := InterfaceIndex(iface)
 		if err != nil {
 			return err
 		}
@@ -96,7 +98,9 @@ func Send(t testing.TB, ns, iface string, frames [][]byte) {
 	}
 }
 
-func interfaceIndex(name string) (int, error) {
+// InterfaceIndex is the index of an interface of the calling thread's
+// namespace (inside Do).
+func InterfaceIndex(name string) (int, error) {
 	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM, 0)
 	if err != nil {
 		return 0, err
@@ -110,6 +114,18 @@ func interfaceIndex(name string) (int, error) {
 		return 0, fmt.Errorf("index of %s: %w", name, err)
 	}
 	return int(ifr.Uint32()), nil
+}
+
+// KillNetnsProcesses kills every process left in a namespace: what a
+// daemon under test started (pppoe-server's pppd, say) and a kill of the
+// daemon did not take along.
+func KillNetnsProcesses(ns string) {
+	out, _ := exec.Command("ip", "netns", "pids", ns).Output()
+	for _, f := range strings.Fields(string(out)) {
+		if pid, err := strconv.Atoi(f); err == nil && pid > 1 {
+			syscall.Kill(pid, syscall.SIGKILL)
+		}
+	}
 }
 
 // NetnsFile writes /etc/netns/NS/NAME, the file `ip netns exec NS` binds
