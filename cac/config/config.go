@@ -225,7 +225,7 @@ func Parse(file string, data []byte) (*Config, error) {
 		SIPReject:   SIPReject{RetryAfter: 10 * time.Second, Rate: 100},
 		SIPT1:       500 * time.Millisecond,
 	}
-	d := &decoder{file: file}
+	d := &decoder{file: file, src: strings.Split(string(data), "\n")}
 	root := &doc
 	if root.Kind == yaml.DocumentNode && len(root.Content) == 1 {
 		root = root.Content[0]
