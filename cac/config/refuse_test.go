@@ -27,43 +27,43 @@ func header(t *testing.T, path, key string) string {
 // TestRefusedFiles: each file of testdata/refused is refused, with no
 // config, by an error at file:line:column: key that its first line gives.
 func TestRefusedFiles(t *testing.T) {
-	files, _ := filepath.Glob("testdata/refused/*.yaml")
+	eachFile(t, "refused", func(t *testing.T, f, want string) {
+		cfg, err := Load(f)
+		if err == nil || cfg != nil {
+			t.Fatalf("accepted: %+v", cfg)
+		}
+		if want = f + ":" + want; !strings.Contains(err.Error(), want) {
+			t.Errorf("got  %v\nwant %s", err, want)
+		}
+	})
+}
+
+// eachFile runs fn on every file of testdata/dir with what its first line
+// gives ("# refused: ..." for testdata/refused, "# lines: ..." for
+// testdata/ios).
+func eachFile(t *testing.T, dir string, fn func(t *testing.T, file, want string)) {
+	key := map[string]string{"refused": "refused", "ios": "lines"}[dir]
+	files, _ := filepath.Glob("testdata/" + dir + "/*.yaml")
 	if len(files) == 0 {
-		t.Fatal("no testdata/refused files")
+		t.Fatalf("no testdata/%s files", dir)
 	}
 	for _, f := range files {
-		t.Run(filepath.Base(f), func(t *testing.T) {
-			want := f + ":" + header(t, f, "refused")
-			cfg, err := Load(f)
-			if err == nil || cfg != nil {
-				t.Fatalf("accepted: %+v", cfg)
-			}
-			if !strings.Contains(err.Error(), want) {
-				t.Errorf("got  %v\nwant %s", err, want)
-			}
-		})
+		t.Run(filepath.Base(f), func(t *testing.T) { fn(t, f, header(t, f, key)) })
 	}
 }
 
 // TestIOSForms: each file of testdata/ios is accepted, and its IOS lines
 // come to the lines its first line gives.
 func TestIOSForms(t *testing.T) {
-	files, _ := filepath.Glob("testdata/ios/*.yaml")
-	if len(files) == 0 {
-		t.Fatal("no testdata/ios files")
-	}
-	for _, f := range files {
-		t.Run(filepath.Base(f), func(t *testing.T) {
-			want := header(t, f, "lines")
-			cfg, err := Load(f)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if got := strings.Join(cfg.CallAdmission.Lines(), " | "); got != want {
-				t.Errorf("got  %s\nwant %s", got, want)
-			}
-		})
-	}
+	eachFile(t, "ios", func(t *testing.T, f, want string) {
+		cfg, err := Load(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := strings.Join(cfg.CallAdmission.Lines(), " | "); got != want {
+			t.Errorf("got  %s\nwant %s", got, want)
+		}
+	})
 }
 
 // TestIOSInline: forms a testdata file cannot hold as pasted (line ends
