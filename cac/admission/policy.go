@@ -18,10 +18,11 @@ const (
 )
 
 // Capacity of the account and customer tables (CAC_MAX_ACCOUNTS and
-// CAC_MAX_CUSTOMERS in bpf/cac.h).
+// CAC_MAX_CUSTOMERS in bpf/cac.h); config refuses a file past them, with
+// its line, before anything gets here.
 const (
-	MaxAccounts  = 4096
-	MaxCustomers = 1024
+	MaxAccounts  = config.MaxAccounts
+	MaxCustomers = config.MaxCustomers
 )
 
 // SourceKey says how the per-source bucket of a class tells sources apart:
@@ -74,7 +75,7 @@ type Agent struct {
 }
 
 // MaxAgents is CAC_MAX_AGENTS of bpf/cac.h.
-const MaxAgents = 256
+const MaxAgents = config.MaxAgents
 
 func limitOf(what string, lim config.Limit) (bucket.Limit, error) {
 	if lim.Unlimited() {

@@ -56,7 +56,11 @@ func (c *Config) check(d *decoder, root *yaml.Node) {
 
 	// A source in two customers' accounts would be charged to whichever
 	// prefix is longer, silently: refuse overlaps across customers.
+	fits := c.checkSizes(d)
 	for i, cu := range c.Customers {
+		if !fits {
+			break
+		}
 		for _, a := range cu.Accounts {
 			for j := i + 1; j < len(c.Customers); j++ {
 				for _, b := range c.Customers[j].Accounts {
@@ -67,6 +71,11 @@ func (c *Config) check(d *decoder, root *yaml.Node) {
 				}
 			}
 		}
+	}
+
+	// Buffers are a gate of call admission, which acts only with a limit.
+	if b := c.Buffers; len(b.UDPPorts)+len(b.PacketProtocols) > 0 && c.CallAdmission.Limit == nil {
+		d.errorf(at("buffers"), "buffers", "never acts without `call admission limit <1-1000000000>` in call-admission, which this file lacks: add the limit line, or drop buffers")
 	}
 
 	// The fast path takes a heartbeat older than stale-after for a dead

@@ -1,14 +1,8 @@
 package config
 
 import (
-	"bytes"
-	"errors"
-	"fmt"
-	"io"
 	"math"
 	"net/netip"
-	"os"
-	"regexp"
 	"strings"
 	"time"
 
@@ -190,72 +184,6 @@ func DefaultClasses() map[cac.Class]Class {
 	}
 }
 
-// Load reads and checks a configuration file.
-func Load(path string) (*Config, error) {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return nil, fmt.Errorf("read config: %w", err)
-	}
-	return Parse(path, data)
-}
-
-// Parse checks a configuration held in memory; file names it in errors.
-func Parse(file string, data []byte) (*Config, error) {
-	var doc yaml.Node
-	dec := yaml.NewDecoder(bytes.NewReader(data))
-	if err := dec.Decode(&doc); err != nil && !errors.Is(err, io.EOF) {
-		return nil, syntaxError(file, err)
-	}
-	var next yaml.Node
-	if err := dec.Decode(&next); !errors.Is(err, io.EOF) {
-		if err != nil {
-			return nil, syntaxError(file, err)
-		}
-		return nil, &Error{File: file, Line: next.Line, Column: next.Column, Key: "---", Msg: "a second YAML document; a config is one document"}
-	}
-	c := &Config{
-		File:        file,
-		Ports:       Ports{L2TP: []uint16{1701}, SIP: []uint16{5060}},
-		Classes:     map[cac.Class]Class{},
-		CPU:         CPU{Source: "system", SampleInterval: time.Second},
-		SourceTable: 262144,
-		DialogTable: 65536,
-		StaleAfter:  5 * time.Second,
-		OnStale:     "static",
-		SIPReject:   SIPReject{RetryAfter: 10 * time.Second, Rate: 100},
-		SIPT1:       500 * time.Millisecond,
-	}
-	d := &decoder{file: file}
-	root := &doc
-	if root.Kind == yaml.DocumentNode && len(root.Content) == 1 {
-		root = root.Content[0]
-	}
-	if root.Kind != 0 { // an empty file is an empty config
-		d.mapping(root, "", c.fields(d))
-	}
-	for cl, def := range DefaultClasses() {
-		if _, set := c.Classes[cl]; !set {
-			c.Classes[cl] = def
-		}
-	}
-	c.check(d, root)
-	if err := d.err(); err != nil {
-		return nil, err
-	}
-	return c, nil
-}
-
-// yamlLine finds the line in the YAML library's messages ("yaml: line 3: ...").
-var yamlLine = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
-
-// syntaxError puts a YAML syntax error in the file:line: form of the rest.
-func syntaxError(file string, err error) error {
-	if m := yamlLine.FindStringSubmatch(err.Error()); m != nil {
-		return fmt.Errorf("%s:%s: YAML syntax: %s", file, m[1], m[2])
-	}
-	return fmt.Errorf("%s: YAML syntax: %w", file, err)
-}
-
 func (c *Config) fields(d *decoder) fields {
 	malformed := "pass"
 	return fields{
@@ -387,7 +315,9 @@ func (d *decoder) checkLimit(n *yaml.Node, path string, l Limit) {
 	}
 	if b := l.EffectiveBurst(); l.CPS != nil && b < 1 {
 		d.errorf(n, path, "the bucket holds %.3g calls (cps × burst-seconds), less than one: no call could pass; raise burst or burst-seconds", b)
+		return
 	}
+	d.checkRate(n, path, l)
 }
 
 func (d *decoder) classes(n *yaml.Node, path string, dst map[cac.Class]Class) {

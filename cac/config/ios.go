@@ -1,7 +1,7 @@
 package config
 
 import (
-	"strconv"
+	"fmt"
 	"strings"
 	"time"
 
@@ -32,99 +32,133 @@ const MaxChargeLifetime = 300
 // The call types of `call admission <type> <charge> <lifetime>`.
 var callTypes = []string{"pppoe", "vpdn", "sip"}
 
+// Lines are the IOS lines that give ca, one per setting in a fixed order:
+// what a block of pasted lines, abbreviations and `no` lines came to.
+func (ca CallAdmission) Lines() []string {
+	var out []string
+	if ca.NewModel {
+		out = append(out, "call admission new-model")
+	}
+	if ca.Limit != nil {
+		out = append(out, fmt.Sprintf("call admission limit %d", *ca.Limit))
+	}
+	if ca.CPULimit != nil {
+		out = append(out, fmt.Sprintf("call admission cpu-limit %d", *ca.CPULimit))
+	}
+	for _, t := range callTypes {
+		if c, ok := ca.Charges[t]; ok {
+			out = append(out, fmt.Sprintf("call admission %s %d %d", t, c.Charge, int(c.Lifetime.Seconds())))
+		}
+	}
+	if ca.Load != nil {
+		out = append(out, fmt.Sprintf("call admission load %d %d", ca.Load.Charge, int(ca.Load.Lifetime.Seconds())))
+	}
+	return out
+}
+
+// iosBlock is the state of a block of IOS lines as they are read in
+// order, with the line each setting in force came from, so that a setting
+// that can never act is refused at its own line (docs/design.md,
+// "Configuration").
+type iosBlock struct {
+	ca CallAdmission
+	at map[string]*yaml.Node // "new-model", "limit", "cpu-limit", "load" or a call type
+}
+
+// set notes the line a setting in force came from; a later line replaces
+// an earlier one, as it does on the router.
+func (b *iosBlock) set(key string, at *yaml.Node) { b.at[key] = at }
+
+// unset is what a `no` line does: the setting is gone, whatever it was.
+func (b *iosBlock) unset(key string) {
+	delete(b.at, key)
+	switch key {
+	case "new-model":
+		b.ca.NewModel = false
+	case "limit":
+		b.ca.Limit = nil
+	case "cpu-limit":
+		b.ca.CPULimit = nil
+	case "load":
+		b.ca.Load = nil
+	default:
+		delete(b.ca.Charges, key)
+	}
+}
+
 // callAdmission parses the IOS lines of call-admission; each error names
 // the line of the file it stands on.
 func (d *decoder) callAdmission(path string, n *yaml.Node) CallAdmission {
-	ca := CallAdmission{Charges: map[string]Charge{}}
+	b := &iosBlock{ca: CallAdmission{Charges: map[string]Charge{}}, at: map[string]*yaml.Node{}}
 	text, ok := d.scalar(n, path)
 	if !ok {
-		return ca
+		return b.ca
 	}
+	lines := strings.Split(text, "\n")
 	// Only a literal block keeps one IOS line per line; folding would
 	// run the lines together and point errors at the wrong line.
-	if n.Style != yaml.LiteralStyle && strings.Count(strings.ToLower(text), "call admission") > 1 {
+	if n.Style != yaml.LiteralStyle && runTogether(lines) {
 		d.errorf(n, path, "write the IOS lines as a literal block, one per line (call-admission: |)")
-		return ca
+		return b.ca
 	}
-	defer func() {
-		if ca.CPULimit != nil && !ca.NewModel {
-			d.errorf(n, path, "call admission cpu-limit applies to the new model only: add `call admission new-model`, or drop the cpu-limit line")
-		}
-	}()
 	first := n.Line
 	if n.Style == yaml.LiteralStyle || n.Style == yaml.FoldedStyle {
 		first++ // the block starts on the line after | or >
 	}
-	for i, line := range strings.Split(text, "\n") {
-		at := &yaml.Node{Line: first + i, Column: n.Column}
-		words := strings.Fields(strings.ToLower(line))
-		if len(words) == 0 || strings.HasPrefix(words[0], "!") {
-			continue
+	for i, line := range lines {
+		at := d.lineAt(first+i, n)
+		if text, _, _ := strings.Cut(line, "!"); strings.TrimSpace(text) != "" {
+			d.iosLine(at, path, text, b)
 		}
-		if len(words) < 3 || words[0] != "call" || words[1] != "admission" {
-			d.errorf(at, path, "%q is not a `call admission` line", strings.TrimSpace(line))
-			continue
-		}
-		d.callAdmissionLine(at, path, words[2:], &ca)
 	}
-	return ca
+	d.neverActs(path, b)
+	return b.ca
 }
 
-func (d *decoder) callAdmissionLine(at *yaml.Node, path string, w []string, ca *CallAdmission) {
-	num := func(s, what string, min, max uint64) (uint64, bool) {
-		v, err := strconv.ParseUint(s, 10, 32)
-		if err != nil || v < min || v > max {
-			d.errorf(at, path, "call admission %s: %s must be from %d to %d, got %q", w[0], what, min, max, s)
-			return 0, false
-		}
-		return v, true
+// neverActs refuses settings that the fast path would hold and never use:
+// without a limit nothing of call admission is checked, and cpu-limit is
+// the new model's alone. Each is named at its own line, with the line it
+// lacks.
+func (d *decoder) neverActs(path string, b *iosBlock) {
+	if at := b.at["cpu-limit"]; at != nil && !b.ca.NewModel {
+		d.errorf(at, path, "call admission cpu-limit applies to the new model only: add `call admission new-model`, or drop the cpu-limit line")
 	}
-	args := func(n int, usage string) bool {
-		if len(w) != n+1 {
-			d.errorf(at, path, "want `call admission %s %s`", w[0], usage)
-			return false
-		}
-		return true
+	if b.ca.Limit != nil {
+		return
 	}
-	switch w[0] {
-	case "new-model":
-		if args(0, "") {
-			ca.NewModel = true
+	for _, key := range append([]string{"new-model", "cpu-limit", "load"}, callTypes...) {
+		if at := b.at[key]; at != nil {
+			d.errorf(at, path, "`call admission %s` never acts without `call admission limit <1-1000000000>`, which this block lacks: add the limit line, or drop this one", key)
 		}
-	case "limit":
-		if args(1, "<1-1000000000>") {
-			if v, ok := num(w[1], "the limit", 1, 1e9); ok {
-				l := uint32(v)
-				ca.Limit = &l
-			}
-		}
-	case "cpu-limit":
-		if args(1, "<1-100>") {
-			if v, ok := num(w[1], "the CPU limit", 1, 100); ok {
-				p := uint8(v)
-				ca.CPULimit = &p
-			}
-		}
-	case "load":
-		if args(2, "<multiplier 1-1000000> <lifetime 1-3600>") {
-			m, ok1 := num(w[1], "the multiplier", 1, 1e6)
-			l, ok2 := num(w[2], "the lifetime in seconds", 1, 3600)
-			if ok1 && ok2 {
-				ca.Load = &Charge{Charge: uint32(m), Lifetime: time.Duration(l) * time.Second}
-			}
-		}
-	case "pppoa":
-		d.errorf(at, path, "call admission pppoa: PPPoA runs over ATM, not Ethernet; xdpcac cannot see it (use pppoe, vpdn or sip)")
-	case "pppoe", "vpdn", "sip":
-		if args(2, "<charge 1-1000000> <lifetime 1-300>") {
-			c, ok1 := num(w[1], "the charge", 1, 1e6)
-			l, ok2 := num(w[2], "the lifetime in seconds", 1, MaxChargeLifetime)
-			if ok1 && ok2 {
-				ca.Charges[w[0]] = Charge{Charge: uint32(c), Lifetime: time.Duration(l) * time.Second}
-			}
-		}
-	default:
-		d.errorf(at, path, "unknown `call admission %s` (want new-model, limit, cpu-limit, load or a call type: %s)",
-			w[0], strings.Join(callTypes, ", "))
 	}
+}
+
+// lineAt is the position of line ln of the file, at its first non-blank
+// column: an IOS line inside a block scalar is pointed at where it is
+// written, not at the key.
+func (d *decoder) lineAt(ln int, n *yaml.Node) *yaml.Node {
+	col := n.Column
+	if ln >= 1 && ln <= len(d.src) {
+		src := d.src[ln-1]
+		if trimmed := strings.TrimLeft(src, " \t"); trimmed != "" {
+			col = len(src) - len(trimmed) + 1
+		}
+	}
+	return &yaml.Node{Line: ln, Column: col}
+}
+
+// runTogether reports a line that holds more than one IOS command.
+func runTogether(lines []string) bool {
+	for _, l := range lines {
+		n := 0
+		for _, w := range strings.Fields(strings.ToLower(l)) {
+			if w == "call" {
+				n++
+			}
+		}
+		if n > 1 {
+			return true
+		}
+	}
+	return false
 }

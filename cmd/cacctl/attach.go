@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"net/netip"
 	"path/filepath"
+	"strings"
 
 	"github.com/spf13/cobra"
 	"github.com/xdpcac/xdpcac/cac/admission"
@@ -109,8 +110,11 @@ running for the state directory, apply hands FILE to it, and the daemon
 adopts FILE (SIGHUP reads it again); a bad file changes nothing either way.`,
 		Args: exactArgs(),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			_, opts, err := loadOptions(cfgFile)
+			cfg, opts, err := loadOptions(cfgFile)
 			if err != nil {
+				return err
+			}
+			if err := checkInterfaces(cmd.ErrOrStderr(), g.netns, cfg); err != nil {
 				return err
 			}
 			// A running daemon owns the configuration: it puts the file in
@@ -155,19 +159,30 @@ func newDetachCmd(g *globals) *cobra.Command {
 	}
 }
 
-func newValidateCmd() *cobra.Command {
+func newValidateCmd(g *globals) *cobra.Command {
 	var cfgFile string
 	cmd := &cobra.Command{
 		Use:   "validate --config FILE",
 		Short: "Check a configuration file; every error names its line and key",
-		Args:  exactArgs(),
+		Long: `validate checks FILE as apply would, without changing anything: what it
+refuses, apply refuses. It prints the call admission lines the IOS block
+comes to, and warns of interfaces this box lacks, which apply and run
+refuse when the file names no other: the file may be meant for another box.`,
+		Args: exactArgs(),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			cfg, err := config.Load(cfgFile)
+			cfg, _, err := loadOptions(cfgFile)
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "%s: valid (%d interfaces, %d class limits, %d customers, %d session agents)\n",
+			out := cmd.OutOrStdout()
+			fmt.Fprintf(out, "%s: valid (%d interfaces, %d class limits, %d customers, %d session agents)\n",
 				cfgFile, len(cfg.Interfaces), len(cfg.Classes), len(cfg.Customers), len(cfg.SessionAgents))
+			for _, l := range cfg.CallAdmission.Lines() {
+				fmt.Fprintf(out, "  %s\n", l)
+			}
+			if missing, err := missingInterfaces(g.netns, cfg); err == nil && len(missing) > 0 {
+				fmt.Fprintf(cmd.ErrOrStderr(), "warning: %s: interfaces that do not exist on this box: %s\n", cfgFile, strings.Join(missing, ", "))
+			}
 			return nil
 		},
 	}

@@ -131,6 +131,9 @@ func (d *daemon) run(ctx context.Context, detachOnExit bool) error {
 	if err == nil && len(cfg.Interfaces) == 0 {
 		err = fmt.Errorf("%s lists no interfaces: add interfaces: [{name: IFACE}]", d.cfgFile())
 	}
+	if err == nil {
+		err = d.checkInterfaces(cfg)
+	}
 	if err != nil {
 		return err
 	}
@@ -221,6 +224,9 @@ func (d *daemon) reload(file string, cur *config.Config) (*config.Config, loader
 	next, opts, err := loadOptions(file)
 	if err == nil && len(next.Interfaces) == 0 {
 		err = fmt.Errorf("%s lists no interfaces: add interfaces: [{name: IFACE}]", file)
+	}
+	if err == nil {
+		err = d.checkInterfaces(next)
 	}
 	var nm *measure
 	if err == nil && !sameMeasure(cur, next) {
