@@ -88,8 +88,9 @@ struct cac_stats {
 	 * Counted in sip-invite's admitted and rejected too. */
 	__u64 sip_retransmits;
 	__u64 sip_retransmits_refused;
-	/* Records a full ring buffer refused: the daemon did not keep up.
-	 * Nothing else changes; the verdicts and counters above stay exact. */
+	/* Rejects the records table took in no record (reject_records_lost)
+	 * and SIP messages a full ring buffer refused: the daemon did not keep
+	 * up. Nothing else changes; the verdicts and counters above stay exact. */
 	__u64 reject_records_lost;
 	__u64 sip_events_lost;
 };
@@ -220,22 +221,17 @@ struct cac_charge_ring {
 struct cac_reject_key {
 	struct cac_source source; /* the full source: whole address, MAC and VLANs */
 	__u8 reason;              /* enum cac_reason */
-	__u8 _pad[7];
+	__u8 _pad[3];
+	__u32 second; /* the second of the coarse monotonic clock it counts */
 };
 
 struct cac_reject {
-	__u64 second;   /* coarse monotonic clock, in seconds */
+	__u64 second;   /* coarse monotonic clock, in seconds: the key's */
 	__u64 count;    /* rejects in that second */
 	__u64 first_ns; /* first and last reject, monotonic */
 	__u64 last_ns;
 	__u32 ifindex;
 	__u32 _pad;
-};
-
-/* A finished second of rejects, as the ring buffer carries it. */
-struct cac_reject_event {
-	struct cac_reject_key key;
-	struct cac_reject rec;
 };
 
 #define CAC_MAX_ACCOUNTS 4096

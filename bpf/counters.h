@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
 /*
  * The per-CPU counters of an attachment. They sit apart from stats.h so
- * that the code writing the ring buffers, deep inside admission, can count
- * what a full ring made it drop.
+ * that the code writing the reject records and the SIP ring buffer, deep
+ * inside admission, can count what found no room.
  */
 #pragma once
 
@@ -17,8 +17,9 @@ struct {
 	__type(value, struct cac_stats);
 } stats SEC(".maps");
 
-/* lost_reject_record counts a reject record a full ring buffer refused;
- * the reject itself is counted as always. */
+/* lost_reject_record counts a reject the records table took in no record
+ * (it had no room): the reject itself is counted as always, but the log
+ * will not have it. */
 static __always_inline void lost_reject_record(void)
 {
 	__u32 zero = 0;

@@ -1,12 +1,14 @@
 /* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
 /*
- * Reject records (DESIGN.md §5): every reject is counted against its
- * source, class and reason for the current second in an LRU table that
- * `cacctl show rejects` reads; when a key's second is over and it rejects
- * again, the finished second goes out on a ring buffer for the daemon. So
- * at most one record per source, class and reason and second leaves the
- * kernel, carrying the count it stands for; a flood from one source costs
- * a lookup and an atomic add per packet.
+ * Reject records (docs/design.md, "Reject records"): every reject is
+ * counted in the record of its source, class, reason and second, a key
+ * that names the second it falls in. The fast path only ever adds to the
+ * record of the second it read from the clock, making it if it is not
+ * there; it never reads a count back nor resets one. The daemon takes the
+ * records of finished seconds out of the table (lookup and delete) and
+ * writes them to its log, so nobody resets a count another CPU is adding
+ * to, and a record never waits for its source to be rejected again. A
+ * flood from one source costs a lookup and an atomic add per packet.
  */
 #pragma once
 
@@ -20,18 +22,15 @@ struct {
 	__type(value, struct cac_reject);
 } rejects SEC(".maps");
 
-struct {
-	__uint(type, BPF_MAP_TYPE_RINGBUF);
-	__uint(max_entries, 256 * 1024);
-} reject_events SEC(".maps");
-
 /*
  * New records per CPU per second. A flood from spoofed sources would
  * otherwise insert a record per packet and churn the table. Once a CPU has
  * made this many in a second, every further reject it sees in that second
  * is counted in one record whose source is "other sources" (family
  * CAC_SOURCE_OTHERS), without looking for its own: the counts still add
- * up, and a spoofed flood costs what a single-source one does.
+ * up, and a spoofed flood costs what a single-source one does. It also
+ * bounds the table: the daemon empties it of every second but the last
+ * two, so it holds at most three seconds of each CPU's budget.
  */
 #define REJECT_NEW_PER_SECOND 1024
 #define CAC_SOURCE_OTHERS 0xff
@@ -66,6 +65,30 @@ static const struct cac_class_limits full_source = {
 	.ipv6_prefix = 128,
 };
 
+/* add_reject adds one reject to a record found in the table. */
+static __always_inline void add_reject(struct cac_reject *r, __u64 now)
+{
+	__sync_fetch_and_add(&r->count, 1);
+	r->last_ns = now;
+}
+
+/*
+ * new_record makes key's record with one reject in it, or adds the reject
+ * to the record another CPU made of the same key meanwhile (the insert is
+ * refused as existing, and the count must not be lost). It returns 0, or
+ * -1 when the table took the reject in no record.
+ */
+static __always_inline int new_record(struct cac_reject_key *key, struct cac_reject *rec)
+{
+	if (bpf_map_update_elem(&rejects, key, rec, BPF_NOEXIST) == 0)
+		return 0;
+	struct cac_reject *r = bpf_map_lookup_elem(&rejects, key);
+	if (!r)
+		return -1;
+	add_reject(r, rec->last_ns);
+	return 0;
+}
+
 static __always_inline void record_reject(struct xdp_md *ctx, struct frame *f, __u32 class,
 					  int reason, __u64 now)
 {
@@ -75,51 +98,7 @@ static __always_inline void record_reject(struct xdp_md *ctx, struct frame *f, _
 		return;
 	key.reason = reason;
 	__u64 second = now / 1000000000ULL;
-
-	struct reject_budget *budget = this_cpu_budget(second);
-	if (!budget)
-		return;
-	struct cac_reject *r = NULL;
-	int fresh = 0;
-	if (budget->used < REJECT_NEW_PER_SECOND) {
-		r = bpf_map_lookup_elem(&rejects, &key);
-		if (!r) {
-			budget->used++; /* a new record follows below */
-			fresh = 1;
-		}
-	}
-	if (!r && !fresh) {
-		/* Out of new records this second: count it with other sources. */
-		__builtin_memset(&key.source, 0, sizeof(key.source));
-		key.source.class = class;
-		key.source.family = CAC_SOURCE_OTHERS;
-		r = bpf_map_lookup_elem(&rejects, &key);
-	}
-	if (r) {
-		__u64 last = r->second;
-		if (last != second &&
-		    __sync_val_compare_and_swap(&r->second, last, second) == last) {
-			/* This CPU closed the key's last second: send it on. The
-			 * exchange keeps every count, whoever added it. */
-			__u64 count = __sync_lock_test_and_set(&r->count, 1);
-			struct cac_reject_event *ev =
-				bpf_ringbuf_reserve(&reject_events, sizeof(*ev), 0);
-			if (ev) {
-				ev->key = key;
-				ev->rec = *r;
-				ev->rec.second = last;
-				ev->rec.count = count;
-				bpf_ringbuf_submit(ev, 0);
-			} else {
-				lost_reject_record();
-			}
-			r->first_ns = now;
-		} else {
-			__sync_fetch_and_add(&r->count, 1);
-		}
-		r->last_ns = now;
-		return;
-	}
+	key.second = second;
 	struct cac_reject rec = {
 		.second = second,
 		.count = 1,
@@ -127,5 +106,28 @@ static __always_inline void record_reject(struct xdp_md *ctx, struct frame *f, _
 		.last_ns = now,
 		.ifindex = ctx->ingress_ifindex,
 	};
-	bpf_map_update_elem(&rejects, &key, &rec, BPF_NOEXIST);
+
+	struct reject_budget *budget = this_cpu_budget(second);
+	if (!budget)
+		return;
+	if (budget->used < REJECT_NEW_PER_SECOND) {
+		struct cac_reject *r = bpf_map_lookup_elem(&rejects, &key);
+		if (r) {
+			add_reject(r, now);
+			return;
+		}
+		budget->used++;
+		if (new_record(&key, &rec) == 0)
+			return;
+	}
+	/* Out of new records this second (or the table took none): count it
+	 * with other sources. */
+	__builtin_memset(&key.source, 0, sizeof(key.source));
+	key.source.class = class;
+	key.source.family = CAC_SOURCE_OTHERS;
+	struct cac_reject *r = bpf_map_lookup_elem(&rejects, &key);
+	if (r)
+		add_reject(r, now);
+	else if (new_record(&key, &rec) != 0)
+		lost_reject_record();
 }

@@ -129,7 +129,8 @@ type XdpCacRejectKey struct {
 	_      structs.HostLayout
 	Source XdpCacSource
 	Reason uint8
-	Pad    [7]uint8
+	Pad    [3]uint8
+	Second uint32
 }
 
 type XdpCacSettings struct {
@@ -196,7 +197,6 @@ const (
 	XdpMapRefused         = "refused"
 	XdpMapRefusedBudget   = "refused_budget"
 	XdpMapRejectBudget    = "reject_budget"
-	XdpMapRejectEvents    = "reject_events"
 	XdpMapRejects         = "rejects"
 	XdpMapSettings        = "settings"
 	XdpMapSipEvents       = "sip_events"
@@ -278,7 +278,6 @@ type XdpMapSpecs struct {
 	Refused         *ebpf.MapSpec `ebpf:"refused"`
 	RefusedBudget   *ebpf.MapSpec `ebpf:"refused_budget"`
 	RejectBudget    *ebpf.MapSpec `ebpf:"reject_budget"`
-	RejectEvents    *ebpf.MapSpec `ebpf:"reject_events"`
 	Rejects         *ebpf.MapSpec `ebpf:"rejects"`
 	Settings        *ebpf.MapSpec `ebpf:"settings"`
 	SipEvents       *ebpf.MapSpec `ebpf:"sip_events"`
@@ -336,7 +335,6 @@ type XdpMaps struct {
 	Refused         *ebpf.Map `ebpf:"refused"`
 	RefusedBudget   *ebpf.Map `ebpf:"refused_budget"`
 	RejectBudget    *ebpf.Map `ebpf:"reject_budget"`
-	RejectEvents    *ebpf.Map `ebpf:"reject_events"`
 	Rejects         *ebpf.Map `ebpf:"rejects"`
 	Settings        *ebpf.Map `ebpf:"settings"`
 	SipEvents       *ebpf.Map `ebpf:"sip_events"`
@@ -369,7 +367,6 @@ func (m *XdpMaps) Close() error {
 		m.Refused,
 		m.RefusedBudget,
 		m.RejectBudget,
-		m.RejectEvents,
 		m.Rejects,
 		m.Settings,
 		m.SipEvents,

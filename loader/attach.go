@@ -78,6 +78,14 @@ func attachModeName(m uint32) string {
 	return "unknown"
 }
 
+// rejectTable is the size of the rejects table on a machine of cpus: the
+// daemon leaves at most three seconds in it, each CPU makes at most 1,024
+// records of its own a second (REJECT_NEW_PER_SECOND) and a few of "other
+// sources", so four seconds of every CPU's budget always fit, and no
+// record waiting for the sweep is pushed out (docs/design.md, "Reject
+// records"). Never less than the 65,536 of the object.
+func rejectTable(cpus int) uint32 { return uint32(max(65536, cpus*4*1024)) }
+
 // Load loads the XDP program and its maps, unattached, with a per-source
 // table of sourceTable entries and a dialog table of dialogTable (0: the
 // defaults), using the maps of shared in place of its own.
@@ -97,6 +105,11 @@ func Load(sourceTable, dialogTable uint32, shared map[string]*ebpf.Map) (*bpf.Xd
 	}
 	if dialogTable > 0 {
 		spec.Maps[bpf.XdpMapDialogs].MaxEntries = dialogTable
+	}
+	if m := shared[bpf.XdpMapRejects]; m != nil {
+		spec.Maps[bpf.XdpMapRejects].MaxEntries = m.MaxEntries() // a pinned table, as it is
+	} else if n, err := ebpf.PossibleCPU(); err == nil {
+		spec.Maps[bpf.XdpMapRejects].MaxEntries = rejectTable(n)
 	}
 	var objs bpf.XdpObjects
 	if err := spec.LoadAndAssign(&objs, &ebpf.CollectionOptions{MapReplacements: shared}); err != nil {

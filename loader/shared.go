@@ -15,7 +15,7 @@ import (
 // is one for the whole state directory, shared by every attachment in it:
 // a BRAS has one call admission budget and one class rate, however many
 // access interfaces it has.
-var ownMaps = map[string]bool{bpf.XdpMapStats: true, bpf.XdpMapRejects: true, bpf.XdpMapRejectEvents: true, bpf.XdpMapRejectBudget: true}
+var ownMaps = map[string]bool{bpf.XdpMapStats: true, bpf.XdpMapRejects: true, bpf.XdpMapRejectBudget: true}
 
 // Shared reports whether a map is shared by every attachment of a state
 // directory.

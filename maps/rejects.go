@@ -1,7 +1,7 @@
 package maps
 
 import (
-	"encoding/binary"
+	"errors"
 	"fmt"
 	"net"
 	"net/netip"
@@ -13,8 +13,9 @@ import (
 )
 
 // Reject is the record of one source's rejects of one class for one
-// reason within one second (DESIGN.md §5).
+// reason within one second (docs/design.md, "Reject records").
 type Reject struct {
+	Second  uint64 // the second of the fast path's clock it counts
 	Class   cac.Class
 	Reason  cac.Reason
 	Source  string // an IP address, or a MAC with its VLAN IDs
@@ -53,16 +54,18 @@ func SourceString(s bpf.XdpCacSource) string {
 	return b.String()
 }
 
-// RejectOf converts a record from the kernel's layout.
+// RejectOf converts a record from the kernel's layout. The second is the
+// value's: a record a version before the second was in the key left
+// has 0 there.
 func RejectOf(k bpf.XdpCacRejectKey, r bpf.XdpCacReject) Reject {
 	return Reject{
-		Class: cac.Class(k.Source.Class), Reason: cac.Reason(k.Reason), Source: SourceString(k.Source),
+		Second: r.Second, Class: cac.Class(k.Source.Class), Reason: cac.Reason(k.Reason), Source: SourceString(k.Source),
 		Count: r.Count, FirstNS: r.FirstNs, LastNS: r.LastNs, Ifindex: r.Ifindex,
 	}
 }
 
-// ReadRejects returns the records of the current second of every key in
-// the rejects table.
+// ReadRejects returns the records the rejects table holds: those of the
+// seconds the daemon has not taken out yet, the current one included.
 func ReadRejects(m *ebpf.Map) ([]Reject, error) {
 	var out []Reject
 	var k bpf.XdpCacRejectKey
@@ -77,17 +80,45 @@ func ReadRejects(m *ebpf.Map) ([]Reject, error) {
 	return out, nil
 }
 
-// DecodeRejectEvent reads a struct cac_reject_event from the ring buffer:
-// a finished second of rejects.
-func DecodeRejectEvent(raw []byte) (Reject, uint64, error) {
+// RejectFinished reports whether the fast path is done with the records of
+// second at now (ns of its clock): it adds only to the record of the
+// second it read from the clock, and a run that read it just before a
+// boundary ended long before the next one. So a second is finished once
+// the one after it is over too.
+func RejectFinished(second, now uint64) bool { return second+2 <= now/1_000_000_000 }
+
+// SweepRejects takes the records of finished seconds out of the table and
+// returns them, each once: a record is looked up and deleted in one step,
+// so it is either in the table or in what this returns, never in both.
+// now is the fast path's clock (control.MonotonicCoarse; a test's clock
+// for a program loaded with one). all takes every record, the current
+// second's too: only for a table no program writes to any more.
+func SweepRejects(m *ebpf.Map, now uint64, all bool) ([]Reject, error) {
+	// Keys first, then the deletes: deleting while iterating would restart
+	// the walk.
+	var keys []bpf.XdpCacRejectKey
 	var k bpf.XdpCacRejectKey
 	var r bpf.XdpCacReject
-	n, err := binary.Decode(raw, binary.NativeEndian, &k)
-	if err != nil {
-		return Reject{}, 0, fmt.Errorf("decode reject event: %w", err)
+	it := m.Iterate()
+	for it.Next(&k, &r) {
+		// A version that kept the second in the value alone left 0 in
+		// the key: such a record is finished, as no program adds to it.
+		if all || RejectFinished(uint64(k.Second), now) {
+			keys = append(keys, k)
+		}
 	}
-	if _, err := binary.Decode(raw[n:], binary.NativeEndian, &r); err != nil {
-		return Reject{}, 0, fmt.Errorf("decode reject event: %w", err)
+	if err := it.Err(); err != nil {
+		return nil, fmt.Errorf("sweep rejects: %w", err)
 	}
-	return RejectOf(k, r), r.Second, nil
+	out := make([]Reject, 0, len(keys))
+	for _, k := range keys {
+		if err := m.LookupAndDelete(&k, &r); err != nil {
+			if errors.Is(err, ebpf.ErrKeyNotExist) {
+				continue // another sweeper took it
+			}
+			return out, fmt.Errorf("sweep rejects: %w", err)
+		}
+		out = append(out, RejectOf(k, r))
+	}
+	return out, nil
 }

@@ -331,8 +331,8 @@ func TestDaemonSignals(t *testing.T) {
 	}
 }
 
-// TestDaemonRejectsLog: a finished second of rejects goes from the ring
-// buffer to the daemon's log as a JSON line, and show rejects lists it
+// TestDaemonRejectsLog: a finished second of rejects goes from the rejects
+// table to the daemon's log as a JSON line, and show rejects lists it
 // beside the second in progress.
 func TestDaemonRejectsLog(t *testing.T) {
 	tb := newTestbed(t)
@@ -341,7 +341,7 @@ func TestDaemonRejectsLog(t *testing.T) {
 		tb.padiOutcome(t)
 	}
 	time.Sleep(1100 * time.Millisecond) // the second is over
-	tb.padiOutcome(t)                   // a reject of a new second sends the old one on
+	tb.padiOutcome(t)                   // a reject of a second in progress
 	type rejectLine struct {
 		Class, Reason, Source, Interface string
 		Count                            uint64
@@ -400,9 +400,9 @@ func TestDaemonRejectsLog(t *testing.T) {
 		t.Errorf("show rejects %+v: want the second in progress (1), then the finished ones (3 in all)", shown)
 	}
 
-	// Records the fast path could not hand over, the ring being full, are
-	// missing from the log: the daemon says so. The count is raised by
-	// hand here, as a daemon that reads the ring keeps it from filling.
+	// Rejects the fast path found no room for in the table are missing
+	// from the log: the daemon says so. The count is raised by hand here,
+	// as a table sized for every CPU's budget does not fill.
 	p, err := loader.Open(tb.state, loader.Attachment{Iface: tb.boxIface, Netns: tb.box})
 	if err != nil {
 		t.Fatal(err)
@@ -416,7 +416,7 @@ func TestDaemonRejectsLog(t *testing.T) {
 	if err := p.Stats.Update(uint32(0), perCPU, ebpf.UpdateExist); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, func() bool { return strings.Contains(d.log.String(), "records are missing from the rejects log") })
+	waitFor(t, func() bool { return strings.Contains(d.log.String(), "rejects are missing from the rejects log") })
 	if !strings.Contains(d.log.String(), "lost=5") {
 		t.Errorf("the warning does not say how many were lost:\n%s", d.log.String())
 	}

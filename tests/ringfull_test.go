@@ -11,7 +11,6 @@ import (
 	"github.com/cilium/ebpf/ringbuf"
 	"github.com/xdpcac/xdpcac/bpf"
 	"github.com/xdpcac/xdpcac/cac"
-	"github.com/xdpcac/xdpcac/cac/admission"
 	. "github.com/xdpcac/xdpcac/tests/pkt"
 )
 
@@ -36,53 +35,6 @@ func drain(t *testing.T, rd *ringbuf.Reader) int {
 		}
 		n++
 	}
-}
-
-// TestRejectRingFull: while nobody reads the reject ring buffer, finished
-// seconds that do not fit are counted as lost, and nothing else changes:
-// every verdict and counter still agrees with the model. Once the daemon
-// reads again, records flow again.
-func TestRejectRingFull(t *testing.T) {
-	f := newFastPathWith(t, false, smallRing(bpf.XdpMapRejectEvents))
-	var p admission.Policy
-	p.Levels[cac.SIPInvite] = mustRate(t, 0.001, 1)
-	f.setPolicy(t, p)
-	rd, err := ringbuf.NewReader(f.objs.RejectEvents)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rd.Close()
-	const sources = 200
-	flood := func(at uint64, n int) {
-		t.Helper()
-		f.mustAt(t, at)
-		for i := range n {
-			src := netip.AddrFrom4([4]byte{198, 51, 100, byte(i)})
-			if err := f.check(inviteFrom(src, f.nextCall())); err != nil {
-				t.Fatalf("source %v: %v", src, err)
-			}
-		}
-	}
-	flood(1*second, sources) // one admitted, 199 records opened
-	flood(2*second, sources) // 199 finished seconds go out, 200 new ones
-	lost := f.stats(t).RejectRecordsLost
-	got := drain(t, rd)
-	if lost == 0 || got == 0 || uint64(got)+lost != sources-1 {
-		t.Fatalf("%d records out and %d lost; want some of each, %d in all", got, lost, sources-1)
-	}
-	st := f.stats(t)
-	if inv := st.Classes[cac.SIPInvite]; inv.Admitted != 1 || inv.Rejected[cac.ReasonClass] != 2*sources-1 {
-		t.Errorf("INVITE counters %+v: want 1 admitted, %d rejected by class", inv, 2*sources-1)
-	}
-
-	flood(3*second, 10) // the ring was read: ten finished seconds fit
-	if got := drain(t, rd); got != 10 {
-		t.Errorf("%d records after the ring was read, want 10", got)
-	}
-	if again := f.stats(t).RejectRecordsLost; again != lost {
-		t.Errorf("lost went from %d to %d with room in the ring", lost, again)
-	}
-	t.Logf("page-sized ring: %d records out, %d lost", got, lost)
 }
 
 // TestSIPRingFull: out-service responses from an agent that find the SIP

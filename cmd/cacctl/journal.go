@@ -3,14 +3,13 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"sync"
 	"time"
 
-	"github.com/cilium/ebpf/ringbuf"
+	"github.com/xdpcac/xdpcac/cac/control"
 	"github.com/xdpcac/xdpcac/loader"
 	"github.com/xdpcac/xdpcac/maps"
 )
@@ -19,43 +18,59 @@ import (
 // `show rejects`; the file keeps them all.
 const journalKeep = 4096
 
-// journal writes the finished seconds of reject records, which the fast
-// path sends on each attachment's ring buffer, as JSON lines to a file,
-// and keeps the newest for `show rejects`.
+// journal takes the records of finished seconds out of each attachment's
+// rejects table, once a second, writes them as JSON lines to a file, and
+// keeps the newest for `show rejects` (docs/design.md, "Reject records").
 type journal struct {
-	d    *daemon
-	path string // "" writes no file
+	d     *daemon
+	path  string        // "" writes no file
+	clock func() uint64 // the fast path's clock
 
-	mu      sync.Mutex
-	f       *os.File
-	recent  []rejectLine // oldest first
-	readers map[string]*journalReader
+	// mu is held across a sweep, so that `show rejects` sees each record
+	// once: in a table or among the finished, never in both.
+	mu     sync.Mutex
+	f      *os.File
+	recent []rejectLine // oldest first
+	tables map[string]*journalTable
 }
 
-// journalReader reads one attachment's ring buffer.
-type journalReader struct {
-	p  *loader.Pinned
-	rd *ringbuf.Reader
-	// lost is the attachment's count of reject records a full ring
-	// refused, as last seen: a rise is logged.
+// journalTable is one attachment's pinned maps, open for sweeping.
+type journalTable struct {
+	a loader.Attachment
+	p *loader.Pinned
+	// lost is the attachment's count of rejects the table took in no
+	// record, as last seen: a rise is logged.
 	lost uint64
 }
 
-// startJournal opens the file and follows the attachments of the state
-// directory, as they come and go, until ctx ends.
+// sweepSlack is how long after a second of the fast path's clock begins
+// the sweep runs: the coarse clock steps a tick (1 to 10 ms) after the
+// precise one, and the sweep must see the new second.
+const sweepSlack = 20 * time.Millisecond
+
+// startJournal opens the file, writes what previous daemons left in the
+// tables and follows the attachments of the state directory, as they
+// come and go, sweeping their tables just after each second begins, until
+// ctx ends.
 func (d *daemon) startJournal(ctx context.Context, path string) (*journal, error) {
-	j := &journal{d: d, path: path, readers: map[string]*journalReader{}}
+	j := &journal{d: d, path: path, clock: control.MonotonicCoarse, tables: map[string]*journalTable{}}
 	if err := j.reopen(); err != nil {
 		return nil, err
 	}
+	j.follow()
 	go func() {
 		for {
-			j.follow()
+			// A second's records are finished when the second after it is
+			// over: sweeping just after each boundary writes them about a
+			// second after their second's end.
+			now := monotonicNow()
+			wait := time.Duration(1_000_000_000-now%1_000_000_000) + sweepSlack
 			select {
 			case <-ctx.Done():
 				return
-			case <-time.After(time.Second):
+			case <-time.After(wait):
 			}
+			j.follow()
 		}
 	}()
 	return j, nil
@@ -83,8 +98,9 @@ func (j *journal) reopen() error {
 	return nil
 }
 
-// follow starts a reader for each new attachment and stops those of
-// attachments that are gone.
+// follow opens the table of each new attachment, sweeps every table of
+// its finished seconds, and empties and closes those of attachments that
+// are gone.
 func (j *journal) follow() {
 	atts, err := loader.List(j.d.g.stateDir)
 	if err != nil {
@@ -94,78 +110,68 @@ func (j *journal) follow() {
 	for _, a := range atts {
 		live[a.Key()] = true
 		j.mu.Lock()
-		r, known := j.readers[a.Key()]
+		_, known := j.tables[a.Key()]
 		j.mu.Unlock()
 		if known {
-			j.checkLost(a, r)
 			continue
 		}
 		p, err := loader.Open(j.d.g.stateDir, a)
 		if err != nil {
 			continue // being detached
 		}
-		rd, err := ringbuf.NewReader(p.RejectEvents)
-		if err != nil {
-			p.Close()
-			j.d.log.Warn("read reject records", "interface", a.String(), "err", err)
-			continue
-		}
-		r = &journalReader{p: p, rd: rd}
+		t := &journalTable{a: a, p: p}
 		if st, err := maps.ReadStats(p.Stats); err == nil {
-			r.lost = st.RejectRecordsLost // what was lost before this daemon is not news
+			t.lost = st.RejectRecordsLost // what was lost before this daemon is not news
 		}
 		j.mu.Lock()
-		j.readers[a.Key()] = r
+		j.tables[a.Key()] = t
 		j.mu.Unlock()
-		go j.read(a.Key(), r)
 	}
 	j.mu.Lock()
 	defer j.mu.Unlock()
-	for key, r := range j.readers {
-		if !live[key] {
-			r.rd.Close() // ends its read
-			delete(j.readers, key)
+	now := j.clock()
+	for key, t := range j.tables {
+		gone := !live[key]
+		// A detached attachment's program runs no more: its table can be
+		// emptied, the current second too.
+		j.sweep(t, now, gone)
+		j.checkLost(t)
+		if gone {
+			t.p.Close()
+			delete(j.tables, key)
 		}
 	}
 }
 
-// checkLost warns when the fast path found an attachment's reject ring
-// buffer full since the last look: records the log will never have.
-func (j *journal) checkLost(a loader.Attachment, r *journalReader) {
-	st, err := maps.ReadStats(r.p.Stats)
-	if err != nil || st.RejectRecordsLost <= r.lost {
+// sweep writes the finished records of one table, or all of them; j.mu is
+// held.
+func (j *journal) sweep(t *journalTable, now uint64, all bool) {
+	recs, err := maps.SweepRejects(t.p.Rejects, now, all)
+	if err != nil {
+		j.d.log.Warn("sweep reject records", "interface", t.a.String(), "err", err)
+	}
+	wall, mono := time.Now(), monotonicNow()
+	for _, r := range recs {
+		r.Interface = t.a.Key()
+		j.addLocked(lineOf(r, wall, mono))
+	}
+}
+
+// checkLost warns when the fast path found an attachment's rejects table
+// without room since the last look: rejects the log will never have.
+func (j *journal) checkLost(t *journalTable) {
+	st, err := maps.ReadStats(t.p.Stats)
+	if err != nil || st.RejectRecordsLost <= t.lost {
 		return
 	}
-	j.d.log.Warn("the reject ring buffer was full: records are missing from the rejects log",
-		"interface", a.String(), "lost", st.RejectRecordsLost-r.lost)
-	r.lost = st.RejectRecordsLost
+	j.d.log.Warn("the rejects table was full: rejects are missing from the rejects log",
+		"interface", t.a.String(), "lost", st.RejectRecordsLost-t.lost)
+	t.lost = st.RejectRecordsLost
 }
 
-// read turns an attachment's events into lines until its reader closes.
-func (j *journal) read(key string, r *journalReader) {
-	defer r.p.Close()
-	for {
-		ev, err := r.rd.Read()
-		if errors.Is(err, ringbuf.ErrClosed) {
-			return
-		}
-		if err != nil {
-			j.d.log.Warn("read reject records", "interface", key, "err", err)
-			continue
-		}
-		rec, _, err := maps.DecodeRejectEvent(ev.RawSample)
-		if err != nil {
-			j.d.log.Warn("read reject records", "interface", key, "err", err)
-			continue
-		}
-		rec.Interface = key
-		j.add(lineOf(rec, time.Now(), monotonicNow()))
-	}
-}
-
-func (j *journal) add(l rejectLine) {
-	j.mu.Lock()
-	defer j.mu.Unlock()
+// addLocked keeps a finished record and writes it to the file; j.mu is
+// held.
+func (j *journal) addLocked(l rejectLine) {
 	if len(j.recent) == journalKeep {
 		j.recent = append(j.recent[:0], j.recent[1:]...)
 	}
@@ -178,19 +184,37 @@ func (j *journal) add(l rejectLine) {
 	}
 }
 
-// lines returns the finished records kept in memory.
+// lines returns the finished records kept in memory and the records the
+// tables hold now, which are not finished or not swept yet.
 func (j *journal) lines() []rejectLine {
 	j.mu.Lock()
 	defer j.mu.Unlock()
-	return append([]rejectLine(nil), j.recent...)
+	out := append([]rejectLine(nil), j.recent...)
+	wall, mono := time.Now(), monotonicNow()
+	for _, t := range j.tables {
+		recs, err := maps.ReadRejects(t.p.Rejects)
+		if err != nil {
+			j.d.log.Warn("read reject records", "interface", t.a.String(), "err", err)
+		}
+		for _, r := range recs {
+			r.Interface = t.a.Key()
+			out = append(out, lineOf(r, wall, mono))
+		}
+	}
+	return out
 }
 
+// close writes what the tables hold of finished seconds; the records of
+// the last two stay in the tables of the attachments still attached, for
+// the next daemon, and those of attachments detached (--detach-on-exit)
+// are written whole.
 func (j *journal) close() {
+	j.follow()
 	j.mu.Lock()
 	defer j.mu.Unlock()
-	for key, r := range j.readers {
-		r.rd.Close()
-		delete(j.readers, key)
+	for key, t := range j.tables {
+		t.p.Close()
+		delete(j.tables, key)
 	}
 	if j.f != nil {
 		j.f.Close()

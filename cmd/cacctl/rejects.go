@@ -34,37 +34,41 @@ func newShowRejectsCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "rejects [--class C] [--reason R] [--since D] [-o text|json]",
 		Short: "Rejected calls by source, class and reason, newest first",
-		Long: `Every source, class and reason that was rejected has a record of its last
+		Long: `Every source, class and reason that was rejected has a record of each
 second with rejects: when it began and ended, and how many calls it stands
-for. While cacctl run runs, the seconds that are over come from it as well
-(it also writes them to its --rejects-log). -o json prints one JSON object
-per line.`,
+for. The fast path keeps the records of the last seconds in a table; cacctl
+run takes each finished second out of it, writes it to its --rejects-log
+and keeps the newest in memory. While it runs, both come from it; without
+it, those the table holds. -o json prints one JSON object per line.`,
 		Args: exactArgs(),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			keep, err := rejectFilter(class, reason, since)
 			if err != nil {
 				return err
 			}
-			recs, err := loader.ReadAllRejects(g.stateDir)
-			if err != nil {
-				return err
-			}
-			wall, mono := time.Now(), monotonicNow()
+			// The running daemon has the finished records and reads the
+			// tables between its sweeps, so each record comes once.
 			var lines []rejectLine
-			for _, r := range recs {
-				if keep(r, mono) {
-					lines = append(lines, lineOf(r, wall, mono))
-				}
-			}
-			// The running daemon has the seconds that are over.
+			wall := time.Now()
 			if c := apiClient(g.stateDir); c != nil {
-				var done []rejectLine
-				if err := callAPI(c, http.MethodGet, "/v1/rejects", nil, &done); err != nil {
+				var all []rejectLine
+				if err := callAPI(c, http.MethodGet, "/v1/rejects", nil, &all); err != nil {
 					return err
 				}
-				for _, l := range done {
+				for _, l := range all {
 					if keepLine(l, class, reason, since, wall) {
 						lines = append(lines, l)
+					}
+				}
+			} else {
+				recs, err := loader.ReadAllRejects(g.stateDir)
+				if err != nil {
+					return err
+				}
+				mono := monotonicNow()
+				for _, r := range recs {
+					if keep(r, mono) {
+						lines = append(lines, lineOf(r, wall, mono))
 					}
 				}
 			}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -141,6 +142,15 @@ func writeTop(w io.Writer, prev, last topSample, err error) {
 		rs := append([]maps.Reject(nil), last.rejects...)
 		sort.SliceStable(rs, func(i, j int) bool {
 			return rs[i].LastNS > rs[j].LastNS || (rs[i].LastNS == rs[j].LastNS && rs[i].Count > rs[j].Count)
+		})
+		// The table holds a record of each of the last seconds: the
+		// newest of each source, class and reason stands for it.
+		seen := map[string]bool{}
+		rs = slices.DeleteFunc(rs, func(r maps.Reject) bool {
+			k := r.Source + " " + r.Class.String() + " " + r.Reason.String()
+			dup := seen[k]
+			seen[k] = true
+			return dup
 		})
 		fmt.Fprintln(w, "\nlatest rejected sources")
 		for _, r := range rs[:min(5, len(rs))] {

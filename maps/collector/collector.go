@@ -44,6 +44,7 @@ type Collector struct {
 	lastErr       error
 
 	packets, rejects, recordsLost     family
+	rejectsUnrecorded                 family
 	bucketTokens, bucketBurst         family
 	charges, cpu, cpuAverage          family
 	buffersFull, heartbeatAge, stale  family
@@ -66,8 +67,11 @@ func New(r Reader, version string) *Collector {
 			"First packets of a session rejected, by interface, class and the limit that rejected them.",
 			prometheus.CounterValue, "iface", "class", "reason"),
 		recordsLost: newFamily("xdpcac_ring_records_lost_total",
-			"Records a full ring buffer refused while the daemon fell behind, by interface and ring (rejects, sip).",
+			"Records a full ring buffer refused while the daemon fell behind, by interface and ring (sip).",
 			prometheus.CounterValue, "iface", "ring"),
+		rejectsUnrecorded: newFamily("xdpcac_reject_records_lost_total",
+			"Rejects the records table had no room for: counted in xdpcac_rejects_total, missing from the rejects log.",
+			prometheus.CounterValue, "iface"),
 		bucketTokens: newFamily("xdpcac_bucket_tokens",
 			"Tokens left in a class or environment bucket.",
 			prometheus.GaugeValue, "level", "class"),
@@ -121,7 +125,7 @@ func New(r Reader, version string) *Collector {
 
 func (c *Collector) families() []family {
 	return []family{
-		c.packets, c.rejects, c.recordsLost, c.bucketTokens, c.bucketBurst,
+		c.packets, c.rejects, c.recordsLost, c.rejectsUnrecorded, c.bucketTokens, c.bucketBurst,
 		c.charges, c.cpu, c.cpuAverage, c.buffersFull, c.heartbeatAge, c.stale,
 		c.calls, c.agentUp, c.buildInfo, c.errors, c.sipAnswered, c.sipSuppressed,
 		c.sipVerified, c.sipRetransmits,
@@ -223,7 +227,7 @@ func (c *Collector) collectInterfaces(e *emitter, s Snapshot) {
 		}
 		e.emit(c.packets, float64(st.Fragment), iface, "fragment", verdictPass)
 		e.emit(c.packets, float64(st.PassedOther), iface, "passed-other", verdictPass)
-		e.emit(c.recordsLost, float64(st.RejectRecordsLost), iface, "rejects")
+		e.emit(c.rejectsUnrecorded, float64(st.RejectRecordsLost), iface)
 		e.emit(c.recordsLost, float64(st.SIPEventsLost), iface, "sip")
 		e.emit(c.sipVerified, float64(st.SIPInDialogVerified), iface)
 		e.emit(c.sipRetransmits, float64(st.SIPRetransmits), iface, verdictPass)

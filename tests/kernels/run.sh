@@ -74,8 +74,8 @@ TESTS=(
 	# classify_test.go, differential_test.go, rejects_test.go
 	TestClassifyTable TestClassifyTruncations TestClassifyLargeFrames
 	TestDifferential TestRejectRecords TestRejectRecordBudget
-	# ringfull_test.go, torn_test.go, lru_test.go, verifier_test.go
-	TestRejectRingFull TestSIPRingFull TestApplyUnderFlood
+	# rejects_test.go, ringfull_test.go, torn_test.go, lru_test.go, verifier_test.go
+	TestRejectSweepRace TestSIPRingFull TestApplyUnderFlood
 	TestSpoofedSourcesFillTheTable TestVerifierHeadroom
 	# held_test.go, retransmit_test.go
 	TestTrustedFirst TestInDialogHeld TestDialogVerified TestRetransmissions TestRetransmissionForms
