@@ -88,6 +88,13 @@ struct cac_stats {
 	 * Counted in sip-invite's admitted and rejected too. */
 	__u64 sip_retransmits;
 	__u64 sip_retransmits_refused;
+	/* L2TP (l2tp.h): ICRQs the filter answered with a ZLB in the LNS's
+	 * name (in l2tp-icrq's rejected too), copies of ICRQs passed or
+	 * answered again without a charge, and refused ICRQs of a tunnel the
+	 * filter does not translate, which could only be dropped. */
+	__u64 l2tp_answered;
+	__u64 l2tp_retransmits;
+	__u64 l2tp_unanswered;
 	/* Rejects the records table took in no record (reject_records_lost)
 	 * and SIP messages a full ring buffer refused: the daemon did not keep
 	 * up. Nothing else changes; the verdicts and counters above stay exact. */
@@ -324,6 +331,46 @@ struct cac_refused {
 /* Retransmissions of an admitted INVITE passed uncharged: a client over
  * UDP sends six within Timer B; past this, a replay is charged anew. */
 #define CAC_RETRANSMITS_MAX 10
+
+/* An L2TP tunnel as one side's control messages name it: by the LAC's
+ * address (IPv4 mapped into IPv6) and UDP port, and the tunnel ID (v2) or
+ * control connection ID (v3) in the header. The LAC's messages carry the
+ * LNS's ID (dir CAC_L2TP_TO_LNS), the LNS's carry the LAC's
+ * (CAC_L2TP_TO_LAC). Both entries of a tunnel are made from the LNS's
+ * SCCRP, on egress (l2tp.h). */
+struct cac_l2tp_key {
+	__u8 addr[16];
+	__u32 id;   /* host order */
+	__u16 port; /* network order */
+	__u8 version;
+	__u8 dir;
+};
+
+enum cac_l2tp_dir {
+	CAC_L2TP_TO_LNS = 0,
+	CAC_L2TP_TO_LAC = 1,
+};
+
+/* A tunnel's translation. Only the CAC_L2TP_TO_LNS entry keeps the
+ * sequence state; the other names it (peer_id, the LNS's ID). */
+struct cac_l2tp_tunnel {
+	__u64 seen_ns;   /* the tunnel's last control message, either way */
+	__u64 closed_ns; /* a StopCCN went by; 0 while the tunnel is open */
+	__u32 peer_id;   /* the other side's ID: the LAC's in a TO_LNS entry */
+	__u32 skipped;   /* ICRQs the filter answered: the LAC's Ns is ahead by this */
+	__u16 next_ns;   /* the LAC's numbering: the Ns of its next new message */
+	__u16 refused_ns; /* the LAC's numbering: the last ICRQ answered */
+	__u8 refused;    /* refused_ns and reason hold an ICRQ */
+	__u8 reason;     /* what refused it */
+	__u8 _pad[2];
+};
+
+/* A tunnel with no control message for this long is gone (a tunnel's
+ * Hello comes every 60 s by default); one that saw a StopCCN keeps its
+ * translation this long for the acknowledgements and retransmissions of
+ * the StopCCN (RFC 2661 holds the tunnel 31 s). */
+#define CAC_L2TP_IDLE_NS (600ULL * 1000000000ULL)
+#define CAC_L2TP_CLOSE_HOLD_NS (60ULL * 1000000000ULL)
 
 /* One byte per UDP destination port: an enum cac_port_kind. */
 struct cac_ports {

@@ -8,6 +8,7 @@
 
 #include "parse.h"
 #include "sip.h"
+#include "l2tp.h"
 
 #define PPPOE_VER_TYPE 0x11
 #define PPPOE_CODE_PADI 0x09
@@ -43,30 +44,6 @@ static __always_inline int classify_pppoe(struct frame *f, __u32 off)
 	return RESULT(CAC_KIND_CLASS, class) | (ph->session != 0 ? RESULT_ODD : 0);
 }
 
-#define L2TP_T 0x8000 /* control message */
-#define L2TP_L 0x4000 /* length present */
-#define L2TP_S 0x0800 /* sequence numbers present */
-#define L2TP_O 0x0200 /* offset size present (v2 only) */
-#define L2TP_VER 0x000f
-#define L2TP_CTRL_HDR 12 /* v2 and v3 over UDP alike */
-#define L2TP_AVP_H 0x4000
-#define L2TP_AVP_LEN 0x03ff
-#define L2TP_MSG_SCCRQ 1
-#define L2TP_MSG_ICRQ 10
-
-/* The control header and the Message Type AVP that must follow it. */
-struct l2tp_ctrl {
-	__be16 flags;
-	__be16 length;
-	__be16 ids[2]; /* v2: tunnel, session; v3: control connection ID */
-	__be16 ns;
-	__be16 nr;
-	__be16 avp_flags_len;
-	__be16 avp_vendor;
-	__be16 avp_type;
-	__be16 msg_type;
-};
-
 static __always_inline int classify_l2tp(struct frame *f, struct udp_msg *msg)
 {
 	/* A first fragment must at least show the Message Type AVP. */
@@ -95,8 +72,11 @@ static __always_inline int classify_l2tp(struct frame *f, struct udp_msg *msg)
 	__u32 length = bpf_ntohs(c->length);
 	if (length < L2TP_CTRL_HDR || (length > msg->len && !msg->fragmented))
 		return RESULT(CAC_KIND_MALFORMED, 0);
+	/* Where the message is, for a tunnel's translation (l2tp_lac.h). */
+	f->msgoff = msg->off;
+	f->msglen = length;
 	if (length == L2TP_CTRL_HDR)
-		return RESULT(CAC_KIND_OTHER, 0); /* ZLB acknowledgement */
+		return RESULT(CAC_KIND_OTHER, 0) | RESULT_L2TP; /* ZLB acknowledgement */
 	if (length < sizeof(*c) || (void *)(c + 1) > f->data_end)
 		return RESULT(CAC_KIND_MALFORMED, 0);
 
@@ -107,10 +87,10 @@ static __always_inline int classify_l2tp(struct frame *f, struct udp_msg *msg)
 
 	__u16 type = bpf_ntohs(c->msg_type);
 	if (type == L2TP_MSG_SCCRQ)
-		return RESULT(CAC_KIND_CLASS, CAC_CLASS_L2TP_SCCRQ);
+		return RESULT(CAC_KIND_CLASS, CAC_CLASS_L2TP_SCCRQ) | RESULT_L2TP;
 	if (type == L2TP_MSG_ICRQ)
-		return RESULT(CAC_KIND_CLASS, CAC_CLASS_L2TP_ICRQ);
-	return RESULT(CAC_KIND_OTHER, 0);
+		return RESULT(CAC_KIND_CLASS, CAC_CLASS_L2TP_ICRQ) | RESULT_L2TP;
+	return RESULT(CAC_KIND_OTHER, 0) | RESULT_L2TP;
 }
 
 /* classify returns RESULT(kind, class) for one frame. */

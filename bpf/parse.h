@@ -37,7 +37,7 @@ static __always_inline __u8 udp_port_kind(__be16 dest)
  * destination port, for frames coming in. A program that includes this
  * file may name its own reading first: tc_dialogs.c, which reads frames
  * going out, takes a datagram from a SIP port as well as one to it
- * (udp_sip_either). */
+ * (udp_kind_egress). */
 #ifndef UDP_KIND
 #define UDP_KIND(udp) udp_port_kind((udp)->dest)
 #endif
@@ -142,10 +142,11 @@ struct udphdr {
 	__u16 check;
 };
 
-/* udp_sip_either reports a datagram to or from a watched SIP port as SIP,
- * any other as none: on egress the SIP server's port is the source of
- * what it sends, and its peer's may be any. */
-static __always_inline __u8 udp_sip_either(struct udphdr *udp)
+/* udp_kind_egress is what a datagram going out carries: SIP to or from a
+ * watched SIP port (the SIP server's port is the source of what it sends,
+ * and its peer's may be any), L2TP from a watched L2TP port (the LNS's),
+ * else none. */
+static __always_inline __u8 udp_kind_egress(struct udphdr *udp)
 {
 	__u32 zero = 0;
 	struct cac_ports *ports = bpf_map_lookup_elem(&udp_ports, &zero);
@@ -154,9 +155,10 @@ static __always_inline __u8 udp_sip_either(struct udphdr *udp)
 	__u32 dest = bpf_ntohs(udp->dest), source = bpf_ntohs(udp->source);
 	barrier_var(dest); /* bound where the verifier sees it, as above */
 	barrier_var(source);
-	return ports->kind[dest & 0xffff] == CAC_PORT_SIP || ports->kind[source & 0xffff] == CAC_PORT_SIP
-		       ? CAC_PORT_SIP
-		       : CAC_PORT_NONE;
+	__u8 to = ports->kind[dest & 0xffff], from = ports->kind[source & 0xffff];
+	if (to == CAC_PORT_SIP || from == CAC_PORT_SIP)
+		return CAC_PORT_SIP;
+	return from == CAC_PORT_L2TP ? CAC_PORT_L2TP : CAC_PORT_NONE;
 }
 
 #define IP_MF 0x2000

@@ -13,6 +13,7 @@
 #include "reject.h"
 #include "counters.h"
 #include "invite.h"
+#include "l2tp_lac.h"
 
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
@@ -50,10 +51,12 @@ __noinline int admit_call(struct xdp_md *ctx, __u64 where)
 }
 
 /* refused_again records the reject of a retransmission refused again for
- * reason, as admit_call records one it judged. A function of its own, so
- * that admit_call stays one path. */
+ * reason (class above it), as admit_call records one it judged. A function
+ * of its own, so that admit_call stays one path. */
 __noinline int refused_again(struct xdp_md *ctx, __u64 where, __u32 reason)
 {
+	__u32 class = reason >> 8;
+	reason &= 0xff;
 	struct frame f = {
 		.data = (void *)(long)ctx->data,
 		.data_end = (void *)(long)ctx->data_end,
@@ -62,8 +65,8 @@ __noinline int refused_again(struct xdp_md *ctx, __u64 where, __u32 reason)
 		.family = (where >> 16) & 0xff,
 		.vlans = (where >> 24) & 0xff,
 	};
-	if (reason < CAC_NUM_REASONS)
-		record_reject(ctx, &f, CAC_CLASS_SIP_INVITE, reason, now_ns());
+	if (reason < CAC_NUM_REASONS && class < CAC_NUM_CLASSES)
+		record_reject(ctx, &f, class, reason, now_ns());
 	return 0;
 }
 
@@ -202,6 +205,11 @@ static __always_inline int verdict(struct xdp_md *ctx, __u64 where, __u32 result
 		return XDP_PASS;
 	default:
 		st->passed_other++;
+		/* A LAC's message of a tunnel the filter translates. */
+		if (result & RESULT_L2TP) {
+			l2tp_from_lac(ctx, where, L2TP_PASS);
+			return XDP_PASS;
+		}
 		/* A response with a code an agent's out-service list may hold
 		 * goes up. */
 		if (RESULT_CODE(result) >= 300) {
@@ -242,17 +250,31 @@ static __always_inline int verdict(struct xdp_md *ctx, __u64 where, __u32 result
 	int again = RETRANSMIT_NONE;
 	if (limited && class == CAC_CLASS_SIP_INVITE)
 		again = invite_retransmit(ctx, txmsg, l3, now_ns());
+	/* An ICRQ of a tunnel the filter translates: only the LAC's next
+	 * message is judged; a copy takes nothing (l2tp_lac.h). */
+	int tunnel = L2TP_UNKNOWN;
+	if ((result & RESULT_L2TP) && class == CAC_CLASS_L2TP_ICRQ) {
+		tunnel = l2tp_from_lac(ctx, where, L2TP_CHECK);
+		if (tunnel >= ADMITTED)
+			again = tunnel;
+	}
 	if (again != RETRANSMIT_NONE) {
-		if (policy & POLICY_AGENTS) /* a request all the same */
+		if (sip && (policy & POLICY_AGENTS)) /* a request all the same */
 			agent_stamp(ctx, where & 0xffffff);
 		if (again == ADMITTED) {
-			st->sip_retransmits++;
+			if (sip)
+				st->sip_retransmits++;
+			else
+				st->l2tp_retransmits++;
 			cs->admitted++;
 			return XDP_PASS;
 		}
-		st->sip_retransmits_refused++;
+		if (sip)
+			st->sip_retransmits_refused++;
+		else
+			st->l2tp_retransmits++;
 		reason = again;
-		refused_again(ctx, where & 0xffffffff, reason);
+		refused_again(ctx, where & 0xffffffff, reason | class << 8);
 	} else if (limited) {
 		__u64 l3off = where & 0xffff, family = (where >> 16) & 0xff, vlans = (where >> 24) & 0xff;
 		reason = admit_call(ctx, class | l3off << 8 | vlans << 24 | family << 32 |
@@ -265,6 +287,8 @@ static __always_inline int verdict(struct xdp_md *ctx, __u64 where, __u32 result
 		invite_admitted(ctx, txmsg, l3, now_ns());
 	if (reason == ADMITTED) {
 		cs->admitted++;
+		if (tunnel == L2TP_NEW)
+			l2tp_from_lac(ctx, where, L2TP_PASS);
 		if (class == CAC_CLASS_MALFORMED) {
 			struct cac_settings *set = bpf_map_lookup_elem(&settings, &zero);
 			return set && set->malformed_drop ? XDP_DROP : XDP_PASS;
@@ -275,6 +299,17 @@ static __always_inline int verdict(struct xdp_md *ctx, __u64 where, __u32 result
 	barrier_var(r);
 	if (r < CAC_NUM_REASONS)
 		cs->rejected[r]++;
+	/* A refused ICRQ is answered with a ZLB in the LNS's name, so that
+	 * the LAC does not retransmit it until it closes the tunnel. */
+	if (tunnel != L2TP_UNKNOWN) {
+		int act = l2tp_from_lac(ctx, where, again != RETRANSMIT_NONE ? L2TP_AGAIN : L2TP_REFUSE | r << 8);
+		if (act == XDP_TX) {
+			st->l2tp_answered++;
+			return XDP_TX;
+		}
+	}
+	if (class == CAC_CLASS_L2TP_ICRQ)
+		st->l2tp_unanswered++;
 	if (sip && class != CAC_CLASS_SIP_INDIALOG) {
 		/* A refused SIP request user space answers with 503. */
 		struct cac_settings *set = bpf_map_lookup_elem(&settings, &zero);

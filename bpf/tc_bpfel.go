@@ -21,6 +21,28 @@ type TcCacDialog struct {
 	Pad         uint32
 }
 
+type TcCacL2tpKey struct {
+	_       structs.HostLayout
+	Addr    [16]uint8
+	Id      uint32
+	Port    uint16
+	Version uint8
+	Dir     uint8
+}
+
+type TcCacL2tpTunnel struct {
+	_         structs.HostLayout
+	SeenNs    uint64
+	ClosedNs  uint64
+	PeerId    uint32
+	Skipped   uint32
+	NextNs    uint16
+	RefusedNs uint16
+	Refused   uint8
+	Reason    uint8
+	Pad       [2]uint8
+}
+
 type TcCacPorts struct {
 	_    structs.HostLayout
 	Kind [65536]uint8
@@ -31,6 +53,7 @@ type TcCacPorts struct {
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
 	TcMapDialogs      = "dialogs"
+	TcMapL2tpTunnels  = "l2tp_tunnels"
 	TcMapTestClock    = "test_clock"
 	TcMapUdpPorts     = "udp_ports"
 	TcProgTcDialogs   = "tc_dialogs"
@@ -86,9 +109,10 @@ type TcProgramSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type TcMapSpecs struct {
-	Dialogs   *ebpf.MapSpec `ebpf:"dialogs"`
-	TestClock *ebpf.MapSpec `ebpf:"test_clock"`
-	UdpPorts  *ebpf.MapSpec `ebpf:"udp_ports"`
+	Dialogs     *ebpf.MapSpec `ebpf:"dialogs"`
+	L2tpTunnels *ebpf.MapSpec `ebpf:"l2tp_tunnels"`
+	TestClock   *ebpf.MapSpec `ebpf:"test_clock"`
+	UdpPorts    *ebpf.MapSpec `ebpf:"udp_ports"`
 }
 
 // TcVariableSpecs contains global variables before they are loaded into the kernel.
@@ -118,14 +142,16 @@ func (o *TcObjects) Close() error {
 //
 // It can be passed to LoadTcObjects or ebpf.CollectionSpec.LoadAndAssign.
 type TcMaps struct {
-	Dialogs   *ebpf.Map `ebpf:"dialogs"`
-	TestClock *ebpf.Map `ebpf:"test_clock"`
-	UdpPorts  *ebpf.Map `ebpf:"udp_ports"`
+	Dialogs     *ebpf.Map `ebpf:"dialogs"`
+	L2tpTunnels *ebpf.Map `ebpf:"l2tp_tunnels"`
+	TestClock   *ebpf.Map `ebpf:"test_clock"`
+	UdpPorts    *ebpf.Map `ebpf:"udp_ports"`
 }
 
 func (m *TcMaps) Close() error {
 	return _TcClose(
 		m.Dialogs,
+		m.L2tpTunnels,
 		m.TestClock,
 		m.UdpPorts,
 	)

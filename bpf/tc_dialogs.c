@@ -2,15 +2,23 @@
 
 // SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 /*
- * tc_dialogs: the dialogs the SIP server behind the filter opens itself
- * (docs/design.md, "Dialogs the server opens"). On egress of the
- * interfaces the XDP program watches, an INVITE out of dialog over UDP, to
- * or from a watched SIP port, puts the hash of its Call-ID in the dialog
- * table xdp_cac reads (dialog.h), so that the requests of that dialog
- * coming back pass uncharged. The INVITE is read as the XDP side reads a
- * request (sip.h) and its Call-ID hashed as sip_hdr.h hashes it; the Go
- * twin is cac/admission/egress.go. Every frame goes on unchanged, to what
- * comes after on the interface: the program never drops.
+ * tc_dialogs: what the daemons behind the filter send, on egress of the
+ * interfaces the XDP program watches. Two things are learnt there:
+ *
+ * - the dialogs the SIP server opens itself (docs/design.md, "Dialogs the
+ *   server opens"): an INVITE out of dialog over UDP, to or from a watched
+ *   SIP port, puts the hash of its Call-ID in the dialog table xdp_cac
+ *   reads (dialog.h), so that the requests of that dialog coming back pass
+ *   uncharged. The INVITE is read as the XDP side reads a request (sip.h)
+ *   and its Call-ID hashed as sip_hdr.h hashes it; the Go twin is
+ *   cac/admission/egress.go.
+ * - the L2TP tunnels the LNS sets up, whose ICRQs the filter may answer
+ *   (docs/design.md "Refusing an ICRQ"): the LNS's SCCRP makes a tunnel's
+ *   entries, and the Nr of its later control messages is put up by the
+ *   ICRQs answered (l2tp_lns.h; the Go twin is cac/l2tp).
+ *
+ * Every frame goes on, to what comes after on the interface: the program
+ * never drops, and changes nothing but a translated Nr.
  */
 #include "uapi.h"
 #include "bpf_helpers.h"
@@ -18,7 +26,7 @@
 /* The SIP readers read an skb here, and a datagram from a SIP port counts
  * as one to it (parse.h, sip_msg.h). */
 #define CAC_CTX struct __sk_buff
-#define UDP_KIND(udp) udp_sip_either(udp)
+#define UDP_KIND(udp) udp_kind_egress(udp)
 
 #include "cac.h"
 #include "parse.h"
@@ -26,6 +34,7 @@
 #include "sip_hdr.h"
 #include "clock.h"
 #include "dialog.h"
+#include "l2tp_lns.h"
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
@@ -81,6 +90,11 @@ static __always_inline void learn_frame(struct __sk_buff *skb)
 	 * never waved through. */
 	if (egress_parse(skb, &f, &msg) != UDP_MSG_READY)
 		return;
+	if (msg.kind == CAC_PORT_L2TP) {
+		l2tp_from_lns(skb, (__u64)f.l3off | (__u64)f.family << 16 | (__u64)msg.fragmented << 32 |
+				       (__u64)(msg.off & 0x3fff) << 34 | (__u64)(msg.len & 0xffff) << 48);
+		return;
+	}
 	__u32 want = skb->len < EGRESS_PULL ? skb->len : EGRESS_PULL;
 	if (f.data_end - f.data < want) {
 		if (bpf_skb_pull_data(skb, want) < 0)

@@ -75,6 +75,28 @@ type XdpCacInputs struct {
 	Pad         uint32
 }
 
+type XdpCacL2tpKey struct {
+	_       structs.HostLayout
+	Addr    [16]uint8
+	Id      uint32
+	Port    uint16
+	Version uint8
+	Dir     uint8
+}
+
+type XdpCacL2tpTunnel struct {
+	_         structs.HostLayout
+	SeenNs    uint64
+	ClosedNs  uint64
+	PeerId    uint32
+	Skipped   uint32
+	NextNs    uint16
+	RefusedNs uint16
+	Refused   uint8
+	Reason    uint8
+	Pad       [2]uint8
+}
+
 type XdpCacLimit struct {
 	_           structs.HostLayout
 	IntervalNs  uint64
@@ -163,6 +185,9 @@ type XdpCacStats struct {
 	SipIndialogVerified   uint64
 	SipRetransmits        uint64
 	SipRetransmitsRefused uint64
+	L2tpAnswered          uint64
+	L2tpRetransmits       uint64
+	L2tpUnanswered        uint64
 	RejectRecordsLost     uint64
 	SipEventsLost         uint64
 }
@@ -192,6 +217,7 @@ const (
 	XdpMapDialogs         = "dialogs"
 	XdpMapInputs          = "inputs"
 	XdpMapInputsSlot      = "inputs_slot"
+	XdpMapL2tpTunnels     = "l2tp_tunnels"
 	XdpMapLimits          = "limits"
 	XdpMapPolicySlot      = "policy_slot"
 	XdpMapRefused         = "refused"
@@ -273,6 +299,7 @@ type XdpMapSpecs struct {
 	Dialogs         *ebpf.MapSpec `ebpf:"dialogs"`
 	Inputs          *ebpf.MapSpec `ebpf:"inputs"`
 	InputsSlot      *ebpf.MapSpec `ebpf:"inputs_slot"`
+	L2tpTunnels     *ebpf.MapSpec `ebpf:"l2tp_tunnels"`
 	Limits          *ebpf.MapSpec `ebpf:"limits"`
 	PolicySlot      *ebpf.MapSpec `ebpf:"policy_slot"`
 	Refused         *ebpf.MapSpec `ebpf:"refused"`
@@ -330,6 +357,7 @@ type XdpMaps struct {
 	Dialogs         *ebpf.Map `ebpf:"dialogs"`
 	Inputs          *ebpf.Map `ebpf:"inputs"`
 	InputsSlot      *ebpf.Map `ebpf:"inputs_slot"`
+	L2tpTunnels     *ebpf.Map `ebpf:"l2tp_tunnels"`
 	Limits          *ebpf.Map `ebpf:"limits"`
 	PolicySlot      *ebpf.Map `ebpf:"policy_slot"`
 	Refused         *ebpf.Map `ebpf:"refused"`
@@ -362,6 +390,7 @@ func (m *XdpMaps) Close() error {
 		m.Dialogs,
 		m.Inputs,
 		m.InputsSlot,
+		m.L2tpTunnels,
 		m.Limits,
 		m.PolicySlot,
 		m.Refused,

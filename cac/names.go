@@ -185,13 +185,15 @@ const (
 	PortSIP
 )
 
-// Verdict is what the fast path did with a frame: XDP_DROP or XDP_PASS.
+// Verdict is what the fast path did with a frame: XDP_DROP, XDP_PASS, or
+// XDP_TX for a refused ICRQ turned into its answer.
 type Verdict uint32
 
 // XDP actions (kernel ABI).
 const (
 	Drop Verdict = 1
 	Pass Verdict = 2
+	TX   Verdict = 3
 )
 
 func (v Verdict) String() string {
@@ -200,6 +202,8 @@ func (v Verdict) String() string {
 		return "drop"
 	case Pass:
 		return "pass"
+	case TX:
+		return "tx"
 	}
 	return fmt.Sprintf("xdp-action(%d)", uint32(v))
 }

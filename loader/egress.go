@@ -83,6 +83,7 @@ func loadEgress(x *bpf.XdpMaps) (*bpf.TcObjects, error) {
 	var objs bpf.TcObjects
 	err = spec.LoadAndAssign(&objs, &ebpf.CollectionOptions{MapReplacements: map[string]*ebpf.Map{
 		bpf.TcMapDialogs: x.Dialogs, bpf.TcMapUdpPorts: x.UdpPorts, bpf.TcMapTestClock: x.TestClock,
+		bpf.TcMapL2tpTunnels: x.L2tpTunnels,
 	}})
 	if err != nil {
 		var ve *ebpf.VerifierError

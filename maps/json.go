@@ -30,6 +30,12 @@ type StatsView struct {
 	// took nothing.
 	SIPRetransmits        uint64 `json:"sip_retransmits"`
 	SIPRetransmitsRefused uint64 `json:"sip_retransmits_refused"`
+	// Of l2tp-icrq's rejected, those answered with a ZLB so the LAC's
+	// tunnel stays up, and those only dropped (a tunnel not translated);
+	// of its admitted and rejected, copies that took nothing.
+	L2TPAnswered    uint64 `json:"l2tp_answered"`
+	L2TPUnanswered  uint64 `json:"l2tp_unanswered"`
+	L2TPRetransmits uint64 `json:"l2tp_retransmits"`
 	// Ring buffer records lost while the daemon fell behind.
 	RejectRecordsLost uint64 `json:"reject_records_lost"`
 	SIPEventsLost     uint64 `json:"sip_events_lost"`
@@ -53,6 +59,9 @@ func (s Stats) View() StatsView {
 		SIPInDialogVerified:   s.SIPInDialogVerified,
 		SIPRetransmits:        s.SIPRetransmits,
 		SIPRetransmitsRefused: s.SIPRetransmitsRefused,
+		L2TPAnswered:          s.L2TPAnswered,
+		L2TPUnanswered:        s.L2TPUnanswered,
+		L2TPRetransmits:       s.L2TPRetransmits,
 
 		RejectRecordsLost: s.RejectRecordsLost,
 		SIPEventsLost:     s.SIPEventsLost,

@@ -51,6 +51,12 @@ type Stats struct {
 	// the transaction was refused for).
 	SIPRetransmits        uint64
 	SIPRetransmitsRefused uint64
+	// L2TP: refused ICRQs answered with a ZLB in the LNS's name (in
+	// l2tp-icrq's rejected too), copies of ICRQs of a translated tunnel
+	// passed or answered again without a charge (in its admitted or
+	// rejected), and refused ICRQs that could only be dropped, their
+	// tunnel not translated.
+	L2TPAnswered, L2TPRetransmits, L2TPUnanswered uint64
 	// Records a full ring buffer refused because the daemon fell behind:
 	// finished seconds of reject records, and SIP messages (agents'
 	// out-service responses, refused requests to answer with 503).
@@ -73,6 +79,9 @@ func (s *Stats) Add(o Stats) {
 	s.SIPInDialogVerified += o.SIPInDialogVerified
 	s.SIPRetransmits += o.SIPRetransmits
 	s.SIPRetransmitsRefused += o.SIPRetransmitsRefused
+	s.L2TPAnswered += o.L2TPAnswered
+	s.L2TPRetransmits += o.L2TPRetransmits
+	s.L2TPUnanswered += o.L2TPUnanswered
 	s.RejectRecordsLost += o.RejectRecordsLost
 	s.SIPEventsLost += o.SIPEventsLost
 }
@@ -93,6 +102,9 @@ func (s Stats) Sub(o Stats) Stats {
 	d.SIPInDialogVerified -= o.SIPInDialogVerified
 	d.SIPRetransmits -= o.SIPRetransmits
 	d.SIPRetransmitsRefused -= o.SIPRetransmitsRefused
+	d.L2TPAnswered -= o.L2TPAnswered
+	d.L2TPRetransmits -= o.L2TPRetransmits
+	d.L2TPUnanswered -= o.L2TPUnanswered
 	d.RejectRecordsLost -= o.RejectRecordsLost
 	d.SIPEventsLost -= o.SIPEventsLost
 	return d
@@ -124,6 +136,7 @@ func fromKernel(c bpf.XdpCacStats) Stats {
 		PPPoEOddForms:       c.PppoeOddForms,
 		SIPInDialogVerified: c.SipIndialogVerified,
 		SIPRetransmits:      c.SipRetransmits, SIPRetransmitsRefused: c.SipRetransmitsRefused,
+		L2TPAnswered: c.L2tpAnswered, L2TPRetransmits: c.L2tpRetransmits, L2TPUnanswered: c.L2tpUnanswered,
 		RejectRecordsLost: c.RejectRecordsLost, SIPEventsLost: c.SipEventsLost,
 	}
 	for i := range s.Classes {

@@ -37,6 +37,7 @@ func newEgress(t testing.TB, f *fastPath) *egress {
 	e := &egress{}
 	err = spec.LoadAndAssign(&e.objs, &ebpf.CollectionOptions{MapReplacements: map[string]*ebpf.Map{
 		bpf.TcMapDialogs: f.objs.Dialogs, bpf.TcMapUdpPorts: f.objs.UdpPorts, bpf.TcMapTestClock: f.objs.TestClock,
+		bpf.TcMapL2tpTunnels: f.objs.L2tpTunnels,
 	}})
 	if err != nil {
 		var ve *ebpf.VerifierError
@@ -72,19 +73,32 @@ func egressRuns(frame []byte) bool {
 	return true
 }
 
-// send runs a frame going out through the program, which must pass it
-// unchanged, and through the model.
+// send runs a frame going out through the program, which must pass it on,
+// and through the model; both must leave it alike (unchanged, or an L2TP
+// message with its Nr translated).
 func (e *egress) send(f *fastPath, frame []byte) error {
+	_, err := e.sendOut(f, frame)
+	return err
+}
+
+// sendOut is send that returns the frame as it goes out.
+func (e *egress) sendOut(f *fastPath, frame []byte) ([]byte, error) {
 	out := make([]byte, len(frame)+64)
-	ret, err := e.objs.TcDialogs.Run(&ebpf.RunOptions{Data: frame, DataOut: out})
+	opts := &ebpf.RunOptions{Data: frame, DataOut: out}
+	ret, err := e.objs.TcDialogs.Run(opts)
 	if err != nil {
-		return fmt.Errorf("run egress on %d bytes: %w", len(frame), err)
+		return nil, fmt.Errorf("run egress on %d bytes: %w", len(frame), err)
 	}
 	if ret != tcActUnspec {
-		return fmt.Errorf("egress returned %d, want TC_ACT_UNSPEC", int32(ret))
+		return nil, fmt.Errorf("egress returned %d, want TC_ACT_UNSPEC", int32(ret))
 	}
-	f.model.Egress(frame, f.now)
-	return nil
+	mine := append([]byte(nil), frame...)
+	f.model.Egress(mine, f.now)
+	out = opts.DataOut
+	if !bytes.Equal(out, mine) {
+		return out, fmt.Errorf("egress left the frame\n%x\nthe model\n%x", out, mine)
+	}
+	return out, nil
 }
 
 // dialogKeys are the Call-ID hashes in the dialog table.

@@ -1,6 +1,7 @@
 package tests
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"net/netip"
@@ -131,21 +132,30 @@ func (f *fastPath) at(now uint64) error {
 // run passes one frame through the program and returns what it did, as
 // its verdict and counters tell.
 func (f *fastPath) run(frame []byte) (admission.Decision, error) {
+	d, _, err := f.runOut(frame)
+	return d, err
+}
+
+// runOut is run that also returns the frame as the program left it: the
+// answer to an ICRQ, a translated L2TP message.
+func (f *fastPath) runOut(frame []byte) (admission.Decision, []byte, error) {
 	before, err := maps.ReadStats(f.objs.Stats)
 	if err != nil {
-		return admission.Decision{}, err
+		return admission.Decision{}, nil, err
 	}
-	ret, err := f.objs.XdpCac.Run(&ebpf.RunOptions{Data: frame})
+	out := make([]byte, len(frame)+256)
+	opts := &ebpf.RunOptions{Data: frame, DataOut: out}
+	ret, err := f.objs.XdpCac.Run(opts)
 	if err != nil {
-		return admission.Decision{}, fmt.Errorf("run: %w", err)
+		return admission.Decision{}, nil, fmt.Errorf("run: %w", err)
 	}
 	after, err := maps.ReadStats(f.objs.Stats)
 	if err != nil {
-		return admission.Decision{}, err
+		return admission.Decision{}, nil, err
 	}
 	d, err := decisionOf(after.Sub(before))
 	d.Verdict = cac.Verdict(ret)
-	return d, err
+	return d, opts.DataOut, err
 }
 
 // decisionOf says which single counter moved.
@@ -181,7 +191,9 @@ func decisionOf(d maps.Stats) (admission.Decision, error) {
 	case 1:
 		moved[0].Odd = odd == 1
 		moved[0].Uncharged = d.SIPInDialogVerified == 1 || d.SIPRetransmits == 1
-		moved[0].Retransmit = d.SIPRetransmits+d.SIPRetransmitsRefused == 1
+		moved[0].Uncharged = moved[0].Uncharged || (d.L2TPRetransmits == 1 && !moved[0].Rejected)
+		moved[0].Retransmit = d.SIPRetransmits+d.SIPRetransmitsRefused+d.L2TPRetransmits == 1
+		moved[0].Answered, moved[0].Unanswered = d.L2TPAnswered == 1, d.L2TPUnanswered == 1
 		return moved[0], nil
 	}
 	return admission.Decision{}, fmt.Errorf("one frame moved %d counters: %v", len(moved), moved)
@@ -201,16 +213,29 @@ func (f *fastPath) check(frame []byte) error {
 }
 
 // decide is check that also returns what both did.
+//
+// The frames must come out alike too: the program changes an L2TP message
+// it translates or answers, and the model changes its copy the same way.
 func (f *fastPath) decide(frame []byte) (admission.Decision, error) {
-	want := f.model.Decide(frame[:min(len(frame), testRunLinear)], f.now)
-	got, err := f.run(frame)
+	d, _, err := f.decideOut(frame)
+	return d, err
+}
+
+// decideOut is decide that also returns the frame as the program left it.
+func (f *fastPath) decideOut(frame []byte) (admission.Decision, []byte, error) {
+	mine := append([]byte(nil), frame[:min(len(frame), testRunLinear)]...)
+	want := f.model.Decide(mine, f.now)
+	got, out, err := f.runOut(frame)
 	if err != nil {
-		return got, err
+		return got, out, err
 	}
 	if got != want {
-		return got, fmt.Errorf("XDP did %v, model says %v", got, want)
+		return got, out, fmt.Errorf("XDP did %v, model says %v", got, want)
 	}
-	return got, nil
+	if n := len(mine); len(out) < n || !bytes.Equal(out[:n], mine) {
+		return got, out, fmt.Errorf("%v: XDP left the frame\n%x\nthe model\n%x", got, out[:min(n, len(out))], mine)
+	}
+	return got, out, nil
 }
 
 // tally is decide at now, counting a reject by its reason.

@@ -78,6 +78,10 @@ struct __sk_buff {
 
 #define TC_ACT_UNSPEC (-1) /* tcx: TCX_NEXT */
 
+/* bpf_l4_csum_replace's flags: the size of the field in the low bits; a
+ * UDP checksum of 0 (none, over IPv4) left as it is. */
+#define BPF_F_MARK_MANGLED_0 (1ULL << 5)
+
 /* The helper prototypes name these; the program never dereferences them. */
 struct bpf_dynptr;
 struct bpf_fib_lookup;

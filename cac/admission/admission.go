@@ -7,6 +7,7 @@ import (
 	"github.com/xdpcac/xdpcac/cac"
 	"github.com/xdpcac/xdpcac/cac/bucket"
 	"github.com/xdpcac/xdpcac/cac/fsol"
+	"github.com/xdpcac/xdpcac/cac/l2tp"
 )
 
 // Model is the fast path in Go.
@@ -26,6 +27,7 @@ type Model struct {
 	agents        [MaxAgents]bucket.Bucket
 	dialogs       dialogTable
 	refused       refusedTable
+	tunnels       l2tp.Table
 }
 
 // SetAgentAddrs puts the addresses of session agents in force (IPv4
@@ -100,8 +102,13 @@ type Decision struct {
 	// retransmission of an INVITE it admitted; no limit was asked.
 	Uncharged bool
 	// Retransmit: an INVITE retransmission within Timer B, passed
-	// uncharged or refused again for the reason its transaction was.
+	// uncharged or refused again for the reason its transaction was; or
+	// a copy of an ICRQ of a translated tunnel, likewise.
 	Retransmit bool
+	// Answered: a refused ICRQ turned into the ZLB that answers it
+	// (Verdict TX); Unanswered: one that could only be dropped, its
+	// tunnel not translated.
+	Answered, Unanswered bool
 }
 
 func (d Decision) String() string {
@@ -113,6 +120,12 @@ func (d Decision) String() string {
 	}
 	if d.Retransmit {
 		s += ", a retransmission"
+	}
+	if d.Answered {
+		s += ", answered"
+	}
+	if d.Unanswered {
+		s += ", unanswered"
 	}
 	if d.Uncharged {
 		s += ", uncharged"
@@ -239,6 +252,9 @@ func (m *Model) Decide(frame []byte, now uint64) Decision {
 	if d.Kind == cac.Session {
 		c, held = d.Class, true
 	}
+	if d.Kind == cac.Other {
+		m.l2tpPass(frame, now)
+	}
 	if !held {
 		return d
 	}
@@ -268,7 +284,16 @@ func (m *Model) Decide(frame []byte, now uint64) Decision {
 			return d
 		}
 	}
+	// An ICRQ of a translated tunnel: only the LAC's next message is
+	// judged, and one refused is answered (l2tp.go).
+	lac, done := m.l2tpCheck(&d, frame, now)
+	if done {
+		return d
+	}
 	d.Reason, d.Rejected = m.Admit(c, fsol.SourceOf(frame), now)
+	if c == cac.L2TPICRQ {
+		m.l2tpJudged(&d, lac)
+	}
 	if c == cac.SIPInvite {
 		if !d.Rejected {
 			m.learnInvite(callid, txn, now)
@@ -276,7 +301,9 @@ func (m *Model) Decide(frame []byte, now uint64) Decision {
 			m.refused.refuse(txn, now, d.Reason)
 		}
 	}
-	if d.Rejected {
+	if d.Answered {
+		d.Verdict = cac.TX
+	} else if d.Rejected {
 		d.Verdict = cac.Drop
 	} else if c == cac.ClassMalformed && m.MalformedDrop {
 		d.Verdict = cac.Drop // within its limits, as malformed: says

@@ -14,7 +14,14 @@ import (
 // as egress_learn inserts only what is not there: a proxy sends out the
 // INVITE it admitted with the same Call-ID, and what the filter recorded
 // of it stays.
+//
+// An L2TP control message the LNS sends goes to the tunnel table, and may
+// have its Nr translated in frame (docs/design.md "Refusing an ICRQ").
 func (m *Model) Egress(frame []byte, now uint64) {
+	if at, ok := fsol.FindL2TP(frame, m.Ports, true); ok {
+		m.table().FromLNS(frame, at, now)
+		return
+	}
 	r, msg := fsol.ClassifySIPEgress(frame, m.Ports)
 	if r.Kind != cac.Session || r.Class != cac.SIPInvite {
 		return

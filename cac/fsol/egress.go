@@ -5,17 +5,20 @@ import "github.com/xdpcac/xdpcac/cac"
 // ClassifySIPEgress is ClassifySIP for a frame going out, as the egress
 // program bpf/tc_dialogs.c reads it: a datagram to or from a watched SIP
 // port is SIP, since what the SIP server sends comes from its port and goes
-// to whatever port its peer has; any other datagram is unwatched
-// (udp_sip_either of bpf/parse.h).
+// to whatever port its peer has (udp_kind_egress of bpf/parse.h).
 func ClassifySIPEgress(frame []byte, ports *Ports) (Result, []byte) {
-	return classifyFrame(frame, ports.either)
+	return classifyFrame(frame, ports.egress)
 }
 
-// either is udp_sip_either: SIP when the source or destination port is a
-// SIP port, none otherwise.
-func (p *Ports) either(udp []byte) cac.PortKind {
+// egress is udp_kind_egress: SIP when the source or destination port is a
+// SIP port, L2TP when the source port is an L2TP port (the LNS's), none
+// otherwise.
+func (p *Ports) egress(udp []byte) cac.PortKind {
 	if p[be16(udp[2:])] == cac.PortSIP || p[be16(udp)] == cac.PortSIP {
 		return cac.PortSIP
+	}
+	if p[be16(udp)] == cac.PortL2TP {
+		return cac.PortL2TP
 	}
 	return cac.PortNone
 }

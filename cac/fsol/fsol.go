@@ -75,29 +75,47 @@ func (p *Ports) byDest(udp []byte) cac.PortKind { return p[be16(udp[2:])] }
 
 // classifyFrame is ClassifySIP with the datagram's carrier read by carrier.
 func classifyFrame(frame []byte, carrier portKind) (Result, []byte) {
-	if len(frame) < 14 {
-		return kind(cac.Unwatched), nil
+	etherType, off := l2(frame)
+	switch {
+	case etherType == etherTypePPPoEDsc:
+		return classifyPPPoE(frame, off), nil
+	case etherType == etherTypeIPv4 || etherType == etherTypeIPv6:
+		return classifyUDP(datagram(frame, etherType, off, carrier))
 	}
-	etherType := be16(frame[12:])
-	off := 14
+	return kind(cac.Unwatched), nil
+}
+
+// l2 returns the EtherType after the VLAN tags and the offset of what it
+// announces; 0 for a frame too short for its tags or with more of them
+// than any network stacks.
+func l2(frame []byte) (etherType uint16, off int) {
+	if len(frame) < 14 {
+		return 0, 0
+	}
+	etherType, off = be16(frame[12:]), 14
 	for i := 0; i < maxTags && isVLAN(etherType); i++ {
 		if off+4 > len(frame) {
-			return kind(cac.Unwatched), nil
+			return 0, 0
 		}
 		etherType = be16(frame[off+2:])
 		off += 4
 	}
-	switch {
-	case isVLAN(etherType):
-		return kind(cac.Unwatched), nil // more tags than any network stacks
-	case etherType == etherTypePPPoEDsc:
-		return classifyPPPoE(frame, off), nil
-	case etherType == etherTypeIPv4:
-		return classifyUDP(ipv4(frame, off, carrier))
-	case etherType == etherTypeIPv6:
-		return classifyUDP(ipv6(frame, off, carrier))
+	if isVLAN(etherType) {
+		return 0, 0
 	}
-	return kind(cac.Unwatched), nil
+	return etherType, off
+}
+
+// datagram finds the UDP datagram of an IPv4 or IPv6 packet at l3.
+func datagram(frame []byte, etherType uint16, l3 int, carrier portKind) udpMsg {
+	var u udpMsg
+	if etherType == etherTypeIPv4 {
+		u = ipv4(frame, l3, carrier)
+	} else {
+		u = ipv6(frame, l3, carrier)
+	}
+	u.l3 = l3
+	return u
 }
 
 func classifyPPPoE(frame []byte, off int) Result {
@@ -129,6 +147,7 @@ type udpMsg struct {
 	port       cac.PortKind
 	msg        []byte
 	fragmented bool // a first fragment: the message goes on elsewhere
+	l3, l4     int  // where the IP and UDP headers start
 }
 
 func verdictOnly(k cac.Kind) udpMsg { return udpMsg{verdict: k} }
@@ -147,7 +166,7 @@ func udp(frame []byte, l4, ipEnd int, fragmented bool, port cac.PortKind) udpMsg
 		}
 		udpLen = ipPayload // the first fragment holds what it holds
 	}
-	return udpMsg{verdict: cac.Session, port: port, msg: frame[l4+8 : l4+udpLen], fragmented: fragmented}
+	return udpMsg{verdict: cac.Session, port: port, msg: frame[l4+8 : l4+udpLen], fragmented: fragmented, l4: l4}
 }
 
 func ipv4(frame []byte, l3 int, carrier portKind) udpMsg {

@@ -85,6 +85,8 @@ func writeStatsText(w io.Writer, s maps.Stats, per []loader.AttachmentStats) err
 		s.Fragment, s.PassedOther, s.SIPOddForms, s.PPPoEOddForms)
 	fmt.Fprintf(w, "uncharged: %d in-dialog of known dialogs, %d INVITE retransmissions passed, %d refused again\n",
 		s.SIPInDialogVerified, s.SIPRetransmits, s.SIPRetransmitsRefused)
+	fmt.Fprintf(w, "L2TP: %d refused ICRQs answered with a ZLB, %d only dropped (tunnel not translated), %d copies uncharged\n",
+		s.L2TPAnswered, s.L2TPUnanswered, s.L2TPRetransmits)
 	if s.RejectRecordsLost > 0 || s.SIPEventsLost > 0 {
 		// The daemon fell behind its ring buffers: say so, it is rare.
 		fmt.Fprintf(w, "lost to full ring buffers: %d reject records, %d SIP events\n",

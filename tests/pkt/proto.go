@@ -1,6 +1,7 @@
 package pkt
 
 import (
+	"encoding/binary"
 	"fmt"
 	"strings"
 )
@@ -63,6 +64,15 @@ type L2TP struct {
 	Vendor  uint16
 	Attr    uint16
 	Hidden  bool
+	// ID is the receiver's tunnel ID (v2) or control connection ID (v3);
+	// Session the v2 session ID.
+	ID      uint32
+	Session uint16
+	Ns, Nr  uint16
+	// AssignedID, when set, adds the Assigned Tunnel ID (v2) or Assigned
+	// Control Connection ID (v3) AVP an SCCRQ or SCCRP carries.
+	AssignedID uint32
+	HiddenID   bool // the assigned ID's AVP with its H bit
 }
 
 func (h L2TP) wrap(p []byte, _ Layer) []byte {
@@ -90,6 +100,17 @@ func (h L2TP) wrap(p []byte, _ Layer) []byte {
 	body = be16(body, uint16(0x8000|(6+len(host))))
 	body = append(body, 0, 0, 0, 7) // vendor 0, Host Name
 	body = append(body, host...)
+	hidden := byte(0x80)
+	if h.HiddenID {
+		hidden |= 0x40
+	}
+	if h.AssignedID != 0 && ver == 3 {
+		body = append(body, hidden, 10, 0, 0, 0, 61)
+		body = binary.BigEndian.AppendUint32(body, h.AssignedID)
+	} else if h.AssignedID != 0 {
+		body = append(body, hidden, 8, 0, 0, 0, 9)
+		body = be16(body, uint16(h.AssignedID))
+	}
 	body = append(body, p...)
 	n := 12 + len(body)
 	if h.Length != 0 {
@@ -97,13 +118,26 @@ func (h L2TP) wrap(p []byte, _ Layer) []byte {
 	}
 	b := be16(nil, flags)
 	b = be16(b, uint16(n))
-	if ver == 3 {
-		b = append(b, 0, 0, 0, 0) // control connection ID 0
-	} else {
-		b = append(b, 0, 0, 0, 0) // tunnel 0, session 0
-	}
-	b = append(b, 0, 0, 0, 0) // Ns, Nr
+	b = l2tpIDs(b, ver, h.ID, h.Session)
+	b = be16(be16(b, h.Ns), h.Nr)
 	return append(b, body...)
+}
+
+// l2tpIDs appends the IDs of a control header.
+func l2tpIDs(b []byte, ver uint16, id uint32, session uint16) []byte {
+	if ver == 3 {
+		return binary.BigEndian.AppendUint32(b, id) // control connection ID
+	}
+	return be16(be16(b, uint16(id)), session)
+}
+
+// ZLBOf is a zero-length-body acknowledgement of version ver to the
+// tunnel (or control connection) id.
+func ZLBOf(ver uint16, id uint32, ns, nr uint16) Raw {
+	b := be16(nil, 0xc800|ver)
+	b = be16(b, 12)
+	b = l2tpIDs(b, ver, id, 0)
+	return Raw(be16(be16(b, ns), nr))
 }
 
 // ZLB is an L2TPv2 zero-length-body acknowledgement.
