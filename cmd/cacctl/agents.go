@@ -304,10 +304,7 @@ func (a *sipAgents) save() {
 	b, err := json.Marshal(out)
 	if err == nil {
 		path := agentsFile(a.d.g.stateDir)
-		err = os.WriteFile(path+".tmp", b, 0o600)
-		if err == nil {
-			err = os.Rename(path+".tmp", path)
-		}
+		err = writeOwn(path, b)
 	}
 	if err != nil {
 		a.d.log.Warn("save session agent statuses", "err", err)

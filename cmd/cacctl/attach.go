@@ -150,6 +150,9 @@ func newDetachCmd(g *globals) *cobra.Command {
 				return err
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "detached xdpcac from %s\n", a)
+			if atts, err := loader.List(g.stateDir); err == nil && len(atts) == 0 {
+				removeStaleDaemonFiles(g.stateDir)
+			}
 			return nil
 		},
 	}

@@ -134,6 +134,11 @@ func (d *daemon) run(ctx context.Context, detachOnExit bool) error {
 	if err != nil {
 		return err
 	}
+	// The rejects log is refused before anything is attached (a planted
+	// link, say): a daemon that cannot write it changes nothing.
+	if err := checkRejectsLog(d.rejectsLog); err != nil {
+		return err
+	}
 	m, err := d.newMeasure(cfg)
 	if err != nil {
 		return err
