@@ -161,22 +161,13 @@ func reattach(a Attachment, o Options, dir string, old link.Link, objs *bpf.XdpO
 			return err
 		}
 	}
-	flags, err := xdpFlags(o.Mode)
-	if err != nil {
-		return err
-	}
 	nl, err := linkByName(a.Netns, a.Iface)
 	if err != nil {
 		return err
 	}
-	var l link.Link
-	err = inNetns(a.Netns, func() error {
-		var err error
-		l, err = link.AttachXDP(link.XDPOptions{Program: objs.XdpCac, Interface: nl.Attrs().Index, Flags: flags})
-		return err
-	})
+	l, err := attachXDP(a, o, nl, objs.XdpCac)
 	if err != nil {
-		return fmt.Errorf("attach XDP to %s again: %w", a, err)
+		return fmt.Errorf("%s came back: %w", a, err)
 	}
 	defer l.Close() // detaches, unless pinned below
 	path := filepath.Join(dir, pinLink)

@@ -47,6 +47,9 @@ type Options struct {
 	// UpdateLink switches a pinned link to a new program in Adopt; nil
 	// uses the link's own update. Tests set it to make the switch fail.
 	UpdateLink func(link.Link, *ebpf.Program) error
+	// Notify, when set, is told what an operator should know of how the
+	// filter was attached: auto mode falling back to generic.
+	Notify func(msg string)
 	// AtStep, when set, is called as Attach reaches each of its steps
 	// (StepAttached and those of pinAll): tests kill the process there, to
 	// show that an attach stopped anywhere leaves nothing that a detach or
@@ -123,8 +126,7 @@ func Load(sourceTable, dialogTable uint32, shared map[string]*ebpf.Map) (*bpf.Xd
 // included: Apply changes those. It returns the mode the kernel attached
 // in. On any error nothing is left behind.
 func Attach(a Attachment, o Options) (mode string, err error) {
-	flags, err := xdpFlags(o.Mode)
-	if err != nil {
+	if _, err := xdpFlags(o.Mode); err != nil {
 		return "", err
 	}
 	// A second attach, a missing namespace or interface, or one with
@@ -182,14 +184,9 @@ func Attach(a Attachment, o Options) (mode string, err error) {
 		}
 	}
 
-	var l link.Link
-	err = inNetns(a.Netns, func() error {
-		var err error
-		l, err = link.AttachXDP(link.XDPOptions{Program: objs.XdpCac, Interface: nl.Attrs().Index, Flags: flags})
-		return err
-	})
+	l, err := attachXDP(a, o, nl, objs.XdpCac)
 	if err != nil {
-		return "", fmt.Errorf("attach XDP to %s in %s mode: %w", a, modeOrAuto(o.Mode), err)
+		return "", err
 	}
 	defer l.Close() // detaches, unless pinned below
 
@@ -276,6 +273,44 @@ func removeForeign(a Attachment) error {
 		return fmt.Errorf("remove the XDP program (%s) of %s: %w", describeProg(f.id), a, err)
 	}
 	return nil
+}
+
+// attachXDP attaches prog to the interface nl of a in the mode o asks
+// for. In auto mode a driver that refuses the program for the interface's
+// MTU (veth, and others, refuse a program without XDP frags support on an
+// MTU larger than a page can hold: ERANGE) gets it in generic mode
+// instead, and o.Notify says so: a jumbo-frame interface is filtered,
+// more slowly, rather than not at all.
+func attachXDP(a Attachment, o Options, nl netlink.Link, prog *ebpf.Program) (link.Link, error) {
+	flags, err := xdpFlags(o.Mode)
+	if err != nil {
+		return nil, err
+	}
+	attach := func(flags link.XDPAttachFlags) (link.Link, error) {
+		var l link.Link
+		err := inNetns(a.Netns, func() error {
+			var err error
+			l, err = link.AttachXDP(link.XDPOptions{Program: prog, Interface: nl.Attrs().Index, Flags: flags})
+			return err
+		})
+		return l, err
+	}
+	l, err := attach(flags)
+	if err != nil && flags == 0 && errors.Is(err, unix.ERANGE) {
+		native := err
+		if l, err = attach(link.XDPGenericMode); err == nil {
+			if o.Notify != nil {
+				o.Notify(fmt.Sprintf("native XDP refused %s at its MTU of %d (%v): attached in generic (skb) mode, which costs more per packet; "+
+					"lower the MTU to use native mode, or set mode: generic to say so", a, nl.Attrs().MTU, native))
+			}
+			return l, nil
+		}
+		err = errors.Join(native, fmt.Errorf("generic mode: %w", err))
+	}
+	if err != nil {
+		return nil, fmt.Errorf("attach XDP to %s in %s mode: %w", a, modeOrAuto(o.Mode), err)
+	}
+	return l, nil
 }
 
 func modeOrAuto(m string) string {

@@ -36,6 +36,7 @@ func newAttachCmd(g *globals) *cobra.Command {
 			}
 			a := loader.Attachment{Iface: iface, Netns: g.netns}
 			opts.StateDir, opts.Mode, opts.Force = g.stateDir, mode, force
+			opts.Notify = func(msg string) { fmt.Fprintln(cmd.ErrOrStderr(), "cacctl: "+msg) }
 			others, err := loader.List(g.stateDir)
 			if err != nil {
 				return err

@@ -337,6 +337,7 @@ func (d *daemon) attachAll(cfg *config.Config, opts loader.Options) error {
 func (d *daemon) ensure(i config.Interface, opts loader.Options) error {
 	opts.StateDir, opts.Mode, opts.Force = d.g.stateDir, i.Mode, d.force
 	a := loader.Attachment{Iface: i.Name, Netns: d.g.netns}
+	opts.Notify = func(msg string) { d.log.Warn(msg, "interface", a.String()) }
 	if l, ok := d.held[a]; ok && !loader.IsAttached(d.g.stateDir, a) {
 		// Pins gone under a filter this daemon holds: pin it again rather
 		// than attach a second one with fresh state.
