@@ -17,17 +17,31 @@ func ipCmd(t *testing.T, args ...string) {
 }
 
 // waitAttached waits up to three seconds for an XDP program on iface in
-// ns, and returns it.
-func waitAttached(t *testing.T, ns, iface, after string) uint32 {
+// ns.
+func waitAttached(t *testing.T, ns, iface, after string) {
 	t.Helper()
 	for start := time.Now(); ; time.Sleep(20 * time.Millisecond) {
 		if id := xdpProgID(t, ns, iface); id != 0 {
-			t.Logf("attached %v after %s", time.Since(start), after)
-			return id
+			t.Logf("attached %v after %s: program %d", time.Since(start), after, id)
+			return
 		}
 		if time.Since(start) > 3*time.Second {
 			t.Fatalf("no XDP program on %s three seconds after %s", iface, after)
 		}
+	}
+}
+
+// newInterface makes a new veth of the box's interface name, to a new
+// peer, and requires the daemon to attach it within three seconds with
+// the state it had: a PADI class bucket of burst 1, spent before.
+func (tb *testbed) newInterface(t *testing.T, after string) {
+	t.Helper()
+	newPeer := testenv.Unique("xcp")
+	testenv.VethNamed(t, tb.box, tb.peer, tb.boxIface, newPeer)
+	waitAttached(t, tb.box, tb.boxIface, after)
+	tb.peerIfc = newPeer
+	if got := tb.padiOutcome(t); got != "class" {
+		t.Errorf("a PADI after %s: %s, want class (the burst of 1 stays spent)", after, got)
 	}
 }
 
@@ -43,13 +57,7 @@ func TestDaemonInterfaceRenamed(t *testing.T) {
 	ipCmd(t, "-n", tb.box, "link", "set", tb.boxIface, "down")
 	ipCmd(t, "-n", tb.box, "link", "set", tb.boxIface, "name", renamed)
 	ipCmd(t, "-n", tb.box, "link", "set", renamed, "up")
-	newPeer := testenv.Unique("xcp")
-	testenv.VethNamed(t, tb.box, tb.peer, tb.boxIface, newPeer)
-	waitAttached(t, tb.box, tb.boxIface, "a new interface took the name")
-	tb.peerIfc = newPeer
-	if got := tb.padiOutcome(t); got != "class" {
-		t.Errorf("a PADI on the new interface: %s, want class (the burst of 1 stays spent)", got)
-	}
+	tb.newInterface(t, "a new interface took the name")
 	waitFor(t, func() bool { return xdpProgID(t, tb.box, renamed) == 0 })
 	waitFor(t, func() bool { return strings.Contains(d.log.String(), "took over") })
 	if !strings.Contains(d.log.String(), "program=reattached") {
@@ -67,13 +75,7 @@ func TestDaemonNetnsRecreated(t *testing.T) {
 	ipCmd(t, "netns", "del", tb.box)
 	time.Sleep(300 * time.Millisecond)
 	ipCmd(t, "netns", "add", tb.box) // removed again by Netns's cleanup
-	newPeer := testenv.Unique("xcp")
-	testenv.VethNamed(t, tb.box, tb.peer, tb.boxIface, newPeer)
-	waitAttached(t, tb.box, tb.boxIface, "the namespace was made again")
-	tb.peerIfc = newPeer
-	if got := tb.padiOutcome(t); got != "class" {
-		t.Errorf("a PADI in the new namespace: %s, want class (the burst of 1 stays spent)", got)
-	}
+	tb.newInterface(t, "the namespace was made again")
 	if !strings.Contains(d.log.String(), "made again") {
 		t.Errorf("the daemon's log does not say it follows the new namespace:\n%s", d.log.String())
 	}
