@@ -28,7 +28,9 @@ const (
 //     whose shape this version cannot use refuses the upgrade, and nothing
 //     changes: a reset of state is never silent;
 //   - if the link's interface was removed and has come back (the kernel
-//     leaves a pinned XDP link defunct), a new link is attached and pinned;
+//     leaves a pinned XDP link defunct), or the link is on another
+//     interface than the one of its name now (renamed, or in a namespace
+//     that was deleted and made again), a new link is attached and pinned;
 //   - else, if the pinned program differs from this version's, the link is
 //     switched to the new program atomically (o.UpdateLink, for tests to
 //     fail; nil is the link's own update); on failure the old one stays;
@@ -65,7 +67,24 @@ func Adopt(a Attachment, o Options) (Adopted, error) {
 	if err != nil {
 		return "", fmt.Errorf("link info of %s: %w", a, err)
 	}
-	if x := info.XDP(); x == nil || x.Ifindex == 0 {
+	x := info.XDP()
+	live := x != nil && x.Ifindex != 0
+	if live {
+		on, err := onInterface(a, x.Ifindex, info.Program)
+		if err != nil {
+			return "", err
+		}
+		if !on {
+			// Its interface was renamed, or its namespace deleted and
+			// made again, and another took the name: the filter follows
+			// the name, with its state, and leaves the other.
+			if err := l.Detach(); err != nil && !errors.Is(err, ebpf.ErrNotSupported) {
+				return "", fmt.Errorf("take the filter off the interface %s was: %w", a, err)
+			}
+			live = false
+		}
+	}
+	if !live {
 		if err := reattach(a, o, dir, l, objs); err != nil {
 			return "", err
 		}
@@ -161,22 +180,13 @@ func reattach(a Attachment, o Options, dir string, old link.Link, objs *bpf.XdpO
 			return err
 		}
 	}
-	flags, err := xdpFlags(o.Mode)
-	if err != nil {
-		return err
-	}
 	nl, err := linkByName(a.Netns, a.Iface)
 	if err != nil {
 		return err
 	}
-	var l link.Link
-	err = inNetns(a.Netns, func() error {
-		var err error
-		l, err = link.AttachXDP(link.XDPOptions{Program: objs.XdpCac, Interface: nl.Attrs().Index, Flags: flags})
-		return err
-	})
+	l, err := attachXDP(a, o, nl, objs.XdpCac)
 	if err != nil {
-		return fmt.Errorf("attach XDP to %s again: %w", a, err)
+		return fmt.Errorf("%s came back: %w", a, err)
 	}
 	defer l.Close() // detaches, unless pinned below
 	path := filepath.Join(dir, pinLink)
@@ -205,8 +215,30 @@ func NeedsAttach(stateDir string, a Attachment) bool {
 	if err != nil || info.XDP() == nil || info.XDP().Ifindex == 0 {
 		return true
 	}
+	on, err := onInterface(a, info.XDP().Ifindex, info.Program)
+	return err == nil && !on
+}
+
+// xdpAttachedMulti is XDP_ATTACHED_MULTI (kernel ABI): programs in more
+// than one mode, whose IDs the kernel then reports per mode only.
+const xdpAttachedMulti = 4
+
+// onInterface reports whether a link on ifindex running prog is on the
+// interface that has a's name in a's namespace now. The index alone does
+// not tell: the interface renamed away keeps it, and a namespace made
+// again numbers its interfaces afresh, so a new interface may have the
+// index of the old one in the namespace that is gone. So the program the
+// interface runs must be the link's too.
+func onInterface(a Attachment, ifindex uint32, prog ebpf.ProgramID) (bool, error) {
 	nl, err := linkByName(a.Netns, a.Iface)
-	return err == nil && uint32(nl.Attrs().Index) != info.XDP().Ifindex
+	if err != nil {
+		return false, err
+	}
+	x := nl.Attrs().Xdp
+	if uint32(nl.Attrs().Index) != ifindex || x == nil || !x.Attached {
+		return false, nil
+	}
+	return x.AttachMode == xdpAttachedMulti || x.ProgId == uint32(prog), nil
 }
 
 // HoldLink opens the pinned link of a, so that the filter stays attached

@@ -47,35 +47,17 @@ type Options struct {
 	// UpdateLink switches a pinned link to a new program in Adopt; nil
 	// uses the link's own update. Tests set it to make the switch fail.
 	UpdateLink func(link.Link, *ebpf.Program) error
+	// Notify, when set, is told what an operator should know of how the
+	// filter was attached: auto mode falling back to generic.
+	Notify func(msg string)
+	// AtStep, when set, is called as Attach reaches each of its steps
+	// (StepAttached and those of pinAll): tests kill the process there, to
+	// show that an attach stopped anywhere leaves nothing that a detach or
+	// another attach cannot remove.
+	AtStep func(step string)
 	// EgressClsact attaches the egress program as a clsact filter even on
 	// a kernel with tcx: what older kernels get, for tests to exercise.
 	EgressClsact bool
-}
-
-func xdpFlags(mode string) (link.XDPAttachFlags, error) {
-	switch mode {
-	case "", "auto":
-		return 0, nil // the driver's mode where it has one, generic otherwise
-	case "native":
-		return link.XDPDriverMode, nil
-	case "generic":
-		return link.XDPGenericMode, nil
-	}
-	return 0, fmt.Errorf("unknown mode %q (want auto, native or generic)", mode)
-}
-
-// attachModeName names an IFLA_XDP_ATTACHED value (kernel ABI): the mode
-// the kernel chose.
-func attachModeName(m uint32) string {
-	switch m {
-	case 1:
-		return "native"
-	case 2:
-		return "generic"
-	case 3:
-		return "offload"
-	}
-	return "unknown"
 }
 
 // rejectTable is the size of the rejects table on a machine of cpus: the
@@ -131,25 +113,27 @@ func Load(sourceTable, dialogTable uint32, shared map[string]*ebpf.Map) (*bpf.Xd
 // included: Apply changes those. It returns the mode the kernel attached
 // in. On any error nothing is left behind.
 func Attach(a Attachment, o Options) (mode string, err error) {
-	flags, err := xdpFlags(o.Mode)
-	if err != nil {
+	if _, err := xdpFlags(o.Mode); err != nil {
 		return "", err
 	}
 	// A second attach, a missing namespace or interface, or one with
 	// another XDP program, is refused before anything, even the state
 	// directory, is created; and checked again under the lock.
+	// The program of an attach that was killed is no foreign one: it is
+	// taken off under the lock.
 	dir := filepath.Join(o.StateDir, a.dirName())
-	if err := replaceable(checkFree(a, dir), o.Force); err != nil {
+	if err := replaceable(checkFree(a, dir), o.Force || hasOrphan(o.StateDir, a)); err != nil {
 		return "", err
 	}
-	if err := ensureStateDir(o.StateDir); err != nil {
-		return "", err
-	}
-	lk, err := lockStateDir(o.StateDir, lockTimeout)
+	lk, err := ensureAndLock(o.StateDir, lockTimeout)
 	if err != nil {
 		return "", err
 	}
 	defer lk.unlock()
+	defer removeIfEmpty(o.StateDir) // an attach that failed leaves no directory
+	if _, err := cleanOrphans(o.StateDir, a); err != nil {
+		return "", err
+	}
 	if err := replaceable(checkFree(a, dir), o.Force); err != nil {
 		return "", err
 	}
@@ -187,14 +171,9 @@ func Attach(a Attachment, o Options) (mode string, err error) {
 		}
 	}
 
-	var l link.Link
-	err = inNetns(a.Netns, func() error {
-		var err error
-		l, err = link.AttachXDP(link.XDPOptions{Program: objs.XdpCac, Interface: nl.Attrs().Index, Flags: flags})
-		return err
-	})
+	l, err := attachXDP(a, o, nl, objs.XdpCac)
 	if err != nil {
-		return "", fmt.Errorf("attach XDP to %s in %s mode: %w", a, modeOrAuto(o.Mode), err)
+		return "", err
 	}
 	defer l.Close() // detaches, unless pinned below
 
@@ -203,7 +182,10 @@ func Attach(a Attachment, o Options) (mode string, err error) {
 		return "", err
 	}
 	defer eg.close()
-	if err := pinAll(o.StateDir, dir, l, objs, eg); err != nil {
+	if o.AtStep != nil {
+		o.AtStep(StepAttached)
+	}
+	if err := pinAll(o.StateDir, a, l, objs, eg, o.AtStep); err != nil {
 		eg.undo(a)
 		return "", err
 	}
@@ -280,13 +262,6 @@ func removeForeign(a Attachment) error {
 	return nil
 }
 
-func modeOrAuto(m string) string {
-	if m == "" {
-		return "auto"
-	}
-	return m
-}
-
 func describeProg(id uint32) string {
 	p, err := ebpf.NewProgramFromID(ebpf.ProgramID(id))
 	if err != nil {
@@ -300,17 +275,24 @@ func describeProg(id uint32) string {
 }
 
 // pinAll pins the link, program and maps, and the egress program, in a
-// temporary directory and renames it to dir, so the attachment appears
-// whole or not at all.
-func pinAll(stateDir, dir string, l link.Link, objs *bpf.XdpObjects, eg *egress) error {
+// temporary directory named for a and renames it to a's directory, so the
+// attachment appears whole or not at all. A process killed before the
+// rename leaves the temporary directory, which names a so that status
+// reports it and a detach or attach of a cleans it (cleanOrphans). step,
+// when set, is called after each part is pinned (Options.AtStep).
+func pinAll(stateDir string, a Attachment, l link.Link, objs *bpf.XdpObjects, eg *egress, step func(string)) error {
+	if step == nil {
+		step = func(string) {}
+	}
 	suffix := make([]byte, 4)
 	if _, err := rand.Read(suffix); err != nil {
 		return fmt.Errorf("random name: %w", err)
 	}
-	tmp := filepath.Join(stateDir, tmpPrefix+hex.EncodeToString(suffix))
+	tmp := filepath.Join(stateDir, tmpPrefix+hex.EncodeToString(suffix)+"-"+a.dirName())
 	if err := os.Mkdir(tmp, 0o700); err != nil {
 		return fmt.Errorf("create %s: %w", tmp, err)
 	}
+	step(StepDirectory)
 	pin := func(name string, fn func(string) error) error {
 		if err := fn(filepath.Join(tmp, name)); err != nil {
 			return fmt.Errorf("pin %s: %w", name, err)
@@ -321,26 +303,33 @@ func pinAll(stateDir, dir string, l link.Link, objs *bpf.XdpObjects, eg *egress)
 		return pin(name, func(path string) error { return pinFresh(*m, path) })
 	})
 	if err == nil {
+		step(StepMaps)
 		err = pin(pinProgram, objs.XdpCac.Pin)
 	}
 	if err == nil {
+		step(StepProgram)
 		err = pin(pinLink, l.Pin)
 	}
 	if err == nil {
+		step(StepLink)
 		err = pinEgress(tmp, eg)
 	}
 	if err != nil {
 		os.RemoveAll(tmp)
 		return err
 	}
-	if err := os.Rename(tmp, dir); err != nil {
+	step(StepEgress)
+	if err := os.Rename(tmp, a.Dir(stateDir)); err != nil {
 		os.RemoveAll(tmp)
 		return fmt.Errorf("move pins into place: %w", err)
 	}
 	return nil
 }
 
-// Detach takes the filter off the interface and removes its state.
+// Detach takes the filter off the interface and removes its state, and
+// the state directory with the last attachment. What an attach of the
+// interface that was killed left behind goes too (cleanOrphans); with only
+// that to remove, Detach removes it and succeeds.
 func Detach(a Attachment, stateDir string) error {
 	dir := filepath.Join(stateDir, a.dirName())
 	notAttached := fmt.Errorf("xdpcac is not attached to %s (no state in %s)", a, dir)
@@ -348,11 +337,22 @@ func Detach(a Attachment, stateDir string) error {
 		return notAttached
 	}
 	lk, err := lockStateDir(stateDir, lockTimeout)
+	if errors.Is(err, errStateDirGone) {
+		return notAttached
+	}
 	if err != nil {
 		return err
 	}
 	defer lk.unlock()
+	defer removeIfEmpty(stateDir)
+	cleaned, err := cleanOrphans(stateDir, a)
+	if err != nil {
+		return err
+	}
 	if _, err := os.Stat(dir); err != nil {
+		if cleaned {
+			return nil
+		}
 		return notAttached
 	}
 
@@ -361,24 +361,31 @@ func Detach(a Attachment, stateDir string) error {
 	if err := removeEgress(a, dir); err != nil {
 		return err
 	}
-	l, err := link.LoadPinnedLink(filepath.Join(dir, pinLink), nil)
+	if err := detachPinnedLink(a, filepath.Join(dir, pinLink)); err != nil {
+		return err
+	}
+	if err := os.RemoveAll(dir); err != nil {
+		return fmt.Errorf("remove state of %s: %w", a, err)
+	}
+	return nil
+}
+
+// detachPinnedLink takes the XDP link pinned at path off its interface and
+// unpins it.
+func detachPinnedLink(a Attachment, path string) error {
+	l, err := link.LoadPinnedLink(path, nil)
 	if err != nil {
 		return fmt.Errorf("open the pinned link of %s: %w", a, err)
 	}
+	defer l.Close()
 	// Detach takes the program off now, even while another process (a
 	// running cacctl run) holds the link; with its pin gone and the last
 	// descriptor closed, the kernel then destroys the link.
 	if err := l.Detach(); err != nil && !errors.Is(err, ebpf.ErrNotSupported) {
-		l.Close()
 		return fmt.Errorf("detach the link of %s: %w", a, err)
 	}
 	if err := l.Unpin(); err != nil {
-		l.Close()
 		return fmt.Errorf("unpin link of %s: %w", a, err)
-	}
-	l.Close()
-	if err := os.RemoveAll(dir); err != nil {
-		return fmt.Errorf("remove state of %s: %w", a, err)
 	}
 	return nil
 }

@@ -56,6 +56,15 @@ func ensureStateDir(dir string) error {
 // that changes it.
 type lock struct{ f *os.File }
 
+// errStateDirGone is what lockStateDir says when the directory it locked
+// was removed meanwhile: the last detach removes the state directory, and
+// a command that waited for its lock holds a lock on nothing.
+var errStateDirGone = errors.New("the state directory was removed while waiting for its lock")
+
+// errLockBusy is what lockStateDir says when another command kept the lock
+// for all of the timeout.
+var errLockBusy = errors.New("another cacctl holds the lock")
+
 // lockStateDir waits up to timeout for the lock on dir.
 func lockStateDir(dir string, timeout time.Duration) (*lock, error) {
 	f, err := os.Open(dir)
@@ -66,17 +75,50 @@ func lockStateDir(dir string, timeout time.Duration) (*lock, error) {
 	for {
 		err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB)
 		if err == nil {
-			return &lock{f}, nil
+			break
 		}
 		if !errors.Is(err, unix.EWOULDBLOCK) || time.Now().After(deadline) {
 			f.Close()
 			if errors.Is(err, unix.EWOULDBLOCK) {
-				return nil, fmt.Errorf("another cacctl holds the lock on %s", dir)
+				return nil, fmt.Errorf("%w on %s", errLockBusy, dir)
 			}
 			return nil, fmt.Errorf("lock state directory: %w", err)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+	held, herr := f.Stat()
+	now, nerr := os.Stat(dir)
+	if herr != nil || nerr != nil || !os.SameFile(held, now) {
+		f.Close()
+		return nil, fmt.Errorf("%s: %w", dir, errStateDirGone)
+	}
+	return &lock{f}, nil
+}
+
+// ensureAndLock makes the state directory and locks it, making it again
+// when a detach removed it while this command waited.
+func ensureAndLock(dir string, timeout time.Duration) (*lock, error) {
+	for tries := 0; ; tries++ {
+		if err := ensureStateDir(dir); err != nil {
+			return nil, err
+		}
+		lk, err := lockStateDir(dir, timeout)
+		if errors.Is(err, errStateDirGone) && tries < 3 {
+			continue
+		}
+		return lk, err
+	}
 }
 
 func (l *lock) unlock() { l.f.Close() } // closing the file drops the flock
+
+// removeIfEmpty removes the state directory once its last attachment is
+// gone, under its lock, so that a detach leaves nothing behind. A
+// directory that still holds something, or is a mount point, stays.
+func removeIfEmpty(dir string) {
+	entries, err := os.ReadDir(dir)
+	if err != nil || len(entries) > 0 {
+		return
+	}
+	os.Remove(dir) // EBUSY for a bpffs mounted right there: it stays
+}

@@ -30,10 +30,7 @@ func Repin(stateDir string, a Attachment, held link.Link) (pinned bool, err erro
 	if IsAttached(stateDir, a) {
 		return false, nil
 	}
-	if err := ensureStateDir(stateDir); err != nil {
-		return false, err
-	}
-	lk, err := lockStateDir(stateDir, lockTimeout)
+	lk, err := ensureAndLock(stateDir, lockTimeout)
 	if err != nil {
 		return false, err
 	}
@@ -69,7 +66,7 @@ func pinAgain(stateDir string, a Attachment, held link.Link) error {
 		return err
 	}
 	defer eg.close()
-	if err := pinAll(stateDir, a.Dir(stateDir), l, objs, eg); err != nil {
+	if err := pinAll(stateDir, a, l, objs, eg, nil); err != nil {
 		if fresh {
 			eg.undo(a)
 		}

@@ -76,3 +76,19 @@ func TestKernelMapNamesUnique(t *testing.T) {
 		t.Errorf("only %d maps seen", len(seen))
 	}
 }
+
+// TestOrphanNames: a temporary directory's name says whose it is, for
+// names with dots, colons and dashes too; an older version's says nothing.
+func TestOrphanNames(t *testing.T) {
+	for _, a := range []Attachment{{Iface: "eth1"}, {Iface: "veth-0", Netns: "blue-1"}, {Iface: "bond0.7", Netns: "a:b"}} {
+		name := tmpPrefix + "0a1b2c3d-" + a.dirName()
+		if got, ok := orphanOf(name); !ok || got != a {
+			t.Errorf("%q -> %+v, %v; want %+v", name, got, ok, a)
+		}
+	}
+	for _, name := range []string{tmpPrefix + "0a1b2c3d", "eth1", tmpPrefix + "short-x"} {
+		if got, ok := orphanOf(name); ok {
+			t.Errorf("%q -> %+v: names no attachment", name, got)
+		}
+	}
+}

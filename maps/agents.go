@@ -15,6 +15,10 @@ import (
 // configured, so SIP requests are looked up in the agents table.
 const policyAgents = 0x10000
 
+// MaxAgentAddrs is CAC_MAX_AGENT_ADDRS of bpf/cac.h: how many addresses
+// the agents table holds, for all the session agents together.
+const MaxAgentAddrs = 1024
+
 func agentOf(a admission.Agent) bpf.XdpCacAgent {
 	v := bpf.XdpCacAgent{Limit: limitOf(a.Limit)}
 	for _, c := range a.OutCodes {

@@ -182,8 +182,14 @@ func (a *sipAgents) resolve(ctx context.Context, prev map[agents.TargetKey]agent
 			continue
 		}
 		rules := agents.RulesOf(ag)
+		kept := 0
 		for _, dest := range dests {
-			addrs[netip.AddrFrom16(dest.Addr().As16())] = uint32(i)
+			addr := netip.AddrFrom16(dest.Addr().As16())
+			if _, ok := addrs[addr]; !ok && len(addrs) >= maps.MaxAgentAddrs {
+				continue // no room: the table keeps the first (sorted) addresses
+			}
+			kept++
+			addrs[addr] = uint32(i)
 			for _, realm := range realmsOf(ag) {
 				k := agents.TargetKey{Agent: ag.Name, Destination: dest, Realm: realm}
 				keep[k] = true
@@ -198,6 +204,12 @@ func (a *sipAgents) resolve(ctx context.Context, prev map[agents.TargetKey]agent
 				}
 				a.mu.Unlock()
 			}
+		}
+		if kept < len(dests) {
+			// A name of thousands of addresses must not make the table,
+			// and so every apply after it, fail: it keeps what fits.
+			a.d.log.Warn("session agent has more addresses than the agents table holds; the first are kept, the rest are strangers",
+				"agent", ag.Name, "hostname", ag.Hostname, "addresses", len(dests), "kept", kept, "table", maps.MaxAgentAddrs)
 		}
 	}
 	a.mu.Lock()
@@ -304,10 +316,7 @@ func (a *sipAgents) save() {
 	b, err := json.Marshal(out)
 	if err == nil {
 		path := agentsFile(a.d.g.stateDir)
-		err = os.WriteFile(path+".tmp", b, 0o600)
-		if err == nil {
-			err = os.Rename(path+".tmp", path)
-		}
+		err = writeOwn(path, b)
 	}
 	if err != nil {
 		a.d.log.Warn("save session agent statuses", "err", err)

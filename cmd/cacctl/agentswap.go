@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/netip"
+	"slices"
 
 	"github.com/xdpcac/xdpcac/cac/agents"
 	"github.com/xdpcac/xdpcac/cac/config"
@@ -24,8 +25,14 @@ func (d *daemon) carryAgentAddrs(cfg *config.Config, literal map[netip.Addr]uint
 	}
 	old := a.addrsByName()
 	for i, ag := range cfg.SessionAgents {
-		for _, addr := range old[ag.Name] {
-			literal[netip.AddrFrom16(addr.As16())] = uint32(i)
+		carried := old[ag.Name]
+		slices.SortFunc(carried, func(a, b netip.Addr) int { return a.Compare(b) })
+		for _, addr := range carried {
+			addr = netip.AddrFrom16(addr.As16())
+			if _, ok := literal[addr]; !ok && len(literal) >= maps.MaxAgentAddrs {
+				break // what fits, as resolve keeps: the apply must not fail on it
+			}
+			literal[addr] = uint32(i)
 		}
 	}
 	return literal

@@ -37,6 +37,7 @@ func newAttachCmd(g *globals) *cobra.Command {
 			}
 			a := loader.Attachment{Iface: iface, Netns: g.netns}
 			opts.StateDir, opts.Mode, opts.Force = g.stateDir, mode, force
+			opts.Notify = func(msg string) { fmt.Fprintln(cmd.ErrOrStderr(), "cacctl: "+msg) }
 			others, err := loader.List(g.stateDir)
 			if err != nil {
 				return err
@@ -154,6 +155,9 @@ func newDetachCmd(g *globals) *cobra.Command {
 				return err
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "detached xdpcac from %s\n", a)
+			if atts, err := loader.List(g.stateDir); err == nil && len(atts) == 0 {
+				removeStaleDaemonFiles(g.stateDir)
+			}
 			return nil
 		},
 	}

@@ -3,11 +3,16 @@ package main
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netns"
 	"golang.org/x/sys/unix"
 )
+
+// netnsCheckEvery is how often a daemon run with --netns looks whether its
+// namespace's name still names the namespace it follows.
+const netnsCheckEvery = time.Second
 
 // linkEvent is an interface that appeared or changed, or is gone.
 type linkEvent struct {
@@ -17,8 +22,61 @@ type linkEvent struct {
 
 // watchLinks reports every interface that appears, changes or goes in the
 // daemon's network namespace, until ctx ends: an interface of the
-// configuration that comes back gets the filter again at once.
+// configuration that comes back gets the filter again at once. A
+// namespace deleted and made again under the same name is a new one,
+// whose interfaces the old subscription never sees; so with --netns the
+// daemon checks the name every netnsCheckEvery, follows the new namespace
+// and reports every interface in it.
 func (d *daemon) watchLinks(ctx context.Context) (<-chan linkEvent, error) {
+	events := make(chan linkEvent, 16)
+	stop, id, err := d.subscribeLinks(ctx, events)
+	if err != nil {
+		return nil, err
+	}
+	if d.g.netns == "" {
+		return events, nil
+	}
+	go func() {
+		tick := time.NewTicker(netnsCheckEvery)
+		defer tick.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+			}
+			now, err := netnsID(d.g.netns)
+			if err != nil || now == id {
+				continue // gone for now, or the same: the subscription stands
+			}
+			nstop, nid, err := d.subscribeLinks(ctx, events)
+			if err != nil {
+				d.log.Warn("follow the network namespace made again", "netns", d.g.netns, "err", err)
+				continue
+			}
+			close(stop)
+			stop, id = nstop, nid
+			d.log.Info("network namespace made again; following the new one", "netns", d.g.netns)
+			d.reportLinks(ctx, events)
+		}
+	}()
+	return events, nil
+}
+
+// netnsID names the namespace a name stands for now.
+func netnsID(name string) (string, error) {
+	h, err := netns.GetFromName(name)
+	if err != nil {
+		return "", err
+	}
+	defer h.Close()
+	return h.UniqueId(), nil
+}
+
+// subscribeLinks subscribes to the link events of the daemon's namespace
+// as it is now and forwards them to events until ctx ends or stop is
+// closed; id names the namespace.
+func (d *daemon) subscribeLinks(ctx context.Context, events chan<- linkEvent) (stop chan struct{}, id string, err error) {
 	opts := netlink.LinkSubscribeOptions{
 		ErrorCallback: func(err error) {
 			if ctx.Err() == nil { // ending the subscription fails its read
@@ -29,22 +87,24 @@ func (d *daemon) watchLinks(ctx context.Context) (<-chan linkEvent, error) {
 	if d.g.netns != "" {
 		h, err := netns.GetFromName(d.g.netns)
 		if err != nil {
-			return nil, fmt.Errorf("network namespace %q: %w", d.g.netns, err)
+			return nil, "", fmt.Errorf("network namespace %q: %w", d.g.netns, err)
 		}
 		defer h.Close() // the subscription holds its own socket in there
-		opts.Namespace = &h
+		opts.Namespace, id = &h, h.UniqueId()
 	}
 	updates := make(chan netlink.LinkUpdate, 64)
 	done := make(chan struct{})
 	if err := netlink.LinkSubscribeWithOptions(updates, done, opts); err != nil {
-		return nil, fmt.Errorf("subscribe to link events: %w", err)
+		return nil, "", fmt.Errorf("subscribe to link events: %w", err)
 	}
-	events := make(chan linkEvent, 16)
+	stop = make(chan struct{})
 	go func() {
 		defer close(done)
 		for {
 			select {
 			case <-ctx.Done():
+				return
+			case <-stop:
 				return
 			case u, ok := <-updates:
 				if !ok {
@@ -61,5 +121,34 @@ func (d *daemon) watchLinks(ctx context.Context) (<-chan linkEvent, error) {
 			}
 		}
 	}()
-	return events, nil
+	return stop, id, nil
+}
+
+// reportLinks sends an event for every interface the daemon's namespace
+// has now: those made before the subscription sent none.
+func (d *daemon) reportLinks(ctx context.Context, events chan<- linkEvent) {
+	ns, err := netns.GetFromName(d.g.netns)
+	if err != nil {
+		d.log.Warn("list interfaces", "netns", d.g.netns, "err", err)
+		return
+	}
+	defer ns.Close()
+	h, err := netlink.NewHandleAt(ns)
+	if err != nil {
+		d.log.Warn("list interfaces", "netns", d.g.netns, "err", err)
+		return
+	}
+	defer h.Close()
+	links, err := h.LinkList()
+	if err != nil {
+		d.log.Warn("list interfaces", "netns", d.g.netns, "err", err)
+		return
+	}
+	for _, l := range links {
+		select {
+		case events <- linkEvent{name: l.Attrs().Name}:
+		case <-ctx.Done():
+			return
+		}
+	}
 }

@@ -137,6 +137,11 @@ func (d *daemon) run(ctx context.Context, detachOnExit bool) error {
 	if err != nil {
 		return err
 	}
+	// The rejects log is refused before anything is attached (a planted
+	// link, say): a daemon that cannot write it changes nothing.
+	if err := checkRejectsLog(d.rejectsLog); err != nil {
+		return err
+	}
 	m, err := d.newMeasure(cfg)
 	if err != nil {
 		return err
@@ -338,6 +343,7 @@ func (d *daemon) attachAll(cfg *config.Config, opts loader.Options) error {
 func (d *daemon) ensure(i config.Interface, opts loader.Options) error {
 	opts.StateDir, opts.Mode, opts.Force = d.g.stateDir, i.Mode, d.force
 	a := loader.Attachment{Iface: i.Name, Netns: d.g.netns}
+	opts.Notify = func(msg string) { d.log.Warn(msg, "interface", a.String()) }
 	if l, ok := d.held[a]; ok && !loader.IsAttached(d.g.stateDir, a) {
 		// Pins gone under a filter this daemon holds: pin it again rather
 		// than attach a second one with fresh state.

@@ -23,6 +23,18 @@ type statusView struct {
 	Stale          bool              `json:"stale"`
 	OnStale        string            `json:"on_stale"`
 	Interfaces     []interfaceStatus `json:"interfaces"`
+	// Orphans are directories attaches that were killed left behind.
+	Orphans []orphanStatus `json:"orphans"`
+}
+
+// orphanStatus is one directory of an attach killed before it finished.
+type orphanStatus struct {
+	Interface string `json:"interface"` // "" when its name does not say
+	Dir       string `json:"dir"`
+	// Filter says it holds the XDP link: the filter is on the interface
+	// until a detach or an attach of it removes it.
+	Filter bool   `json:"filter_on"`
+	iface  string // what detach takes
 }
 
 type interfaceStatus struct {
@@ -60,6 +72,17 @@ func newStatusCmd(g *globals) *cobra.Command {
 				v.Interfaces = append(v.Interfaces, interfaceStatus{
 					Interface: a.Key(), Mode: a.Mode, Link: a.Link, ProgramTag: a.ProgramTag, Current: a.Current, Egress: a.Egress,
 				})
+			}
+			orphans, err := loader.Orphans(g.stateDir)
+			if err != nil {
+				return err
+			}
+			for _, o := range orphans {
+				name := ""
+				if o.Iface != "" {
+					name = o.Key()
+				}
+				v.Orphans = append(v.Orphans, orphanStatus{Interface: name, Dir: o.Dir, Filter: o.Link, iface: o.Iface})
 			}
 			ca, err := loader.ReadCallAdmission(g.stateDir)
 			if err != nil {
@@ -103,6 +126,7 @@ func writeStatus(w io.Writer, v statusView) {
 	default:
 		fmt.Fprintf(w, "control plane: heartbeat %s ago\n", msAge(*v.HeartbeatAgeMS))
 	}
+	writeOrphans(w, v.Orphans)
 	if len(v.Interfaces) == 0 {
 		fmt.Fprintln(w, "xdpcac is attached to no interface")
 		return
@@ -125,4 +149,19 @@ func writeStatus(w io.Writer, v statusView) {
 
 func msAge(ms int64) string {
 	return (time.Duration(ms) * time.Millisecond).Round(100 * time.Millisecond).String()
+}
+
+// writeOrphans says what attaches that were killed left, and how to
+// remove it.
+func writeOrphans(w io.Writer, orphans []orphanStatus) {
+	for _, o := range orphans {
+		switch {
+		case o.Interface == "":
+			fmt.Fprintf(w, "left by a stopped attach: %s, for no interface its name says; remove it by hand\n", o.Dir)
+		case o.Filter:
+			fmt.Fprintf(w, "left by a stopped attach: %s; the filter is on %s: cacctl detach %s or attach it again\n", o.Dir, o.Interface, o.iface)
+		default:
+			fmt.Fprintf(w, "left by a stopped attach: %s, for %s; the next detach or attach of it removes it\n", o.Dir, o.Interface)
+		}
+	}
 }
