@@ -356,13 +356,14 @@ enum cac_l2tp_dir {
 struct cac_l2tp_tunnel {
 	__u64 seen_ns;   /* the tunnel's last control message, either way */
 	__u64 closed_ns; /* a StopCCN went by; 0 while the tunnel is open */
+	/* The LAC's last 64 messages before next_ns, newest in bit 0: a bit
+	 * set is an ICRQ the filter answered, whose copy is answered again. */
+	__u64 refused;
 	__u32 peer_id;   /* the other side's ID: the LAC's in a TO_LNS entry */
 	__u32 skipped;   /* ICRQs the filter answered: the LAC's Ns is ahead by this */
 	__u16 next_ns;   /* the LAC's numbering: the Ns of its next new message */
-	__u16 refused_ns; /* the LAC's numbering: the last ICRQ answered */
-	__u8 refused;    /* refused_ns and reason hold an ICRQ */
-	__u8 reason;     /* what refused it */
-	__u8 _pad[2];
+	__u8 reason;     /* what refused the last ICRQ answered */
+	__u8 _pad[5];
 };
 
 /* A tunnel with no control message for this long is gone (a tunnel's

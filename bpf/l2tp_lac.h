@@ -127,8 +127,9 @@ static __always_inline int lac_answer(struct lac_msg *m, __u32 family, __u32 ver
  * l2tp_from_lac does op for a control message from a LAC (where packs
  * l3off, family and the message's offset as verdict_where does). For
  * L2TP_CHECK it returns L2TP_UNKNOWN, L2TP_NEW, ADMITTED for a copy of a
- * message passed (translated here and to be passed uncharged), or the
- * reason of a copy of a refused ICRQ; for L2TP_REFUSE and L2TP_AGAIN what
+ * message passed (translated here and to be passed uncharged), or, for a
+ * copy of one of the last 64 messages that was an ICRQ refused, the reason
+ * the last was refused for; for L2TP_REFUSE and L2TP_AGAIN what
  * XDP does with the frame; for L2TP_PASS 0. The LAC's next Ns is kept so
  * that only the message the LNS would take next is judged: a copy, or one
  * out of order, is nothing the LNS acts on. A global function, verified
@@ -183,16 +184,20 @@ __noinline int l2tp_from_lac(struct xdp_md *ctx, __u64 where, __u32 op)
 	case L2TP_CHECK:
 		if (!ahead)
 			return L2TP_NEW;
-		/* An older Ns is a copy: of the ICRQ answered last, answered
-		 * again; else of a message passed, whose copy the LNS acks. */
-		if (ahead >= 0x8000 && t->refused && ns == t->refused_ns)
+		/* An older Ns is a copy: of an ICRQ answered (its ZLB was
+		 * lost, or late), answered again; else of a message passed,
+		 * which goes on for the LNS to take as a duplicate. */
+		__u16 back = t->next_ns - 1 - ns; /* messages before the LAC's last */
+		if (ahead >= 0x8000 && back < 64 && ((t->refused >> back) & 1))
 			return t->reason;
 		lac_translate(&m, t);
 		return ADMITTED;
 	case L2TP_PASS:
 		/* A ZLB takes no Ns of its own. */
-		if (!ahead && bpf_ntohs(m.c->length) > L2TP_CTRL_HDR)
+		if (!ahead && bpf_ntohs(m.c->length) > L2TP_CTRL_HDR) {
 			t->next_ns = ns + 1;
+			t->refused <<= 1;
+		}
 		if (bpf_ntohs(m.c->length) >= sizeof(struct l2tp_ctrl) && (void *)(m.c + 1) <= data_end &&
 		    m.c->msg_type == bpf_htons(L2TP_MSG_STOPCCN) && !t->closed_ns)
 			t->closed_ns = now;
@@ -205,8 +210,7 @@ __noinline int l2tp_from_lac(struct xdp_md *ctx, __u64 where, __u32 op)
 		if (lac_answer(&m, family, k.version, t->peer_id) != XDP_TX)
 			return XDP_DROP;
 		t->next_ns = ns + 1;
-		t->refused_ns = ns;
-		t->refused = 1;
+		t->refused = t->refused << 1 | 1;
 		t->reason = op >> 8;
 		__sync_fetch_and_add(&t->skipped, 1);
 		return XDP_TX;

@@ -31,16 +31,15 @@ type TcCacL2tpKey struct {
 }
 
 type TcCacL2tpTunnel struct {
-	_         structs.HostLayout
-	SeenNs    uint64
-	ClosedNs  uint64
-	PeerId    uint32
-	Skipped   uint32
-	NextNs    uint16
-	RefusedNs uint16
-	Refused   uint8
-	Reason    uint8
-	Pad       [2]uint8
+	_        structs.HostLayout
+	SeenNs   uint64
+	ClosedNs uint64
+	Refused  uint64
+	PeerId   uint32
+	Skipped  uint32
+	NextNs   uint16
+	Reason   uint8
+	Pad      [5]uint8
 }
 
 type TcCacPorts struct {

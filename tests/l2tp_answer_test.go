@@ -46,6 +46,9 @@ func TestL2TPRefusedICRQAnswered(t *testing.T) {
 			checkZLB(t, e, zlb, 1, 5)
 			checkZLB(t, e, want(e.fromLAC(ICRQ, 4, 1), cac.TX, "its copy"), 1, 5)
 			checkZLB(t, e, want(e.fromLAC(ICRQ, 5, 1), cac.TX, "a fourth ICRQ"), 1, 6)
+			// The ZLB for the third was lost: its copy, behind the
+			// fourth, is answered again for itself.
+			checkZLB(t, e, want(e.fromLAC(ICRQ, 4, 1), cac.TX, "the third's copy again"), 1, 5)
 
 			// Two answered: the LAC's Ns 6 is the LNS's 4.
 			iccn := want(e.fromLAC(msgICCN, 6, 2), cac.Pass, "ICCN")
@@ -53,8 +56,8 @@ func TestL2TPRefusedICRQAnswered(t *testing.T) {
 			out := mustSend(t, eg, f, e.fromLNS(0, 3, 5))
 			checkNs(t, "the LNS's ZLB", out, 3, 7)
 			checkNs(t, "a copy of an admitted ICRQ", want(e.fromLAC(ICRQ, 3, 1), cac.Pass, "copy"), 1, 1)
-			if st := f.stats(t); st.L2TPAnswered != 3 || st.L2TPRetransmits != 2 || st.L2TPUnanswered != 0 {
-				t.Errorf("answered %d, copies %d, unanswered %d; want 3, 2, 0", st.L2TPAnswered, st.L2TPRetransmits, st.L2TPUnanswered)
+			if st := f.stats(t); st.L2TPAnswered != 4 || st.L2TPRetransmits != 3 || st.L2TPUnanswered != 0 {
+				t.Errorf("answered %d, copies %d, unanswered %d; want 4, 3, 0", st.L2TPAnswered, st.L2TPRetransmits, st.L2TPUnanswered)
 			}
 
 			// A StopCCN: translated for its hold, then forgotten.

@@ -18,9 +18,9 @@ import (
 // The real L2TP peers: xl2tpd as the LNS on the box (192.0.2.1, behind the
 // filter) and as a LAC on the peer (192.0.2.2, or 192.0.2.3 for a second
 // one). Only the control messages matter here: SCCRQ, SCCRP and SCCCN set
-// up the tunnel, ICRQ, ICRP and ICCN the call. Each side then starts pppd,
-// which may well fail (no /dev/ppp in a container, no PPP secrets): that
-// is fine, the filter has done its part by then.
+// up the tunnel, ICRQ, ICRP and ICCN the call. Each side then starts what
+// it takes for pppd: a stand-in that only waits (below), so that a call
+// stays up as long as its tunnel does whether or not the kernel has PPP.
 
 // lnsSection is the LNS's: any LAC, no PPP authentication, PPP addresses
 // from TEST-NET-2 so that none can clash with the veth's.
@@ -59,6 +59,7 @@ const (
 // and waited for when the test ends, its log shown if the test failed.
 type xl2tpd struct {
 	cmd  *exec.Cmd
+	ctl  string              // the control pipe
 	out  *testenv.SyncBuffer // stdout and stderr: -D logs there
 	done chan struct{}
 	stop sync.Once
@@ -82,15 +83,26 @@ func startXl2tpd(t *testing.T, ns, listen, section string) *xl2tpd {
 		// it brings up no IPCP, so runs no ip-up script of the machine.
 		"options": "noip\n",
 		"secrets": "",
+		// The pppd xl2tpd starts for a call (its path is built in): one
+		// that waits until xl2tpd ends the call, in place of the
+		// machine's, bound over it in the namespace's own mounts.
+		"pppd": "#!/bin/sh\nexec sleep 3600\n",
 	}
 	for name, body := range files {
 		if err := os.WriteFile(path(name), []byte(body), 0o600); err != nil {
 			t.Fatal(err)
 		}
 	}
-	x := &xl2tpd{out: &testenv.SyncBuffer{}, done: make(chan struct{})}
-	x.cmd = exec.Command("ip", "netns", "exec", ns, bin, "-D", "-c", path("xl2tpd.conf"),
-		"-p", path("xl2tpd.pid"), "-C", path("l2tp-control"), "-s", path("secrets"))
+	if err := os.Chmod(path("pppd"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	x := &xl2tpd{out: &testenv.SyncBuffer{}, done: make(chan struct{}), ctl: path("l2tp-control")}
+	// ip netns exec gives the command mounts of its own, so the bind
+	// stays there; sh execs xl2tpd in its place.
+	x.cmd = exec.Command("ip", "netns", "exec", ns, "sh", "-c",
+		`[ -e /usr/sbin/pppd ] && mount --bind "$1" /usr/sbin/pppd; shift; exec "$@"`, "sh", path("pppd"),
+		bin, "-D", "-c", path("xl2tpd.conf"),
+		"-p", path("xl2tpd.pid"), "-C", x.ctl, "-s", path("secrets"))
 	x.cmd.Stdout, x.cmd.Stderr = x.out, x.out
 	// Its own process group, so that the kill reaches the pppd it forks;
 	// SIGKILL should the test binary die first. That signal comes when the
@@ -153,8 +165,13 @@ func (x *xl2tpd) count(s string) int {
 // admitted, spend a token, and find no one.
 func l2tpTestbed(t *testing.T, classes string) (*testbed, *xl2tpd) {
 	t.Helper()
+	return l2tpTestbedFile(t, writeConfig(t, e2eConfig+"classes:\n"+classes))
+}
+
+// l2tpTestbedFile is l2tpTestbed with the filter's configuration file.
+func l2tpTestbedFile(t *testing.T, cfg string) (*testbed, *xl2tpd) {
+	t.Helper()
 	tb := sipTestbed(t)
-	cfg := writeConfig(t, e2eConfig+"classes:\n"+classes)
 	if _, stderr, err := tb.cacctl(t, "attach", tb.boxIface, "--config", cfg); err != nil {
 		t.Fatalf("attach: %v: %s", err, stderr)
 	}

@@ -14,7 +14,7 @@ const (
 	Unknown Check = iota // no tunnel the filter translates: judged, dropped if refused
 	New                  // the LAC's next message: judged
 	Copy                 // a copy of a message passed: passed again, uncharged
-	Again                // a copy of the ICRQ answered last: answered again
+	Again                // a copy of an ICRQ answered: answered again
 )
 
 // LAC is the XDP program's side of a tunnel for one message from a LAC in
@@ -66,7 +66,8 @@ func (l *LAC) Check() (Check, cac.Reason) {
 	if ahead == 0 {
 		return New, 0
 	}
-	if ahead >= 0x8000 && l.t.Refused && l.m.ns() == l.t.RefusedNs {
+	back := l.t.NextNs - 1 - l.m.ns()
+	if ahead >= 0x8000 && back < 64 && l.t.Refused>>back&1 != 0 {
 		return Again, l.t.Reason
 	}
 	l.translate()
@@ -81,6 +82,7 @@ func (l *LAC) Pass() {
 	}
 	if l.ahead() == 0 && l.m.length() > 12 {
 		l.t.NextNs = l.m.ns() + 1
+		l.t.Refused <<= 1
 	}
 	if l.m.length() >= 20 && l.m.present() >= 20 && be16(l.m.hdr()[18:]) == msgStopCCN && l.t.ClosedNS == 0 {
 		l.t.ClosedNS = l.now
@@ -99,7 +101,7 @@ func (l *LAC) Refuse(reason cac.Reason) bool {
 	if !l.answer() {
 		return false
 	}
-	l.t.NextNs, l.t.RefusedNs, l.t.Refused, l.t.Reason = ns+1, ns, true, reason
+	l.t.NextNs, l.t.Refused, l.t.Reason = ns+1, l.t.Refused<<1|1, reason
 	l.t.Skipped++
 	return true
 }

@@ -33,11 +33,12 @@ type Key struct {
 // Tunnel is struct cac_l2tp_tunnel.
 type Tunnel struct {
 	SeenNS, ClosedNS uint64
-	PeerID, Skipped  uint32
-	NextNs           uint16
-	RefusedNs        uint16
-	Refused          bool
-	Reason           cac.Reason
+	// Refused holds the LAC's last 64 messages before NextNs, newest in
+	// bit 0: a bit set is an ICRQ answered, whose copy is answered again.
+	Refused         uint64
+	PeerID, Skipped uint32
+	NextNs          uint16
+	Reason          cac.Reason // of the last ICRQ answered
 }
 
 func (t *Tunnel) gone(now uint64) bool {

@@ -38,8 +38,9 @@ type journalTable struct {
 	a loader.Attachment
 	p *loader.Pinned
 	// lost is the attachment's count of rejects the table took in no
-	// record, as last seen: a rise is logged.
-	lost uint64
+	// record, unanswered its count of refused ICRQs it could only drop,
+	// as last seen: a rise is logged.
+	lost, unanswered uint64
 }
 
 // sweepSlack is how long after a second of the fast path's clock begins
@@ -117,7 +118,8 @@ func (j *journal) follow() {
 		}
 		t := &journalTable{a: a, p: p}
 		if st, err := maps.ReadStats(p.Stats); err == nil {
-			t.lost = st.RejectRecordsLost // what was lost before this daemon is not news
+			// What happened before this daemon is not news.
+			t.lost, t.unanswered = st.RejectRecordsLost, st.L2TPUnanswered
 		}
 		j.mu.Lock()
 		j.tables[a.Key()] = t
@@ -154,15 +156,26 @@ func (j *journal) sweep(t *journalTable, now uint64, all bool) {
 }
 
 // checkLost warns when the fast path found an attachment's rejects table
-// without room since the last look: rejects the log will never have.
+// without room since the last look: rejects the log will never have; and
+// when it refused ICRQs it could not answer, whose LACs will retransmit
+// them until they close their tunnels (docs/design.md "Refusing an ICRQ").
 func (j *journal) checkLost(t *journalTable) {
 	st, err := maps.ReadStats(t.p.Stats)
-	if err != nil || st.RejectRecordsLost <= t.lost {
+	if err != nil {
 		return
 	}
-	j.d.log.Warn("the rejects table was full: rejects are missing from the rejects log",
-		"interface", t.a.String(), "lost", st.RejectRecordsLost-t.lost)
-	t.lost = st.RejectRecordsLost
+	if st.RejectRecordsLost > t.lost {
+		j.d.log.Warn("the rejects table was full: rejects are missing from the rejects log",
+			"interface", t.a.String(), "lost", st.RejectRecordsLost-t.lost)
+		t.lost = st.RejectRecordsLost
+	}
+	if st.L2TPUnanswered > t.unanswered {
+		j.d.log.Warn("refused ICRQs could only be dropped: the filter did not see their tunnels set up "+
+			"(set up before the filter was attached, an SCCRP with a hidden Assigned Tunnel ID, or an LNS that "+
+			"answers through another interface); their LACs may close those tunnels",
+			"interface", t.a.String(), "dropped", st.L2TPUnanswered-t.unanswered)
+		t.unanswered = st.L2TPUnanswered
+	}
 }
 
 // addLocked keeps a finished record and writes it to the file; j.mu is
