@@ -8,6 +8,7 @@ require (
 	github.com/emiago/sipgo v1.7.3
 	github.com/miekg/dns v1.1.73
 	github.com/prometheus/client_golang v1.25.0
+	github.com/safchain/ethtool v0.7.0
 	github.com/spf13/cobra v1.10.2
 	github.com/vishvananda/netlink v1.3.1
 	github.com/vishvananda/netns v0.0.5

@@ -24,6 +24,13 @@ func Apply(stateDir string, o Options) ([]Attachment, error) {
 		return nil, err
 	}
 	defer lk.unlock()
+	// A VLAN key an interface cannot honour refuses the whole apply,
+	// before any attachment changes.
+	for _, a := range atts {
+		if err := checkVLANKeys(a, o.Policy); err != nil {
+			return nil, err
+		}
+	}
 
 	var done []Attachment
 	written := map[ebpf.MapID]bool{} // attachments share their limits

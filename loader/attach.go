@@ -125,6 +125,9 @@ func Attach(a Attachment, o Options) (mode string, err error) {
 	if err := replaceable(checkFree(a, dir), o.Force || hasOrphan(o.StateDir, a)); err != nil {
 		return "", err
 	}
+	if err := checkVLANKeys(a, o.Policy); err != nil {
+		return "", err
+	}
 	lk, err := ensureAndLock(o.StateDir, lockTimeout)
 	if err != nil {
 		return "", err

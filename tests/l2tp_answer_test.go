@@ -18,57 +18,78 @@ import (
 // answered, and the LNS's go out with Nr put up by them; a copy of an
 // admitted ICRQ passes uncharged; a StopCCN ends the translation after its
 // hold. The model agrees on every verdict and every byte.
+//
+// Two limits refuse: the class bucket (burst 2), and the charge budget
+// (limit 20, vpdn 10 30: two calls in force).
 func TestL2TPRefusedICRQAnswered(t *testing.T) {
-	for _, e := range []tunnelEnds{newTunnel(false, 2, 7, 42), newTunnel(true, 3, 0x70001, 0x2a0002)} {
-		t.Run(fmt.Sprintf("v%d/ipv6=%v", e.ver, e.v6), func(t *testing.T) {
-			f := newFastPath(t, false)
-			eg := newEgress(t, f)
-			f.setPolicy(t, policyOf(t, "classes:\n  l2tp-icrq: {cps: 0.001, burst: 2}\n"))
-			f.mustAt(t, second)
+	limits := map[string]string{
+		"class":        "classes:\n  l2tp-icrq: {cps: 0.001, burst: 2}\n",
+		"total-charge": ios("limit 20", "vpdn 10 30"),
+	}
+	for reason, limit := range limits {
+		for _, e := range []tunnelEnds{newTunnel(false, 2, 7, 42), newTunnel(true, 3, 0x70001, 0x2a0002)} {
+			t.Run(fmt.Sprintf("%s/v%d/ipv6=%v", reason, e.ver, e.v6), func(t *testing.T) {
+				walkTunnel(t, e, limit, reason)
+			})
+		}
+	}
+}
 
-			mustSend(t, eg, f, e.fromLNS(SCCRP, 0, 1))
-			want := func(frame []byte, verdict cac.Verdict, what string) []byte {
-				t.Helper()
-				d, out, err := f.decideOut(frame)
-				if err != nil {
-					t.Fatalf("%s: %v", what, err)
-				}
-				if d.Verdict != verdict {
-					t.Fatalf("%s: %v, want %v", what, d, verdict)
-				}
-				return out
-			}
-			want(e.fromLAC(msgSCCCN, 1, 1), cac.Pass, "SCCCN")
-			want(e.fromLAC(ICRQ, 2, 1), cac.Pass, "first ICRQ")
-			want(e.fromLAC(ICRQ, 3, 1), cac.Pass, "second ICRQ")
+// walkTunnel is the walk of TestL2TPRefusedICRQAnswered under one limit.
+func walkTunnel(t *testing.T, e tunnelEnds, limit, reason string) {
+	f := newFastPath(t, false)
+	eg := newEgress(t, f)
+	f.setPolicy(t, policyOf(t, limit))
+	f.mustAt(t, second)
 
-			zlb := want(e.fromLAC(ICRQ, 4, 1), cac.TX, "third ICRQ, over the burst")
-			checkZLB(t, e, zlb, 1, 5)
-			checkZLB(t, e, want(e.fromLAC(ICRQ, 4, 1), cac.TX, "its copy"), 1, 5)
-			checkZLB(t, e, want(e.fromLAC(ICRQ, 5, 1), cac.TX, "a fourth ICRQ"), 1, 6)
-			// The ZLB for the third was lost: its copy, behind the
-			// fourth, is answered again for itself.
-			checkZLB(t, e, want(e.fromLAC(ICRQ, 4, 1), cac.TX, "the third's copy again"), 1, 5)
+	mustSend(t, eg, f, e.fromLNS(SCCRP, 0, 1))
+	want := func(frame []byte, verdict cac.Verdict, what string) []byte {
+		t.Helper()
+		d, out, err := f.decideOut(frame)
+		if err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+		if d.Verdict != verdict {
+			t.Fatalf("%s: %v, want %v", what, d, verdict)
+		}
+		return out
+	}
+	want(e.fromLAC(msgSCCCN, 1, 1), cac.Pass, "SCCCN")
+	want(e.fromLAC(ICRQ, 2, 1), cac.Pass, "first ICRQ")
+	want(e.fromLAC(ICRQ, 3, 1), cac.Pass, "second ICRQ")
 
-			// Two answered: the LAC's Ns 6 is the LNS's 4.
-			iccn := want(e.fromLAC(msgICCN, 6, 2), cac.Pass, "ICCN")
-			checkNs(t, "ICCN", iccn, 4, 2)
-			out := mustSend(t, eg, f, e.fromLNS(0, 3, 5))
-			checkNs(t, "the LNS's ZLB", out, 3, 7)
-			checkNs(t, "a copy of an admitted ICRQ", want(e.fromLAC(ICRQ, 3, 1), cac.Pass, "copy"), 1, 1)
-			if st := f.stats(t); st.L2TPAnswered != 4 || st.L2TPRetransmits != 3 || st.L2TPUnanswered != 0 {
-				t.Errorf("answered %d, copies %d, unanswered %d; want 4, 3, 0", st.L2TPAnswered, st.L2TPRetransmits, st.L2TPUnanswered)
-			}
+	zlb := want(e.fromLAC(ICRQ, 4, 1), cac.TX, "third ICRQ, over the burst")
+	checkZLB(t, e, zlb, 1, 5)
+	checkZLB(t, e, want(e.fromLAC(ICRQ, 4, 1), cac.TX, "its copy"), 1, 5)
+	checkZLB(t, e, want(e.fromLAC(ICRQ, 5, 1), cac.TX, "a fourth ICRQ"), 1, 6)
+	// The ZLB for the third was lost: its copy, behind the
+	// fourth, is answered again for itself.
+	checkZLB(t, e, want(e.fromLAC(ICRQ, 4, 1), cac.TX, "the third's copy again"), 1, 5)
 
-			// A StopCCN: translated for its hold, then forgotten.
-			checkNs(t, "StopCCN", want(e.fromLAC(msgStopCCN, 7, 3), cac.Pass, "StopCCN"), 5, 3)
-			checkNs(t, "its ZLB", mustSend(t, eg, f, e.fromLNS(0, 3, 6)), 3, 8)
-			f.mustAt(t, second+61*second)
-			checkNs(t, "after the hold", want(e.fromLAC(0, 8, 3), cac.Pass, "late ZLB"), 8, 3)
-			if n := mapCount(t, f.objs.L2tpTunnels); n != 0 {
-				t.Errorf("%d tunnel entries after the hold, want none", n)
-			}
-		})
+	// Two answered: the LAC's Ns 6 is the LNS's 4.
+	iccn := want(e.fromLAC(msgICCN, 6, 2), cac.Pass, "ICCN")
+	checkNs(t, "ICCN", iccn, 4, 2)
+	out := mustSend(t, eg, f, e.fromLNS(0, 3, 5))
+	checkNs(t, "the LNS's ZLB", out, 3, 7)
+	checkNs(t, "a copy of an admitted ICRQ", want(e.fromLAC(ICRQ, 3, 1), cac.Pass, "copy"), 1, 1)
+	if st := f.stats(t); st.L2TPAnswered != 4 || st.L2TPRetransmits != 3 || st.L2TPUnanswered != 0 {
+		t.Errorf("answered %d, copies %d, unanswered %d; want 4, 3, 0", st.L2TPAnswered, st.L2TPRetransmits, st.L2TPUnanswered)
+	}
+
+	// A StopCCN: translated for its hold, then forgotten.
+	checkNs(t, "StopCCN", want(e.fromLAC(msgStopCCN, 7, 3), cac.Pass, "StopCCN"), 5, 3)
+	checkNs(t, "its ZLB", mustSend(t, eg, f, e.fromLNS(0, 3, 6)), 3, 8)
+	f.mustAt(t, second+61*second)
+	checkNs(t, "after the hold", want(e.fromLAC(0, 8, 3), cac.Pass, "late ZLB"), 8, 3)
+	if n := mapCount(t, f.objs.L2tpTunnels); n != 0 {
+		t.Errorf("%d tunnel entries after the hold, want none", n)
+	}
+	r, err := cac.ParseReason(reason)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := f.stats(t).Classes[cac.L2TPICRQ].Rejected; n[r] != 4 {
+		t.Errorf("l2tp-icrq rejected %v, want 4 by %s", n, reason)
 	}
 }
 

@@ -8,12 +8,13 @@
 set -euo pipefail
 
 GO_VERSION=1.26.0
-# clang and llvm build the BPF object; iproute2 makes the test namespaces;
-# sip-tester is sipp, the SIP peer; pppoe has pppoe-server and
-# pppoe-discovery, a real BRAS and client; xl2tpd a real LAC and LNS;
+# clang and llvm build the BPF object; iproute2 makes the test namespaces
+# and ethtool sets their features; sip-tester is sipp, the SIP peer; pppoe
+# has pppoe-server, pppoe-discovery and pppoe, a real BRAS and clients, and
+# ppp the pppd their sessions start; xl2tpd a real LAC and LNS;
 # kamailio the real SIP server behind the filter; sipvicious (svmap,
 # svwar) a SIP scanner; ruby checks the Vagrantfile.
-PACKAGES=(make git clang llvm iproute2 sip-tester pppoe xl2tpd kamailio sipvicious ruby)
+PACKAGES=(make git clang llvm iproute2 ethtool sip-tester pppoe ppp xl2tpd kamailio sipvicious ruby)
 
 want_go=0
 if [[ ${1:-} == --go ]]; then

@@ -85,6 +85,9 @@ TESTS=(
 	TestEgressLearns TestEgressDifferential TestEgressUnchanged
 	TestEgressDialogs TestEgressTakeover TestEgressAttachFails
 	TestEgressNetnsGone TestEgressLetsOthersDecide TestEgressRepinAgain
+	# l2tp_answer_test.go, l2tp_diff_test.go: refused ICRQs answered, the
+	# tunnel translated both ways, under a class limit and vpdn charges
+	TestL2TPRefusedICRQAnswered TestL2TPUntranslated TestL2TPDifferential
 	# e2e_test.go, e2e_limits_test.go
 	TestEndToEnd TestAttachRefusals TestDetachAfterInterfaceGone
 	TestUnknownNetns TestStatsSumInterfaces TestDottedInterfaceName
