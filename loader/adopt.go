@@ -44,7 +44,7 @@ func Adopt(a Attachment, o Options) (Adopted, error) {
 	}
 	defer lk.unlock()
 	dir := filepath.Join(o.StateDir, a.dirName())
-	p, err := Open(o.StateDir, a)
+	p, missing, err := openUpgrade(o.StateDir, a)
 	if err != nil {
 		return "", err
 	}
@@ -57,6 +57,11 @@ func Adopt(a Attachment, o Options) (Adopted, error) {
 		return "", err
 	}
 	defer objs.Close()
+	// A map this version adds is pinned before the program that uses it
+	// runs: the pins are whole whatever happens after.
+	if err := upgradePins(dir, objs, missing); err != nil {
+		return "", err
+	}
 
 	l, err := link.LoadPinnedLink(filepath.Join(dir, pinLink), nil)
 	if err != nil {
@@ -135,7 +140,9 @@ func Adopt(a Attachment, o Options) (Adopted, error) {
 func loadAgainst(p *Pinned) (*bpf.XdpObjects, error) {
 	pinned := map[string]*ebpf.Map{}
 	eachMap(&p.XdpMaps, func(name string, field **ebpf.Map) error {
-		pinned[name] = *field
+		if *field != nil { // a map this version adds is made afresh
+			pinned[name] = *field
+		}
 		return nil
 	})
 	var dialogs uint32 // pins of a version before the dialog table have none

@@ -141,12 +141,29 @@ type Pinned struct {
 // Close releases the maps; the pins stay.
 func (p *Pinned) Close() { p.XdpMaps.Close() }
 
-// Open opens the pinned maps of an attachment.
+// Open opens the pinned maps of an attachment; one of addedMaps that an
+// attachment of an earlier version lacks is nil.
 func Open(stateDir string, a Attachment) (*Pinned, error) {
+	p, _, err := openUpgrade(stateDir, a)
+	return p, err
+}
+
+// addedMaps are the maps of this version that an attachment of an earlier
+// one may lack: an upgrade makes them, empty, and pins them beside the
+// rest (upgradePins). Any other map missing is an error.
+var addedMaps = map[string]bool{bpf.XdpMapL2tpTunnels: true}
+
+// openUpgrade is Open for an upgrade: a map of addedMaps that the
+// attachment has no pin of is left nil and named in missing.
+func openUpgrade(stateDir string, a Attachment) (p *Pinned, missing []string, err error) {
 	dir := filepath.Join(stateDir, a.dirName())
-	p := &Pinned{Attachment: a}
-	err := eachMap(&p.XdpMaps, func(name string, field **ebpf.Map) error {
+	p = &Pinned{Attachment: a}
+	err = eachMap(&p.XdpMaps, func(name string, field **ebpf.Map) error {
 		m, err := ebpf.LoadPinnedMap(filepath.Join(dir, name), nil)
+		if errors.Is(err, fs.ErrNotExist) && addedMaps[name] {
+			missing = append(missing, name)
+			return nil
+		}
 		if err != nil {
 			return fmt.Errorf("open %s map of %s: %w", name, a, err)
 		}
@@ -155,9 +172,26 @@ func Open(stateDir string, a Attachment) (*Pinned, error) {
 	})
 	if err != nil {
 		p.Close()
-		return nil, err
+		return nil, nil, err
 	}
-	return p, nil
+	return p, missing, nil
+}
+
+// upgradePins pins the maps named in missing, as objs made them, in dir.
+func upgradePins(dir string, objs *bpf.XdpObjects, missing []string) error {
+	want := map[string]bool{}
+	for _, name := range missing {
+		want[name] = true
+	}
+	return eachMap(&objs.XdpMaps, func(name string, field **ebpf.Map) error {
+		if !want[name] {
+			return nil
+		}
+		if err := pinFresh(*field, filepath.Join(dir, name)); err != nil {
+			return fmt.Errorf("pin %s, a map this version adds: %w", name, err)
+		}
+		return nil
+	})
 }
 
 // AttachmentStats are the counters of one attachment.
