@@ -58,9 +58,12 @@ static __always_inline __u8 udp_port_kind(__be16 dest)
 /* VLAN tags a per-source key holds (the outer two), and tags walked to
  * find the EtherType: a subscriber three tags deep is still one a
  * pppoe-server on a stacked VLAN device answers, so it is classified, not
- * passed unseen. A frame with more is no network's doing. */
+ * passed unseen. Each depth is a path of its own to the verifier, with an
+ * offset it knows, for all that follows: eight cost Linux 6.1's verifier
+ * 290,000 instructions more than two, three cost about 48,000. A frame
+ * with more is no network's doing. */
 #define CAC_MAX_VLANS 2
-#define CAC_MAX_TAGS 8
+#define CAC_MAX_TAGS 3
 /* IPv6 extension headers walked before the UDP header; a frame with more is
  * malformed, never unseen (five or more are no real peer's doing). */
 #define CAC_MAX_EXTHDRS 8

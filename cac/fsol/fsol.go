@@ -47,7 +47,7 @@ const (
 	etherTypeIPv6     = 0x86dd
 	etherTypePPPoEDsc = 0x8863
 	maxVLANs          = 2 // CAC_MAX_VLANS: the tags a per-source key holds
-	maxTags           = 8 // CAC_MAX_TAGS: the tags walked to the EtherType
+	maxTags           = 3 // CAC_MAX_TAGS: the tags walked to the EtherType
 	maxExtHeaders     = 8 // CAC_MAX_EXTHDRS: one more is malformed
 	protoUDP          = 17
 )
