@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
 /*
- * Session agents (DESIGN.md §6): known SIP peers. A request from one is
+ * Session agents (docs/design.md "Trusted first"): known SIP peers. A request from one is
  * held by the agent's own bucket instead of a per-source one, and stamps
  * the agent's last-request time, which the daemon's keep-alive pings and
  * its back-in-service rule read. A response from one whose code is on the

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
 /*
- * Cisco broadband call admission (DESIGN.md §4): the stale, CPU and buffer
+ * Cisco broadband call admission (docs/design.md "Admission"): the stale, CPU and buffer
  * gates that come before the buckets, and the charge budget that comes
  * after them. Each admitted call holds its type's charge for the type's
  * lifetime; the charges in force are counted per 100 ms tick from a

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
 /*
  * The classifier: which frames are the first sign of life of a session.
- * DESIGN.md §3 is the contract; cac/fsol is the same logic in Go and the
+ * docs/design.md "Classes" says why; cac/fsol is the same logic in Go and the
  * oracle the differential tests hold this file to.
  */
 #pragma once

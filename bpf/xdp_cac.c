@@ -4,7 +4,7 @@
 /*
  * xdp_cac: call admission control at the NIC. It recognises the first packet
  * of a new PPPoE, L2TP or SIP session (classify.h), admits or drops it
- * against the token buckets of DESIGN.md §4 (admit.h), records a reject
+ * against the token buckets of docs/design.md "Admission" (admit.h), records a reject
  * (reject.h) and counts it (stats.h); every other frame leaves after a few
  * loads with no write at all.
  */

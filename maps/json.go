@@ -10,7 +10,7 @@ type ClassView struct {
 	Reasons  map[string]uint64 `json:"reasons"`
 }
 
-// StatsView is the JSON shape of DESIGN.md §8: class and reason names as
+// StatsView is the JSON shape the README gives for show stats -o json: class and reason names as
 // in the design, every class and every reason present, zeros included, so
 // that scripts never meet a missing key.
 type StatsView struct {

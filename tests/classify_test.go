@@ -9,7 +9,7 @@ import (
 	. "github.com/xdpcac/xdpcac/tests/pkt"
 )
 
-// TestClassifyTable runs every row of DESIGN.md §3 through the real XDP
+// TestClassifyTable runs every row of the classes (docs/design.md "Classes") through the real XDP
 // object and the reference model; both must give the row's result. No
 // limit is set, so every first packet is admitted.
 func TestClassifyTable(t *testing.T) {

@@ -153,7 +153,7 @@ func exts(n int) []Ext {
 	return e
 }
 
-// edgeFrames are the rows of DESIGN.md §3 one by one, with their edges.
+// edgeFrames are the rows of docs/design.md "Classes" one by one, with their edges.
 func edgeFrames() []frameCase {
 	longHeader := "X-Long: " + strings.Repeat("a", 3000)
 	manyHeaders := make([]string, 0, 70)

@@ -12,7 +12,7 @@ import (
 )
 
 // Config is a checked cac.yaml. Zero values and nil pointers mean the key
-// was absent; the defaults of DESIGN.md §7 are applied by Load.
+// was absent; the defaults (docs/design.md "Configuration") are applied by Load.
 type Config struct {
 	File          string
 	Interfaces    []Interface
