@@ -57,7 +57,7 @@ $(PROMTOOL):
 # the machine's wall clock for two seconds, so it runs alone, afterwards;
 # then the kernel-floor tests on Debian 12's kernel (about twenty-five minutes under TCG).
 test: deps check-generate vet $(PROMTOOL)
-	XDPCAC_REQUIRE_BPF=1 XDPCAC_PROMTOOL=$(PROMTOOL) $(GO) test -count=1 ./...
+	XDPCAC_REQUIRE_BPF=1 XDPCAC_PROMTOOL=$(PROMTOOL) $(GO) test -count=1 -timeout 30m ./...
 	XDPCAC_REQUIRE_BPF=1 XDPCAC_CLOCK_JUMPS=1 $(GO) test -count=1 -run '^TestClockJumps$$' ./tests/
 	$(MAKE) kernels
 
