@@ -55,7 +55,7 @@ $(PROMTOOL):
 # XDPCAC_REQUIRE_BPF=1 turns a BPF test that cannot run into a failure;
 # XDPCAC_PROMTOOL makes the metrics test run promtool. TestClockJumps sets
 # the machine's wall clock for two seconds, so it runs alone, afterwards;
-# then the kernel-floor tests on Debian 12's kernel (about twenty-five minutes under TCG).
+# then the kernel-floor tests on Debian 12's kernel (about half an hour under TCG).
 test: deps check-generate vet $(PROMTOOL)
 	XDPCAC_REQUIRE_BPF=1 XDPCAC_PROMTOOL=$(PROMTOOL) $(GO) test -count=1 -timeout 30m ./...
 	XDPCAC_REQUIRE_BPF=1 XDPCAC_CLOCK_JUMPS=1 $(GO) test -count=1 -run '^TestClockJumps$$' ./tests/

@@ -74,8 +74,10 @@ TESTS=(
 	# classify_test.go, differential_test.go, rejects_test.go
 	TestClassifyTable TestClassifyTruncations TestClassifyLargeFrames
 	TestDifferential TestRejectRecords TestRejectRecordBudget
-	# rejects_test.go, ringfull_test.go, torn_test.go, lru_test.go, verifier_test.go
-	TestRejectSweepRace TestSIPRingFull TestApplyUnderFlood
+	# ringfull_test.go, torn_test.go, lru_test.go, verifier_test.go
+	# (TestRejectSweepRace stays on the host: under TCG its sweeper never
+	# meets the fast path within the two seconds of clock it runs for)
+	TestSIPRingFull TestApplyUnderFlood
 	TestSpoofedSourcesFillTheTable TestVerifierHeadroom
 	# held_test.go, retransmit_test.go
 	TestTrustedFirst TestInDialogHeld TestDialogVerified TestRetransmissions TestRetransmissionForms
