@@ -22,6 +22,7 @@ enum l2tp_op {
  * it) and ADMITTED (a copy of one passed: passed again, uncharged). */
 #define L2TP_UNKNOWN (-3) /* no tunnel the filter translates */
 #define L2TP_NEW (-4)     /* the LAC's next message: an ICRQ to judge */
+#define L2TP_AHEAD (-5)   /* one past the next: judged, never answered */
 
 /* The parts of a LAC's message the functions below use, at offsets the
  * verifier has checked against the frame. */
@@ -126,7 +127,7 @@ static __always_inline int lac_answer(struct lac_msg *m, __u32 family, __u32 ver
 /*
  * l2tp_from_lac does op for a control message from a LAC (where packs
  * l3off, family and the message's offset as verdict_where does). For
- * L2TP_CHECK it returns L2TP_UNKNOWN, L2TP_NEW, ADMITTED for a copy of a
+ * L2TP_CHECK it returns L2TP_UNKNOWN, L2TP_NEW, L2TP_AHEAD, ADMITTED for a copy of a
  * message passed (translated here and to be passed uncharged), or, for a
  * copy of one of the last 64 messages that was an ICRQ refused, the reason
  * the last was refused for; for L2TP_REFUSE and L2TP_AGAIN what
@@ -184,11 +185,17 @@ __noinline int l2tp_from_lac(struct xdp_md *ctx, __u64 where, __u32 op)
 	case L2TP_CHECK:
 		if (!ahead)
 			return L2TP_NEW;
+		/* Past the next: should the filter have lost count, the LNS
+		 * may take it, so it is judged; but it moves nothing, and a
+		 * refusal is a plain drop, so that a made-up Ns cannot push
+		 * the tunnel's numbering out of step. */
+		if (ahead < 0x8000)
+			return L2TP_AHEAD;
 		/* An older Ns is a copy: of an ICRQ answered (its ZLB was
 		 * lost, or late), answered again; else of a message passed,
 		 * which goes on for the LNS to take as a duplicate. */
 		__u16 back = t->next_ns - 1 - ns; /* messages before the LAC's last */
-		if (ahead >= 0x8000 && back < 64 && ((t->refused >> back) & 1))
+		if (back < 64 && ((t->refused >> back) & 1))
 			return t->reason;
 		lac_translate(&m, t);
 		return ADMITTED;

@@ -287,7 +287,7 @@ static __always_inline int verdict(struct xdp_md *ctx, __u64 where, __u32 result
 		invite_admitted(ctx, txmsg, l3, now_ns());
 	if (reason == ADMITTED) {
 		cs->admitted++;
-		if (tunnel == L2TP_NEW)
+		if (tunnel == L2TP_NEW || tunnel == L2TP_AHEAD)
 			l2tp_from_lac(ctx, where, L2TP_PASS);
 		if (class == CAC_CLASS_MALFORMED) {
 			struct cac_settings *set = bpf_map_lookup_elem(&settings, &zero);
@@ -301,7 +301,7 @@ static __always_inline int verdict(struct xdp_md *ctx, __u64 where, __u32 result
 		cs->rejected[r]++;
 	/* A refused ICRQ is answered with a ZLB in the LNS's name, so that
 	 * the LAC does not retransmit it until it closes the tunnel. */
-	if (tunnel != L2TP_UNKNOWN) {
+	if (tunnel != L2TP_UNKNOWN && tunnel != L2TP_AHEAD) {
 		int act = l2tp_from_lac(ctx, where, again != RETRANSMIT_NONE ? L2TP_AGAIN : L2TP_REFUSE | r << 8);
 		if (act == XDP_TX) {
 			st->l2tp_answered++;

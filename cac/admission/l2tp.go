@@ -28,7 +28,8 @@ func (m *Model) l2tpPass(frame []byte, now uint64) {
 
 // l2tpCheck looks at an ICRQ before admission. A copy of a message passed
 // or of the ICRQ refused last is decided here (done); a new ICRQ of a
-// translated tunnel returns its tunnel for l2tpJudged, any other nil.
+// translated tunnel (the LAC's next, or one past it) returns its tunnel
+// for l2tpJudged, any other nil.
 func (m *Model) l2tpCheck(d *Decision, frame []byte, now uint64) (lac *l2tp.LAC, done bool) {
 	if d.Kind != cac.Session || d.Class != cac.L2TPICRQ {
 		return nil, false
@@ -52,7 +53,7 @@ func (m *Model) l2tpCheck(d *Decision, frame []byte, now uint64) (lac *l2tp.LAC,
 			d.Verdict = cac.TX
 		}
 		return nil, true
-	case l2tp.New:
+	case l2tp.New, l2tp.Ahead:
 		return lac, false
 	}
 	return nil, false
@@ -67,7 +68,7 @@ func (m *Model) l2tpJudged(d *Decision, lac *l2tp.LAC) {
 		if lac != nil {
 			lac.Pass()
 		}
-	case lac != nil && lac.Refuse(d.Reason):
+	case lac != nil && !lac.Ahead() && lac.Refuse(d.Reason):
 		d.Answered = true
 	default:
 		d.Unanswered = true

@@ -13,6 +13,7 @@ type Check int
 const (
 	Unknown Check = iota // no tunnel the filter translates: judged, dropped if refused
 	New                  // the LAC's next message: judged
+	Ahead                // past the next: judged, passed translated or dropped, never answered
 	Copy                 // a copy of a message passed: passed again, uncharged
 	Again                // a copy of an ICRQ answered: answered again
 )
@@ -56,6 +57,10 @@ func (l *LAC) translate() {
 	}
 }
 
+// Ahead reports a message with an Ns past the LAC's next: judged, never
+// answered, it moves nothing.
+func (l *LAC) Ahead() bool { return l.t != nil && l.ahead() != 0 && l.ahead() < 0x8000 }
+
 // Check is L2TP_CHECK for an ICRQ: Again with the reason it was refused
 // for, Copy (translated, to pass), New or Unknown.
 func (l *LAC) Check() (Check, cac.Reason) {
@@ -66,8 +71,11 @@ func (l *LAC) Check() (Check, cac.Reason) {
 	if ahead == 0 {
 		return New, 0
 	}
+	if ahead < 0x8000 {
+		return Ahead, 0
+	}
 	back := l.t.NextNs - 1 - l.m.ns()
-	if ahead >= 0x8000 && back < 64 && l.t.Refused>>back&1 != 0 {
+	if back < 64 && l.t.Refused>>back&1 != 0 {
 		return Again, l.t.Reason
 	}
 	l.translate()
