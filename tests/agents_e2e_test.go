@@ -13,7 +13,7 @@ import (
 
 	"github.com/miekg/dns"
 	"github.com/xdpcac/xdpcac/cac/agents"
-	. "github.com/xdpcac/xdpcac/tests/pkt"
+	. "github.com/xdpcac/xdpcac/internal/pkt"
 	"github.com/xdpcac/xdpcac/tests/testenv"
 )
 

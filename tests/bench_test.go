@@ -12,8 +12,8 @@ import (
 	"github.com/xdpcac/xdpcac/cac"
 	"github.com/xdpcac/xdpcac/cac/admission"
 	"github.com/xdpcac/xdpcac/cac/control"
+	. "github.com/xdpcac/xdpcac/internal/pkt"
 	"github.com/xdpcac/xdpcac/maps"
-	. "github.com/xdpcac/xdpcac/tests/pkt"
 	"github.com/xdpcac/xdpcac/tests/testenv"
 )
 
@@ -62,7 +62,7 @@ func BenchmarkFastPath(b *testing.B) {
 		// The lenient reading: the odd forms cost what the plain one does.
 		{"invite-lower", "sip-invite in lower case after a CRLF, no limit", open, sipPrefixed("\r\n", "invite", toNoTag)},
 		{"register", "sip-register, no limit", open, sipTo("REGISTER", toTag)},
-		// Dialogs: the INVITE admitted above opened the dialog of tests/pkt's
+		// Dialogs: the INVITE admitted above opened the dialog of internal/pkt's
 		// Call-ID, which the first request is of; the second names another.
 		{"indialog-known", "in-dialog request of an admitted dialog (uncharged)", admitting, v4udp(5060, SIPRequest("INVITE", toTag))},
 		{"indialog-unknown", "in-dialog request of an unknown dialog, no limit", admitting, v4udp(5060, strangerDialog("INVITE"))},

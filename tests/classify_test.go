@@ -6,7 +6,7 @@ import (
 
 	"github.com/xdpcac/xdpcac/cac"
 	"github.com/xdpcac/xdpcac/cac/fsol"
-	. "github.com/xdpcac/xdpcac/tests/pkt"
+	. "github.com/xdpcac/xdpcac/internal/pkt"
 )
 
 // TestClassifyTable runs every row of the classes (docs/design.md "Classes") through the real XDP

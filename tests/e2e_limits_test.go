@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/cilium/ebpf"
-	"github.com/xdpcac/xdpcac/tests/pkt"
-	. "github.com/xdpcac/xdpcac/tests/pkt"
+	"github.com/xdpcac/xdpcac/internal/pkt"
+	. "github.com/xdpcac/xdpcac/internal/pkt"
 	"github.com/xdpcac/xdpcac/tests/testenv"
 )
 

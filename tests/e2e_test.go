@@ -11,8 +11,8 @@ import (
 
 	"github.com/vishvananda/netlink"
 	"github.com/xdpcac/xdpcac/cac"
+	. "github.com/xdpcac/xdpcac/internal/pkt"
 	"github.com/xdpcac/xdpcac/maps"
-	. "github.com/xdpcac/xdpcac/tests/pkt"
 	"github.com/xdpcac/xdpcac/tests/testenv"
 )
 

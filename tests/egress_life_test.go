@@ -15,8 +15,8 @@ import (
 	"github.com/vishvananda/netlink"
 	"github.com/xdpcac/xdpcac/cac/config"
 	"github.com/xdpcac/xdpcac/cac/fsol"
+	. "github.com/xdpcac/xdpcac/internal/pkt"
 	"github.com/xdpcac/xdpcac/loader"
-	. "github.com/xdpcac/xdpcac/tests/pkt"
 	"github.com/xdpcac/xdpcac/tests/testenv"
 	"golang.org/x/sys/unix"
 )

@@ -14,7 +14,7 @@ import (
 	"github.com/xdpcac/xdpcac/cac"
 	"github.com/xdpcac/xdpcac/cac/admission"
 	"github.com/xdpcac/xdpcac/cac/fsol"
-	. "github.com/xdpcac/xdpcac/tests/pkt"
+	. "github.com/xdpcac/xdpcac/internal/pkt"
 )
 
 // egress is the real egress object, loaded beside a fastPath's XDP object

@@ -5,7 +5,7 @@ import (
 
 	"github.com/xdpcac/xdpcac/cac"
 	"github.com/xdpcac/xdpcac/cac/fsol"
-	. "github.com/xdpcac/xdpcac/tests/pkt"
+	. "github.com/xdpcac/xdpcac/internal/pkt"
 )
 
 type frameCase struct {
@@ -23,7 +23,7 @@ func odd(r fsol.Result) fsol.Result {
 }
 
 // strangerDialog is an in-dialog request of a dialog no INVITE of
-// tests/pkt opened: its Call-ID is another.
+// internal/pkt opened: its Call-ID is another.
 func strangerDialog(method string) SIP {
 	s := SIPRequest(method, toTag)
 	for i, h := range s.Headers {

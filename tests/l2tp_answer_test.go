@@ -7,7 +7,7 @@ import (
 
 	"github.com/xdpcac/xdpcac/cac"
 	"github.com/xdpcac/xdpcac/cac/fsol"
-	. "github.com/xdpcac/xdpcac/tests/pkt"
+	. "github.com/xdpcac/xdpcac/internal/pkt"
 )
 
 // TestL2TPRefusedICRQAnswered walks one tunnel through the fast path and

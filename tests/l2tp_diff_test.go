@@ -4,7 +4,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
-	. "github.com/xdpcac/xdpcac/tests/pkt"
+	. "github.com/xdpcac/xdpcac/internal/pkt"
 )
 
 // TestL2TPDifferential holds the fast path's L2TP translation to its Go

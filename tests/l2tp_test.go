@@ -8,10 +8,10 @@ import (
 	"github.com/cilium/ebpf"
 	"github.com/xdpcac/xdpcac/bpf"
 	"github.com/xdpcac/xdpcac/cac/fsol"
-	. "github.com/xdpcac/xdpcac/tests/pkt"
+	. "github.com/xdpcac/xdpcac/internal/pkt"
 )
 
-// L2TP message types besides those of tests/pkt.
+// L2TP message types besides those of internal/pkt.
 const (
 	msgSCCCN   = 3
 	msgStopCCN = 4

@@ -11,7 +11,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	. "github.com/xdpcac/xdpcac/tests/pkt"
+	. "github.com/xdpcac/xdpcac/internal/pkt"
 	"github.com/xdpcac/xdpcac/tests/testenv"
 )
 

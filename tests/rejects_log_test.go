@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/xdpcac/xdpcac/cac/control"
-	. "github.com/xdpcac/xdpcac/tests/pkt"
+	. "github.com/xdpcac/xdpcac/internal/pkt"
 	"github.com/xdpcac/xdpcac/tests/testenv"
 )
 

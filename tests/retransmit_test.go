@@ -10,7 +10,7 @@ import (
 	"github.com/xdpcac/xdpcac/cac"
 	"github.com/xdpcac/xdpcac/cac/admission"
 	"github.com/xdpcac/xdpcac/cac/fsol"
-	. "github.com/xdpcac/xdpcac/tests/pkt"
+	. "github.com/xdpcac/xdpcac/internal/pkt"
 )
 
 // invite is an INVITE of a call, its transaction named by cseq and

@@ -11,7 +11,7 @@ import (
 	"github.com/cilium/ebpf/ringbuf"
 	"github.com/xdpcac/xdpcac/bpf"
 	"github.com/xdpcac/xdpcac/cac"
-	. "github.com/xdpcac/xdpcac/tests/pkt"
+	. "github.com/xdpcac/xdpcac/internal/pkt"
 )
 
 // smallRing shrinks a ring buffer to one page, so that a test fills it

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/xdpcac/xdpcac/tests/gen"
+	"github.com/xdpcac/xdpcac/internal/storm"
 	"github.com/xdpcac/xdpcac/tests/testenv"
 )
 
@@ -118,11 +118,11 @@ func TestTrustedAgentUnderFlood(t *testing.T) {
 		"realms: [{name: core, address: "+kamBoxV4+"}]\n"+
 		"session-agents: [{name: pbx, hostname: "+agent+", realm-id: core, cps: 1000}]\n")
 	spoofed := netip.MustParseAddr("203.0.113.1")
-	flood := gen.SIPFlood("INVITE", spoofed, 100, netip.MustParseAddr(kamBoxV4))
+	flood := storm.SIPFlood("INVITE", spoofed, 100, netip.MustParseAddr(kamBoxV4))
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() {
-		g := gen.Generator{Name: "spoofed-invites", Rate: 80, Duration: 20 * time.Second, Frame: func(i int) []byte {
+		g := storm.Generator{Name: "spoofed-invites", Rate: 80, Duration: 20 * time.Second, Frame: func(i int) []byte {
 			f := flood(i)
 			copy(f[0:6], b.boxMAC[:]) // to the box's stack, so that Kamailio sees what passes
 			return f

@@ -8,9 +8,9 @@ import (
 
 	"github.com/xdpcac/xdpcac/bpf"
 	"github.com/xdpcac/xdpcac/cac"
+	. "github.com/xdpcac/xdpcac/internal/pkt"
+	"github.com/xdpcac/xdpcac/internal/storm"
 	"github.com/xdpcac/xdpcac/loader"
-	"github.com/xdpcac/xdpcac/tests/gen"
-	. "github.com/xdpcac/xdpcac/tests/pkt"
 	"github.com/xdpcac/xdpcac/tests/testenv"
 )
 
@@ -134,14 +134,14 @@ customers:
 	}
 	t.Cleanup(func() { tb.cacctl(t, "detach", tb.boxIface) })
 	bras, scanner := netip.MustParseAddr("192.0.2.1"), netip.MustParseAddr("203.0.113.1")
-	invites, options := gen.SIPFlood("INVITE", scanner, 250, bras), gen.SIPFlood("OPTIONS", scanner, 250, bras)
-	g := gen.Generator{Name: "sip-scanner", Rate: 2000, Duration: 2 * time.Second,
-		Frame: gen.Mix(func(i int) []byte {
+	invites, options := storm.SIPFlood("INVITE", scanner, 250, bras), storm.SIPFlood("OPTIONS", scanner, 250, bras)
+	g := storm.Generator{Name: "sip-scanner", Rate: 2000, Duration: 2 * time.Second,
+		Frame: storm.Mix(func(i int) []byte {
 			if i%2 == 0 {
 				return invites(i / 2)
 			}
 			return options(i / 2)
-		}, gen.SIPFlood("INVITE", netip.MustParseAddr("192.0.2.2"), 1, bras), 40)}
+		}, storm.SIPFlood("INVITE", netip.MustParseAddr("192.0.2.2"), 1, bras), 40)}
 	r, err := g.Run(context.Background(), tb.peer, tb.peerIfc)
 	if err != nil {
 		t.Fatal(err)

@@ -15,9 +15,9 @@ import (
 	"time"
 
 	"github.com/cilium/ebpf"
+	"github.com/xdpcac/xdpcac/internal/pkt"
+	"github.com/xdpcac/xdpcac/internal/storm"
 	"github.com/xdpcac/xdpcac/loader"
-	"github.com/xdpcac/xdpcac/tests/gen"
-	"github.com/xdpcac/xdpcac/tests/pkt"
 )
 
 // soakTable is the per-source table the soak configures: small, so that
@@ -39,11 +39,11 @@ func soakConfig(tb *testbed, burst int) string {
 // built once, so that the sender spends its time sending.
 func soakFrames() [][]byte {
 	bras := netip.MustParseAddr("192.0.2.1")
-	padi := gen.PADIStorm(20000, 100, 200)
-	icrq := gen.L2TPFlood(pkt.ICRQ, netip.MustParseAddr("198.51.100.1"), bras)
+	padi := storm.PADIStorm(20000, 100, 200)
+	icrq := storm.L2TPFlood(pkt.ICRQ, netip.MustParseAddr("198.51.100.1"), bras)
 	var invites []func(int) []byte
 	for _, first := range []string{"203.0.113.1", "198.51.100.10", "192.0.2.10"} {
-		invites = append(invites, gen.SIPFlood("INVITE", netip.MustParseAddr(first), 200, bras))
+		invites = append(invites, storm.SIPFlood("INVITE", netip.MustParseAddr(first), 200, bras))
 	}
 	var frames [][]byte
 	for i := range 6000 { // a multiple of 3: frame i is of class i%3
@@ -105,12 +105,12 @@ func TestSoak(t *testing.T) {
 	defer cancel()
 	var mu sync.Mutex
 	var sent [3]int // by class: padi, icrq, invite
-	var reports []gen.Report
+	var reports []storm.Report
 	flood := make(chan error, 1)
 	start := time.Now()
 	go func() {
 		for ctx.Err() == nil && time.Since(start) < total {
-			g := gen.Generator{Name: "soak", Duration: 10 * time.Second, Frame: func(i int) []byte { return frames[i%len(frames)] }}
+			g := storm.Generator{Name: "soak", Duration: 10 * time.Second, Frame: func(i int) []byte { return frames[i%len(frames)] }}
 			r, err := g.Run(ctx, tb.peer, tb.peerIfc)
 			if err != nil {
 				flood <- err

@@ -11,8 +11,8 @@ import (
 	"github.com/xdpcac/xdpcac/cac"
 	"github.com/xdpcac/xdpcac/cac/admission"
 	"github.com/xdpcac/xdpcac/cac/bucket"
+	. "github.com/xdpcac/xdpcac/internal/pkt"
 	"github.com/xdpcac/xdpcac/maps"
-	. "github.com/xdpcac/xdpcac/tests/pkt"
 )
 
 // TestApplyUnderFlood: applies switch between two policies while both

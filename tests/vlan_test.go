@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	. "github.com/xdpcac/xdpcac/tests/pkt"
+	. "github.com/xdpcac/xdpcac/internal/pkt"
 	"github.com/xdpcac/xdpcac/tests/testenv"
 )
 

@@ -19,9 +19,9 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/xdpcac/xdpcac/cac"
 	"github.com/xdpcac/xdpcac/cac/control"
+	"github.com/xdpcac/xdpcac/internal/storm"
 	"github.com/xdpcac/xdpcac/loader"
 	"github.com/xdpcac/xdpcac/maps"
-	"github.com/xdpcac/xdpcac/tests/gen"
 )
 
 // demoConfig is the embedded default of the demo: per-MAC and per-class
@@ -158,7 +158,7 @@ func runDemo(ctx context.Context, w io.Writer, total time.Duration) error {
 		fmt.Fprintf(w, "== %s: %s (%d frames/s for %v)\n", s.Name, s.story, s.Rate, s.Duration.Round(time.Second))
 		sctx, cancel := context.WithCancel(ctx)
 		done := make(chan error, 1)
-		var report gen.Report
+		var report storm.Report
 		go func() {
 			var err error
 			report, err = s.Run(sctx, tb.peer, tb.peerIfc)

@@ -1,9 +1,4 @@
-// Package gen sends traffic for the tests and the demo: frames built by
-// tests/pkt, at a target rate for a duration, from an interface in a
-// network namespace through an AF_PACKET socket, as peers on the wire
-// would; each run reports what it sent. The storms are the ones a BRAS or
-// SBC meets: PADIs from many modems, L2TP floods, SIP from many sources.
-package gen
+package storm
 
 import (
 	"context"
@@ -12,8 +7,8 @@ import (
 	"net/netip"
 	"time"
 
+	"github.com/xdpcac/xdpcac/internal/pkt"
 	"github.com/xdpcac/xdpcac/loader"
-	"github.com/xdpcac/xdpcac/tests/pkt"
 	"golang.org/x/sys/unix"
 )
 

@@ -1,5 +1,5 @@
-// Package pkt builds Ethernet frames for tests, written outermost layer
-// first so that a frame reads like its header stack:
+// Package pkt builds Ethernet frames for the tests and the demo, written
+// outermost layer first so that a frame reads like its header stack:
 //
 //	pkt.Frame(pkt.Ether{}, pkt.VLAN{ID: 7}, pkt.IPv4{}, pkt.UDP{Dst: 5060}, pkt.Raw(invite))
 //
