@@ -56,10 +56,10 @@ func ContactHost(r config.Realm) string {
 
 // Row is one target for display.
 type Row struct {
-	Agent       string
-	Destination netip.AddrPort
-	Realm       string
-	Status      Status
+	Agent       string         `json:"agent"`
+	Destination netip.AddrPort `json:"destination"`
+	Realm       string         `json:"realm"`
+	Status      Status         `json:"status"`
 }
 
 // WriteAgents writes the status of agents and their targets for the

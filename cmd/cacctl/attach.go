@@ -2,16 +2,13 @@ package main
 
 import (
 	"fmt"
-	"net/http"
-	"net/netip"
 	"path/filepath"
 	"strings"
 
 	"github.com/spf13/cobra"
-	"github.com/xdpcac/xdpcac/cac/admission"
-	"github.com/xdpcac/xdpcac/cac/config"
+	"github.com/xdpcac/xdpcac/api"
+	"github.com/xdpcac/xdpcac/daemon"
 	"github.com/xdpcac/xdpcac/loader"
-	"github.com/xdpcac/xdpcac/maps"
 )
 
 func newAttachCmd(g *globals) *cobra.Command {
@@ -23,7 +20,7 @@ func newAttachCmd(g *globals) *cobra.Command {
 		Args:  exactArgs("IFACE"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			iface := args[0]
-			cfg, opts, err := loadOptions(cfgFile)
+			cfg, opts, err := daemon.LoadOptions(cfgFile)
 			if err != nil {
 				return err
 			}
@@ -63,43 +60,6 @@ func newAttachCmd(g *globals) *cobra.Command {
 	return cmd
 }
 
-// loadOptions reads a config into what the loader writes to the maps.
-func loadOptions(cfgFile string) (*config.Config, loader.Options, error) {
-	cfg, err := config.Load(cfgFile)
-	if err != nil {
-		return nil, loader.Options{}, err
-	}
-	policy, err := admission.PolicyOf(cfg)
-	if err != nil {
-		return nil, loader.Options{}, fmt.Errorf("%s: %w", cfgFile, err)
-	}
-	settings := maps.Settings{MalformedDrop: cfg.MalformedDrop}
-	for c, cl := range cfg.Classes {
-		settings.Reject[c] = cl.Reject
-	}
-	return cfg, loader.Options{
-		Settings:    settings,
-		L2TPPorts:   cfg.Ports.L2TP,
-		SIPPorts:    cfg.Ports.SIP,
-		Policy:      policy,
-		SourceTable: cfg.SourceTable,
-		DialogTable: cfg.DialogTable,
-		AgentAddrs:  literalAgentAddrs(cfg),
-	}, nil
-}
-
-// literalAgentAddrs are the session agents whose hostname is an address;
-// the daemon resolves the others.
-func literalAgentAddrs(cfg *config.Config) map[netip.Addr]uint32 {
-	out := map[netip.Addr]uint32{}
-	for i, a := range cfg.SessionAgents {
-		if ip, err := netip.ParseAddr(a.Hostname); err == nil {
-			out[netip.AddrFrom16(ip.As16())] = uint32(i)
-		}
-	}
-	return out
-}
-
 func newApplyCmd(g *globals) *cobra.Command {
 	var cfgFile string
 	cmd := &cobra.Command{
@@ -111,22 +71,21 @@ running for the state directory, apply hands FILE to it, and the daemon
 adopts FILE (SIGHUP reads it again); a bad file changes nothing either way.`,
 		Args: exactArgs(),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			cfg, opts, err := loadOptions(cfgFile)
+			cfg, opts, err := daemon.LoadOptions(cfgFile)
 			if err != nil {
 				return err
 			}
-			if err := checkInterfaces(cmd.ErrOrStderr(), g.netns, cfg); err != nil {
+			if err := daemon.CheckInterfaces(cmd.ErrOrStderr(), g.netns, cfg); err != nil {
 				return err
 			}
 			// A running daemon owns the configuration: it puts the file in
 			// force, adopts it for SIGHUP and for its control loop.
-			if c := apiClient(g.stateDir); c != nil {
+			if c := api.Dial(g.stateDir); c != nil {
 				abs, err := filepath.Abs(cfgFile)
 				if err != nil {
 					return err
 				}
-				var out map[string]string
-				if err := callAPI(c, http.MethodPost, "/v1/apply", applyRequest{Config: abs}, &out); err != nil {
+				if err := c.Apply(abs); err != nil {
 					return err
 				}
 				fmt.Fprintf(cmd.OutOrStdout(), "applied %s through the running cacctl run\n", cfgFile)
@@ -156,7 +115,7 @@ func newDetachCmd(g *globals) *cobra.Command {
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "detached xdpcac from %s\n", a)
 			if atts, err := loader.List(g.stateDir); err == nil && len(atts) == 0 {
-				removeStaleDaemonFiles(g.stateDir)
+				daemon.RemoveStaleFiles(g.stateDir)
 			}
 			return nil
 		},
@@ -174,7 +133,7 @@ comes to, and warns of interfaces this box lacks, which apply and run
 refuse when the file names no other: the file may be meant for another box.`,
 		Args: exactArgs(),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			cfg, _, err := loadOptions(cfgFile)
+			cfg, _, err := daemon.LoadOptions(cfgFile)
 			if err != nil {
 				return err
 			}
@@ -184,7 +143,7 @@ refuse when the file names no other: the file may be meant for another box.`,
 			for _, l := range cfg.CallAdmission.Lines() {
 				fmt.Fprintf(out, "  %s\n", l)
 			}
-			if missing, err := missingInterfaces(g.netns, cfg); err == nil && len(missing) > 0 {
+			if missing, err := daemon.MissingInterfaces(g.netns, cfg); err == nil && len(missing) > 0 {
 				fmt.Fprintf(cmd.ErrOrStderr(), "warning: %s: interfaces that do not exist on this box: %s\n", cfgFile, strings.Join(missing, ", "))
 			}
 			return nil

@@ -19,6 +19,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/xdpcac/xdpcac/cac"
 	"github.com/xdpcac/xdpcac/cac/control"
+	"github.com/xdpcac/xdpcac/daemon"
 	"github.com/xdpcac/xdpcac/internal/storm"
 	"github.com/xdpcac/xdpcac/loader"
 	"github.com/xdpcac/xdpcac/maps"
@@ -142,7 +143,7 @@ func runDemo(ctx context.Context, w io.Writer, total time.Duration) error {
 		return err
 	}
 	defer tb.remove()
-	_, opts, err := loadOptions(tb.cfgFile)
+	_, opts, err := daemon.LoadOptions(tb.cfgFile)
 	if err != nil {
 		return err
 	}

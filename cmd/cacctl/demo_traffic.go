@@ -1,11 +1,10 @@
 package main
 
 import (
-	"net/netip"
-	"time"
-
 	"github.com/xdpcac/xdpcac/internal/pkt"
 	"github.com/xdpcac/xdpcac/internal/storm"
+	"net/netip"
+	"time"
 )
 
 // A demo scenario: a generator, and what it stands for as the demo tells.

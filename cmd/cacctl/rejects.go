@@ -4,28 +4,16 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net/http"
 	"slices"
 	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/xdpcac/xdpcac/api"
 	"github.com/xdpcac/xdpcac/cac"
 	"github.com/xdpcac/xdpcac/loader"
 	"github.com/xdpcac/xdpcac/maps"
-	"golang.org/x/sys/unix"
 )
-
-// rejectLine is one record in `show rejects -o json`, one per line.
-type rejectLine struct {
-	Time      time.Time `json:"time"`
-	First     time.Time `json:"first"`
-	Interface string    `json:"interface"`
-	Class     string    `json:"class"`
-	Source    string    `json:"source"`
-	Reason    string    `json:"reason"`
-	Count     uint64    `json:"count"`
-}
 
 func newShowRejectsCmd(g *globals) *cobra.Command {
 	var class, reason string
@@ -48,11 +36,11 @@ it, those the table holds. -o json prints one JSON object per line.`,
 			}
 			// The running daemon has the finished records and reads the
 			// tables between its sweeps, so each record comes once.
-			var lines []rejectLine
+			var lines []api.RejectLine
 			wall := time.Now()
-			if c := apiClient(g.stateDir); c != nil {
-				var all []rejectLine
-				if err := callAPI(c, http.MethodGet, "/v1/rejects", nil, &all); err != nil {
+			if c := api.Dial(g.stateDir); c != nil {
+				all, err := c.Rejects()
+				if err != nil {
 					return err
 				}
 				for _, l := range all {
@@ -65,14 +53,14 @@ it, those the table holds. -o json prints one JSON object per line.`,
 				if err != nil {
 					return err
 				}
-				mono := monotonicNow()
+				mono := api.MonotonicNow()
 				for _, r := range recs {
 					if keep(r, mono) {
-						lines = append(lines, lineOf(r, wall, mono))
+						lines = append(lines, api.RejectLineOf(r, wall, mono))
 					}
 				}
 			}
-			slices.SortFunc(lines, func(a, b rejectLine) int { return b.Time.Compare(a.Time) })
+			slices.SortFunc(lines, func(a, b api.RejectLine) int { return b.Time.Compare(a.Time) })
 			if *out == "json" {
 				enc := json.NewEncoder(cmd.OutOrStdout())
 				for _, l := range lines {
@@ -115,33 +103,14 @@ func rejectFilter(class, reason string, since time.Duration) (func(maps.Reject, 
 	}, nil
 }
 
-// lineOf is a record as `show rejects` prints it, its monotonic times
-// turned into wall-clock times by the clocks' difference now.
-func lineOf(r maps.Reject, wall time.Time, mono uint64) rejectLine {
-	at := func(ns uint64) time.Time { return wall.Add(-time.Duration(mono - ns)) }
-	return rejectLine{
-		Time: at(r.LastNS), First: at(r.FirstNS), Interface: r.Interface,
-		Class: r.Class.String(), Source: r.Source, Reason: r.Reason.String(), Count: r.Count,
-	}
-}
-
 // keepLine is the filter of rejectFilter for a finished record; the
 // names were checked there.
-func keepLine(l rejectLine, class, reason string, since time.Duration, wall time.Time) bool {
+func keepLine(l api.RejectLine, class, reason string, since time.Duration, wall time.Time) bool {
 	return (class == "" || l.Class == class) && (reason == "" || l.Reason == reason) &&
 		(since == 0 || wall.Sub(l.Time) <= since)
 }
 
-// monotonicNow reads the clock the fast path stamps records with.
-func monotonicNow() uint64 {
-	var ts unix.Timespec
-	if err := unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts); err != nil {
-		return 0
-	}
-	return uint64(ts.Nano())
-}
-
-func writeRejectsText(w io.Writer, lines []rejectLine) error {
+func writeRejectsText(w io.Writer, lines []api.RejectLine) error {
 	if len(lines) == 0 {
 		fmt.Fprintln(w, "no rejected calls")
 		return nil

@@ -3,23 +3,11 @@ package main
 import (
 	"errors"
 	"fmt"
-	"net/http"
 
 	"github.com/spf13/cobra"
+	"github.com/xdpcac/xdpcac/api"
 	"github.com/xdpcac/xdpcac/cac/agents"
 )
-
-// agentsView is GET /v1/agents and `show sipd agents -o json`.
-type agentsView struct {
-	Targets []agents.Row `json:"targets"`
-	// Answered and Unanswered count refused SIP requests answered with
-	// 503, and those over the rate or not answerable (dropped).
-	Answered   uint64 `json:"answered_503"`
-	Unanswered uint64 `json:"unanswered"`
-	// Responses counts the agents' out-service responses the fast path
-	// handed up, whether or not they counted.
-	Responses uint64 `json:"agent_responses"`
-}
 
 // newShowSipdCmd is `show sipd agents [NAME]`, spelled as on the Oracle SBC.
 func newShowSipdCmd(g *globals) *cobra.Command {
@@ -34,12 +22,12 @@ func newShowSipdCmd(g *globals) *cobra.Command {
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
-			c := apiClient(g.stateDir)
+			c := api.Dial(g.stateDir)
 			if c == nil {
 				return errors.New("no cacctl run serves this state directory: session agents are watched by the daemon")
 			}
-			var v agentsView
-			if err := callAPI(c, http.MethodGet, "/v1/agents", nil, &v); err != nil {
+			v, err := c.Agents()
+			if err != nil {
 				return err
 			}
 			name := ""

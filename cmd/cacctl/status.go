@@ -3,12 +3,13 @@ package main
 import (
 	"fmt"
 	"io"
-	"net/http"
 	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/xdpcac/xdpcac/api"
 	"github.com/xdpcac/xdpcac/cac/control"
+	"github.com/xdpcac/xdpcac/internal/version"
 	"github.com/xdpcac/xdpcac/loader"
 	"github.com/xdpcac/xdpcac/maps"
 )
@@ -18,7 +19,7 @@ type statusView struct {
 	Version  string `json:"version"`
 	StateDir string `json:"state_dir"`
 	// Daemon is null when no cacctl run serves this state directory.
-	Daemon         *apiStatus        `json:"daemon"`
+	Daemon         *api.Status       `json:"daemon"`
 	HeartbeatAgeMS *int64            `json:"heartbeat_age_ms"`
 	Stale          bool              `json:"stale"`
 	OnStale        string            `json:"on_stale"`
@@ -56,10 +57,10 @@ func newStatusCmd(g *globals) *cobra.Command {
 		Short: "Each attached interface, its mode and program version, the daemon and its heartbeat",
 		Args:  exactArgs(),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			v := statusView{Version: buildVersion(), StateDir: g.stateDir}
-			if c := apiClient(g.stateDir); c != nil {
-				var st apiStatus
-				if err := callAPI(c, http.MethodGet, "/v1/status", nil, &st); err != nil {
+			v := statusView{Version: version.String(), StateDir: g.stateDir}
+			if c := api.Dial(g.stateDir); c != nil {
+				st, err := c.Status()
+				if err != nil {
 					return err
 				}
 				v.Daemon = &st

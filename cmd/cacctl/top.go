@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"io"
-	"net/http"
 	"slices"
 	"sort"
 	"strings"
@@ -11,6 +10,7 @@ import (
 
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/spf13/cobra"
+	"github.com/xdpcac/xdpcac/api"
 	"github.com/xdpcac/xdpcac/cac"
 	"github.com/xdpcac/xdpcac/cac/agents"
 	"github.com/xdpcac/xdpcac/cac/control"
@@ -42,9 +42,8 @@ func readTop(stateDir string) (topSample, error) {
 	if s.rejects, err = loader.ReadAllRejects(stateDir); err != nil {
 		return s, err
 	}
-	if c := apiClient(stateDir); c != nil {
-		var v agentsView
-		if callAPI(c, http.MethodGet, "/v1/agents", nil, &v) == nil {
+	if c := api.Dial(stateDir); c != nil {
+		if v, err := c.Agents(); err == nil {
 			s.agents = v.Targets
 		}
 	}

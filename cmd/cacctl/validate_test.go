@@ -4,14 +4,14 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"github.com/xdpcac/xdpcac/cac/config"
+	"github.com/xdpcac/xdpcac/daemon"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/xdpcac/xdpcac/cac/config"
 )
 
 // TestMain lets the tests run this binary as cacctl itself, to see the
@@ -121,12 +121,12 @@ func TestCheckInterfaces(t *testing.T) {
 		return c
 	}
 	var w bytes.Buffer
-	err := checkInterfaces(&w, "", cfgOf("nosuch0", "nosuch1"))
+	err := daemon.CheckInterfaces(&w, "", cfgOf("nosuch0", "nosuch1"))
 	if err == nil || err.Error() != "c.yaml: none of its interfaces exist (nosuch0, nosuch1): nothing changed" {
 		t.Errorf("none exist: %v", err)
 	}
 	w.Reset()
-	if err := checkInterfaces(&w, "", cfgOf("lo", "nosuch0")); err != nil || w.String() != "warning: c.yaml: interfaces that do not exist: nosuch0\n" {
+	if err := daemon.CheckInterfaces(&w, "", cfgOf("lo", "nosuch0")); err != nil || w.String() != "warning: c.yaml: interfaces that do not exist: nosuch0\n" {
 		t.Errorf("some exist: %v, %q", err, w.String())
 	}
 }

@@ -1,21 +1,20 @@
-package main
+package daemon
 
 import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net/netip"
-	"os"
-	"strings"
-	"sync"
-	"sync/atomic"
-	"time"
-
+	"github.com/xdpcac/xdpcac/api"
 	"github.com/xdpcac/xdpcac/cac/agents"
 	"github.com/xdpcac/xdpcac/cac/config"
 	"github.com/xdpcac/xdpcac/cac/sipd"
 	"github.com/xdpcac/xdpcac/loader"
 	"github.com/xdpcac/xdpcac/maps"
+	"net/netip"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
 )
 
 // How often the monitor looks at its targets, and resolves hostnames.
@@ -30,7 +29,7 @@ const (
 // answers the SIP events of the fast path (out-service responses, and
 // refused requests to answer with 503).
 type sipAgents struct {
-	d        *daemon
+	d        *Daemon
 	cfg      *config.Config
 	realms   map[string]config.Realm
 	resolver *sipd.Resolver
@@ -57,13 +56,7 @@ const maxRetryAfter = time.Hour
 
 func capRetry(d time.Duration) time.Duration { return min(d, maxRetryAfter) }
 
-// agentsFile is where target statuses are kept across daemon restarts.
-func agentsFile(stateDir string) string {
-	lock, _ := daemonPaths(stateDir)
-	return strings.TrimSuffix(lock, ".lock") + ".agents.json"
-}
-
-// savedTarget is one target in agentsFile.
+// savedTarget is one target in the agents file (api.Paths).
 type savedTarget struct {
 	Agent       string         `json:"agent"`
 	Destination netip.AddrPort `json:"destination"`
@@ -73,7 +66,7 @@ type savedTarget struct {
 
 // startAgents starts watching the agents of cfg, with statuses carried
 // over from before (a reload, or the file a previous daemon left).
-func (d *daemon) startAgents(ctx context.Context, cfg *config.Config, prev map[agents.TargetKey]agents.Status) (*sipAgents, error) {
+func (d *Daemon) startAgents(ctx context.Context, cfg *config.Config, prev map[agents.TargetKey]agents.Status) (*sipAgents, error) {
 	rejects := false
 	for _, cl := range cfg.Classes {
 		rejects = rejects || cl.Reject
@@ -81,19 +74,19 @@ func (d *daemon) startAgents(ctx context.Context, cfg *config.Config, prev map[a
 	if len(cfg.SessionAgents) == 0 && !rejects {
 		return nil, nil
 	}
-	p, err := loader.OpenShared(d.g.stateDir)
+	p, err := loader.OpenShared(d.cfg.StateDir)
 	if err != nil {
 		return nil, fmt.Errorf("session agents: %w", err)
 	}
 	a := &sipAgents{
 		d: d, cfg: cfg, realms: map[string]config.Realm{}, pinned: p,
-		resolver: agentResolver(cfg.DNSServer, d.g.netns),
+		resolver: agentResolver(cfg.DNSServer, d.cfg.Netns),
 		pingers:  map[string]*sipd.Pinger{},
 		targets:  map[agents.TargetKey]*agents.Target{}, index: map[agents.TargetKey]int{},
 		pinging: map[agents.TargetKey]bool{}, seen: make([]uint64, len(cfg.SessionAgents)),
 	}
 	if prev == nil {
-		prev = loadSavedTargets(agentsFile(d.g.stateDir))
+		prev = loadSavedTargets(api.PathsOf(d.cfg.StateDir).Agents)
 	}
 	for _, r := range cfg.Realms {
 		a.realms[r.Name] = r
@@ -105,7 +98,7 @@ func (d *daemon) startAgents(ctx context.Context, cfg *config.Config, prev map[a
 			}
 			r := a.realms[realm]
 			var pg *sipd.Pinger
-			err := loader.InNetns(d.g.netns, func() error {
+			err := loader.InNetns(d.cfg.Netns, func() error {
 				var err error
 				pg, err = sipd.NewPinger(netip.AddrPortFrom(r.Address, 0), agents.ContactHost(r), sipd.WithT1(cfg.SIPT1),
 					sipd.WithLogger(d.log))
@@ -315,7 +308,7 @@ func (a *sipAgents) save() {
 	a.mu.Unlock()
 	b, err := json.Marshal(out)
 	if err == nil {
-		path := agentsFile(a.d.g.stateDir)
+		path := api.PathsOf(a.d.cfg.StateDir).Agents
 		err = writeOwn(path, b)
 	}
 	if err != nil {

@@ -1,12 +1,11 @@
-package main
+package daemon
 
 import (
 	"fmt"
-	"testing"
-	"time"
-
 	"github.com/xdpcac/xdpcac/cac/agents"
 	"github.com/xdpcac/xdpcac/cac/sipd"
+	"testing"
+	"time"
 )
 
 // TestApplyPing: what the daemon does with a Ping's outcome. A ping that

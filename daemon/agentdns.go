@@ -1,13 +1,12 @@
-package main
+package daemon
 
 import (
 	"context"
 	"fmt"
-	"net"
-	"time"
-
 	"github.com/xdpcac/xdpcac/cac/sipd"
 	"github.com/xdpcac/xdpcac/loader"
+	"net"
+	"time"
 )
 
 // agentResolver is the resolver of the session agents' hostnames. A

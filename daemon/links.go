@@ -1,4 +1,4 @@
-package main
+package daemon
 
 import (
 	"context"
@@ -27,13 +27,13 @@ type linkEvent struct {
 // whose interfaces the old subscription never sees; so with --netns the
 // daemon checks the name every netnsCheckEvery, follows the new namespace
 // and reports every interface in it.
-func (d *daemon) watchLinks(ctx context.Context) (<-chan linkEvent, error) {
+func (d *Daemon) watchLinks(ctx context.Context) (<-chan linkEvent, error) {
 	events := make(chan linkEvent, 16)
 	stop, id, err := d.subscribeLinks(ctx, events)
 	if err != nil {
 		return nil, err
 	}
-	if d.g.netns == "" {
+	if d.cfg.Netns == "" {
 		return events, nil
 	}
 	go func() {
@@ -45,18 +45,18 @@ func (d *daemon) watchLinks(ctx context.Context) (<-chan linkEvent, error) {
 				return
 			case <-tick.C:
 			}
-			now, err := netnsID(d.g.netns)
+			now, err := netnsID(d.cfg.Netns)
 			if err != nil || now == id {
 				continue // gone for now, or the same: the subscription stands
 			}
 			nstop, nid, err := d.subscribeLinks(ctx, events)
 			if err != nil {
-				d.log.Warn("follow the network namespace made again", "netns", d.g.netns, "err", err)
+				d.log.Warn("follow the network namespace made again", "netns", d.cfg.Netns, "err", err)
 				continue
 			}
 			close(stop)
 			stop, id = nstop, nid
-			d.log.Info("network namespace made again; following the new one", "netns", d.g.netns)
+			d.log.Info("network namespace made again; following the new one", "netns", d.cfg.Netns)
 			d.reportLinks(ctx, events)
 		}
 	}()
@@ -76,7 +76,7 @@ func netnsID(name string) (string, error) {
 // subscribeLinks subscribes to the link events of the daemon's namespace
 // as it is now and forwards them to events until ctx ends or stop is
 // closed; id names the namespace.
-func (d *daemon) subscribeLinks(ctx context.Context, events chan<- linkEvent) (stop chan struct{}, id string, err error) {
+func (d *Daemon) subscribeLinks(ctx context.Context, events chan<- linkEvent) (stop chan struct{}, id string, err error) {
 	opts := netlink.LinkSubscribeOptions{
 		ErrorCallback: func(err error) {
 			if ctx.Err() == nil { // ending the subscription fails its read
@@ -84,10 +84,10 @@ func (d *daemon) subscribeLinks(ctx context.Context, events chan<- linkEvent) (s
 			}
 		},
 	}
-	if d.g.netns != "" {
-		h, err := netns.GetFromName(d.g.netns)
+	if d.cfg.Netns != "" {
+		h, err := netns.GetFromName(d.cfg.Netns)
 		if err != nil {
-			return nil, "", fmt.Errorf("network namespace %q: %w", d.g.netns, err)
+			return nil, "", fmt.Errorf("network namespace %q: %w", d.cfg.Netns, err)
 		}
 		defer h.Close() // the subscription holds its own socket in there
 		opts.Namespace, id = &h, h.UniqueId()
@@ -126,22 +126,22 @@ func (d *daemon) subscribeLinks(ctx context.Context, events chan<- linkEvent) (s
 
 // reportLinks sends an event for every interface the daemon's namespace
 // has now: those made before the subscription sent none.
-func (d *daemon) reportLinks(ctx context.Context, events chan<- linkEvent) {
-	ns, err := netns.GetFromName(d.g.netns)
+func (d *Daemon) reportLinks(ctx context.Context, events chan<- linkEvent) {
+	ns, err := netns.GetFromName(d.cfg.Netns)
 	if err != nil {
-		d.log.Warn("list interfaces", "netns", d.g.netns, "err", err)
+		d.log.Warn("list interfaces", "netns", d.cfg.Netns, "err", err)
 		return
 	}
 	defer ns.Close()
 	h, err := netlink.NewHandleAt(ns)
 	if err != nil {
-		d.log.Warn("list interfaces", "netns", d.g.netns, "err", err)
+		d.log.Warn("list interfaces", "netns", d.cfg.Netns, "err", err)
 		return
 	}
 	defer h.Close()
 	links, err := h.LinkList()
 	if err != nil {
-		d.log.Warn("list interfaces", "netns", d.g.netns, "err", err)
+		d.log.Warn("list interfaces", "netns", d.cfg.Netns, "err", err)
 		return
 	}
 	for _, l := range links {

@@ -1,9 +1,7 @@
-package main
+package daemon
 
 import (
 	"fmt"
-	"reflect"
-
 	"github.com/xdpcac/xdpcac/cac/admission"
 	"github.com/xdpcac/xdpcac/cac/config"
 	"github.com/xdpcac/xdpcac/cac/control"
@@ -11,6 +9,7 @@ import (
 	"github.com/xdpcac/xdpcac/cac/sockbuf"
 	"github.com/xdpcac/xdpcac/loader"
 	"github.com/xdpcac/xdpcac/maps"
+	"reflect"
 )
 
 // measure is the control loop of one configuration with what it holds
@@ -37,7 +36,7 @@ func sameMeasure(a, b *config.Config) bool {
 }
 
 // newMeasure opens the CPU source and the buffer watcher of cfg.
-func (d *daemon) newMeasure(cfg *config.Config) (*measure, error) {
+func (d *Daemon) newMeasure(cfg *config.Config) (*measure, error) {
 	src, err := cpu.ParseSource(cfg.CPU.Source)
 	if err != nil {
 		return nil, fmt.Errorf("cpu.source: %w", err)
@@ -53,7 +52,7 @@ func (d *daemon) newMeasure(cfg *config.Config) (*measure, error) {
 	m := &measure{}
 	if b := cfg.Buffers; len(b.UDPPorts)+len(b.PacketProtocols) > 0 {
 		// The protected daemons' sockets live beside the interfaces.
-		err := loader.InNetns(d.g.netns, func() error {
+		err := loader.InNetns(d.cfg.Netns, func() error {
 			var err error
 			m.watcher, err = sockbuf.NewWatcher(sockbuf.Watch{UDPPorts: b.UDPPorts, PacketProtocols: b.PacketProtocols})
 			return err
@@ -71,9 +70,9 @@ func (d *daemon) newMeasure(cfg *config.Config) (*measure, error) {
 
 // write puts measurements into the maps every attachment shares; any
 // attachment's do. None may be attached yet, while interfaces come up.
-func (m *measure) write(d *daemon, in admission.Inputs) error {
+func (m *measure) write(d *Daemon, in admission.Inputs) error {
 	if m.pinned == nil {
-		p, err := loader.OpenShared(d.g.stateDir)
+		p, err := loader.OpenShared(d.cfg.StateDir)
 		if err != nil {
 			return err
 		}

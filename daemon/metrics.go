@@ -1,56 +1,33 @@
-package main
+package daemon
 
 import (
 	"errors"
 	"fmt"
 	"net"
 	"net/http"
-	"runtime/debug"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/xdpcac/xdpcac/cac/control"
+	"github.com/xdpcac/xdpcac/internal/version"
 	"github.com/xdpcac/xdpcac/loader"
 	"github.com/xdpcac/xdpcac/maps/collector"
 )
 
-// buildVersion is what the Go toolchain stamped into the binary: the
-// module version when built from a tagged module, else the commit.
-func buildVersion() string {
-	bi, ok := debug.ReadBuildInfo()
-	if !ok {
-		return "unknown"
-	}
-	if v := bi.Main.Version; v != "" && v != "(devel)" {
-		return v
-	}
-	rev, dirty := "", ""
-	for _, s := range bi.Settings {
-		switch {
-		case s.Key == "vcs.revision" && len(s.Value) >= 12:
-			rev = s.Value[:12]
-		case s.Key == "vcs.modified" && s.Value == "true":
-			dirty = "-dirty"
-		}
-	}
-	if rev == "" {
-		return "devel"
-	}
-	return "devel+" + rev + dirty
-}
-
 // serveMetrics serves /metrics on listen until the returned function is
-// called; every scrape reads the pinned maps.
-func (d *daemon) serveMetrics(listen string) (func(), error) {
+// called; every scrape reads the pinned maps and what only the daemon
+// knows: the session agents' state and the 503s it sent.
+func (d *Daemon) serveMetrics(listen string) (func(), error) {
 	if listen == "" {
 		return func() {}, nil
 	}
 	c := collector.New(collector.ReaderFunc(func() (collector.Snapshot, error) {
-		s, err := loader.Snapshot(d.g.stateDir, control.MonotonicCoarse())
+		s, err := loader.Snapshot(d.cfg.StateDir, control.MonotonicCoarse())
 		s.SIPAnswered, s.SIPSuppressed = d.answers.answered.Load(), d.answers.suppressed.Load()
+		s.Agents = d.agentStates()
 		return s, err
-	}), buildVersion())
+	}), version.String())
 	reg := prometheus.NewRegistry()
 	if err := reg.Register(c); err != nil {
 		return nil, fmt.Errorf("register metrics: %w", err)
@@ -78,6 +55,23 @@ func (d *daemon) serveMetrics(listen string) (func(), error) {
 }
 
 // errorLog puts promhttp's errors into the daemon's log.
-type errorLog struct{ d *daemon }
+type errorLog struct{ d *Daemon }
 
 func (e errorLog) Println(v ...any) { e.d.log.Warn("metrics", "err", fmt.Sprint(v...)) }
+
+// agentStates are the session agents' targets as the collector exports
+// them; none without agents.
+func (d *Daemon) agentStates() []collector.Agent {
+	d.mu.Lock()
+	a := d.agents
+	d.mu.Unlock()
+	if a == nil {
+		return nil
+	}
+	rows := a.rows()
+	out := make([]collector.Agent, 0, len(rows))
+	for _, r := range rows {
+		out = append(out, collector.Agent{Name: r.Agent, Destination: r.Destination.String(), Realm: r.Realm, Up: r.Status.InService})
+	}
+	return out
+}

@@ -1,4 +1,4 @@
-package main
+package daemon
 
 import (
 	"errors"
@@ -17,9 +17,9 @@ const pinCheckEvery = time.Second
 // off (the daemon holds its link), but the CLI and a restarted daemon
 // look for the state in the pins. A failure is logged once until it
 // changes or the pins are back.
-func (d *daemon) keepPins() {
+func (d *Daemon) keepPins() {
 	for a, l := range d.held {
-		pinned, err := loader.Repin(d.g.stateDir, a, l)
+		pinned, err := loader.Repin(d.cfg.StateDir, a, l)
 		was, failing := d.pinErrs[a]
 		switch {
 		case errors.Is(err, loader.ErrDetached):
@@ -30,7 +30,7 @@ func (d *daemon) keepPins() {
 		case err == nil:
 			delete(d.pinErrs, a)
 			if pinned {
-				d.log.Info("pinned again", "interface", a.String(), "state_dir", d.g.stateDir)
+				d.log.Info("pinned again", "interface", a.String(), "state_dir", d.cfg.StateDir)
 			}
 		case err != nil && (!failing || was != err.Error()):
 			if d.pinErrs == nil {
@@ -45,8 +45,8 @@ func (d *daemon) keepPins() {
 
 // hold keeps the link of a open (the one pinned now: a reattach pins a
 // new one).
-func (d *daemon) hold(a loader.Attachment) {
-	l, err := loader.HoldLink(d.g.stateDir, a)
+func (d *Daemon) hold(a loader.Attachment) {
+	l, err := loader.HoldLink(d.cfg.StateDir, a)
 	if err != nil {
 		d.log.Warn("hold the link", "interface", a.String(), "err", err)
 		return
@@ -62,7 +62,7 @@ func (d *daemon) hold(a loader.Attachment) {
 
 // unhold closes the held link of a, before it is detached: a held link
 // would keep the filter on.
-func (d *daemon) unhold(a loader.Attachment) {
+func (d *Daemon) unhold(a loader.Attachment) {
 	if l, ok := d.held[a]; ok {
 		l.Close()
 		delete(d.held, a)
@@ -70,7 +70,7 @@ func (d *daemon) unhold(a loader.Attachment) {
 }
 
 // release closes the held links; pinned links stay attached.
-func (d *daemon) release() {
+func (d *Daemon) release() {
 	for a, l := range d.held {
 		l.Close()
 		delete(d.held, a)

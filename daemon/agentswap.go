@@ -1,22 +1,21 @@
-package main
+package daemon
 
 import (
 	"context"
 	"errors"
-	"net/netip"
-	"slices"
-
 	"github.com/xdpcac/xdpcac/cac/agents"
 	"github.com/xdpcac/xdpcac/cac/config"
 	"github.com/xdpcac/xdpcac/loader"
 	"github.com/xdpcac/xdpcac/maps"
+	"net/netip"
+	"slices"
 )
 
 // carryAgentAddrs adds to literal the addresses the agents of cfg resolved
 // to under the configuration in force, at their new indexes: a reload
 // must not leave an agent named by DNS out of the agents table while it
 // resolves again.
-func (d *daemon) carryAgentAddrs(cfg *config.Config, literal map[netip.Addr]uint32) map[netip.Addr]uint32 {
+func (d *Daemon) carryAgentAddrs(cfg *config.Config, literal map[netip.Addr]uint32) map[netip.Addr]uint32 {
 	d.mu.Lock()
 	a := d.agents
 	d.mu.Unlock()
@@ -41,7 +40,7 @@ func (d *daemon) carryAgentAddrs(cfg *config.Config, literal map[netip.Addr]uint
 // swapAgents watches the session agents of cfg in place of those of the
 // configuration before, carrying their statuses over. An index that now
 // holds another agent starts with no stamp and a full bucket.
-func (d *daemon) swapAgents(ctx context.Context, cfg *config.Config) error {
+func (d *Daemon) swapAgents(ctx context.Context, cfg *config.Config) error {
 	d.mu.Lock()
 	old, cancel := d.agents, d.agentsCancel
 	d.mu.Unlock()
@@ -73,7 +72,7 @@ func (d *daemon) swapAgents(ctx context.Context, cfg *config.Config) error {
 	return err
 }
 
-func (d *daemon) stopAgents() {
+func (d *Daemon) stopAgents() {
 	d.mu.Lock()
 	a, cancel := d.agents, d.agentsCancel
 	d.agents = nil
@@ -87,11 +86,11 @@ func (d *daemon) stopAgents() {
 
 // resetAgents empties the stamps and buckets of agent indexes, in the maps
 // every attachment shares.
-func (d *daemon) resetAgents(idx []uint32) error {
+func (d *Daemon) resetAgents(idx []uint32) error {
 	if len(idx) == 0 {
 		return nil
 	}
-	p, err := loader.OpenShared(d.g.stateDir)
+	p, err := loader.OpenShared(d.cfg.StateDir)
 	if errors.Is(err, loader.ErrNothingAttached) {
 		return nil // nothing holds stamps or buckets to reset
 	}

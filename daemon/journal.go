@@ -1,16 +1,16 @@
-package main
+package daemon
 
 import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
-	"sync"
-	"time"
-
+	"github.com/xdpcac/xdpcac/api"
 	"github.com/xdpcac/xdpcac/cac/control"
 	"github.com/xdpcac/xdpcac/loader"
 	"github.com/xdpcac/xdpcac/maps"
+	"os"
+	"sync"
+	"time"
 )
 
 // journalKeep is how many finished records the daemon keeps in memory for
@@ -21,7 +21,7 @@ const journalKeep = 4096
 // rejects table, once a second, writes them as JSON lines to a file, and
 // keeps the newest for `show rejects` (docs/design.md, "Reject records").
 type journal struct {
-	d     *daemon
+	d     *Daemon
 	path  string        // "" writes no file
 	clock func() uint64 // the fast path's clock
 
@@ -29,7 +29,7 @@ type journal struct {
 	// once: in a table or among the finished, never in both.
 	mu     sync.Mutex
 	f      *os.File
-	recent []rejectLine // oldest first
+	recent []api.RejectLine // oldest first
 	tables map[string]*journalTable
 }
 
@@ -52,7 +52,7 @@ const sweepSlack = 20 * time.Millisecond
 // tables and follows the attachments of the state directory, as they
 // come and go, sweeping their tables just after each second begins, until
 // ctx ends.
-func (d *daemon) startJournal(ctx context.Context, path string) (*journal, error) {
+func (d *Daemon) startJournal(ctx context.Context, path string) (*journal, error) {
 	j := &journal{d: d, path: path, clock: control.MonotonicCoarse, tables: map[string]*journalTable{}}
 	if err := j.reopen(); err != nil {
 		return nil, err
@@ -63,7 +63,7 @@ func (d *daemon) startJournal(ctx context.Context, path string) (*journal, error
 			// A second's records are finished when the second after it is
 			// over: sweeping just after each boundary writes them about a
 			// second after their second's end.
-			now := monotonicNow()
+			now := api.MonotonicNow()
 			wait := time.Duration(1_000_000_000-now%1_000_000_000) + sweepSlack
 			select {
 			case <-ctx.Done():
@@ -99,7 +99,7 @@ func (j *journal) reopen() error {
 // its finished seconds, and empties and closes those of attachments that
 // are gone.
 func (j *journal) follow() {
-	atts, err := loader.List(j.d.g.stateDir)
+	atts, err := loader.List(j.d.cfg.StateDir)
 	if err != nil {
 		return
 	}
@@ -112,7 +112,7 @@ func (j *journal) follow() {
 		if known {
 			continue
 		}
-		p, err := loader.Open(j.d.g.stateDir, a)
+		p, err := loader.Open(j.d.cfg.StateDir, a)
 		if err != nil {
 			continue // being detached
 		}
@@ -148,10 +148,10 @@ func (j *journal) sweep(t *journalTable, now uint64, all bool) {
 	if err != nil {
 		j.d.log.Warn("sweep reject records", "interface", t.a.String(), "err", err)
 	}
-	wall, mono := time.Now(), monotonicNow()
+	wall, mono := time.Now(), api.MonotonicNow()
 	for _, r := range recs {
 		r.Interface = t.a.Key()
-		j.addLocked(lineOf(r, wall, mono))
+		j.addLocked(api.RejectLineOf(r, wall, mono))
 	}
 }
 
@@ -180,7 +180,7 @@ func (j *journal) checkLost(t *journalTable) {
 
 // addLocked keeps a finished record and writes it to the file; j.mu is
 // held.
-func (j *journal) addLocked(l rejectLine) {
+func (j *journal) addLocked(l api.RejectLine) {
 	if len(j.recent) == journalKeep {
 		j.recent = append(j.recent[:0], j.recent[1:]...)
 	}
@@ -195,11 +195,11 @@ func (j *journal) addLocked(l rejectLine) {
 
 // lines returns the finished records kept in memory and the records the
 // tables hold now, which are not finished or not swept yet.
-func (j *journal) lines() []rejectLine {
+func (j *journal) lines() []api.RejectLine {
 	j.mu.Lock()
 	defer j.mu.Unlock()
-	out := append([]rejectLine(nil), j.recent...)
-	wall, mono := time.Now(), monotonicNow()
+	out := append([]api.RejectLine(nil), j.recent...)
+	wall, mono := time.Now(), api.MonotonicNow()
 	for _, t := range j.tables {
 		recs, err := maps.ReadRejects(t.p.Rejects)
 		if err != nil {
@@ -207,7 +207,7 @@ func (j *journal) lines() []rejectLine {
 		}
 		for _, r := range recs {
 			r.Interface = t.a.Key()
-			out = append(out, lineOf(r, wall, mono))
+			out = append(out, api.RejectLineOf(r, wall, mono))
 		}
 	}
 	return out

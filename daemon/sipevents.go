@@ -1,4 +1,4 @@
-package main
+package daemon
 
 import (
 	"context"
@@ -103,7 +103,7 @@ type answerer struct {
 	raw *sipd.RawUDP // in the interfaces' namespace
 }
 
-func (d *daemon) newAnswerer(cfg *config.Config, _ *loader.Pinned) (*answerer, error) {
+func (d *Daemon) newAnswerer(cfg *config.Config, _ *loader.Pinned) (*answerer, error) {
 	l, err := bucket.FromRate(cfg.SIPReject.Rate, cfg.SIPReject.Rate)
 	if err != nil {
 		return nil, fmt.Errorf("sip-reject.rate: %w", err)
@@ -111,7 +111,7 @@ func (d *daemon) newAnswerer(cfg *config.Config, _ *loader.Pinned) (*answerer, e
 	// A 503 goes from the port the request was sent to, which the SIP
 	// server holds: a raw socket is the only way to send from it.
 	var raw *sipd.RawUDP
-	err = loader.InNetns(d.g.netns, func() error {
+	err = loader.InNetns(d.cfg.Netns, func() error {
 		raw, err = sipd.OpenRawUDP()
 		return err
 	})
@@ -124,7 +124,7 @@ func (d *daemon) newAnswerer(cfg *config.Config, _ *loader.Pinned) (*answerer, e
 // answer sends the 503 for one refused request, from the address and port
 // it was sent to, or counts it suppressed when over the rate or not
 // answerable.
-func (w *answerer) answer(d *daemon, ev maps.SIPEvent) {
+func (w *answerer) answer(d *Daemon, ev maps.SIPEvent) {
 	msg := sipd.HeadersOnly(ev.Message)
 	w.mu.Lock()
 	ok := w.b.Take(w.limit, control.MonotonicCoarse())

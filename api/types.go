@@ -1,0 +1,89 @@
+package api
+
+import (
+	"github.com/xdpcac/xdpcac/cac/agents"
+	"github.com/xdpcac/xdpcac/maps"
+	"golang.org/x/sys/unix"
+	"time"
+)
+
+// The endpoints, each answering the type named beside it, or Error.
+const (
+	PathStatus  = "/v1/status"  // GET: Status
+	PathAgents  = "/v1/agents"  // GET: Agents
+	PathRejects = "/v1/rejects" // GET: []RejectLine
+	PathApply   = "/v1/apply"   // POST ApplyRequest: Applied
+)
+
+// Status is what only the running daemon knows of itself.
+type Status struct {
+	PID       int       `json:"pid"`
+	Config    string    `json:"config"`
+	Since     time.Time `json:"since"`
+	LoadedAt  time.Time `json:"loaded_at"`
+	StateDir  string    `json:"state_dir"`
+	Netns     string    `json:"netns,omitempty"`
+	Metrics   string    `json:"metrics,omitempty"`
+	LastError string    `json:"last_error,omitempty"`
+}
+
+// ApplyRequest asks the daemon to put a file in force, and to read it
+// again on SIGHUP.
+type ApplyRequest struct {
+	Config string `json:"config"`
+}
+
+// Applied answers an apply the daemon put in force.
+type Applied struct {
+	Applied string `json:"applied"`
+}
+
+// Error is every answer that is not 200 OK.
+type Error struct {
+	Error string `json:"error"`
+}
+
+// Agents is the session agents' state, also `show sipd agents -o json`.
+type Agents struct {
+	Targets []agents.Row `json:"targets"`
+	// Answered and Unanswered count refused SIP requests answered with
+	// 503, and those over the rate or not answerable (dropped).
+	Answered   uint64 `json:"answered_503"`
+	Unanswered uint64 `json:"unanswered"`
+	// Responses counts the agents' out-service responses the fast path
+	// handed up, whether or not they counted.
+	Responses uint64 `json:"agent_responses"`
+}
+
+// RejectLine is one reject record as the rejects log and `show rejects
+// -o json` write it, one per line.
+type RejectLine struct {
+	Time      time.Time `json:"time"`
+	First     time.Time `json:"first"`
+	Interface string    `json:"interface"`
+	Class     string    `json:"class"`
+	Source    string    `json:"source"`
+	Reason    string    `json:"reason"`
+	Count     uint64    `json:"count"`
+}
+
+// RejectLineOf is a record of the fast path with its monotonic times
+// turned into wall-clock times by the clocks' difference now: mono is
+// the monotonic clock read at wall.
+func RejectLineOf(r maps.Reject, wall time.Time, mono uint64) RejectLine {
+	at := func(ns uint64) time.Time { return wall.Add(-time.Duration(mono - ns)) }
+	return RejectLine{
+		Time: at(r.LastNS), First: at(r.FirstNS), Interface: r.Interface,
+		Class: r.Class.String(), Source: r.Source, Reason: r.Reason.String(), Count: r.Count,
+	}
+}
+
+// MonotonicNow reads the clock the fast path stamps records with, for
+// RejectLineOf.
+func MonotonicNow() uint64 {
+	var ts unix.Timespec
+	if err := unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts); err != nil {
+		return 0
+	}
+	return uint64(ts.Nano())
+}

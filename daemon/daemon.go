@@ -1,0 +1,269 @@
+package daemon
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/cilium/ebpf/link"
+	"github.com/xdpcac/xdpcac/api"
+	"github.com/xdpcac/xdpcac/cac/config"
+	"github.com/xdpcac/xdpcac/loader"
+)
+
+// Config is everything a daemon is built from: nothing is read from flags
+// or the environment below it.
+type Config struct {
+	// File is the configuration put in force at start, and read again by
+	// Reload; an absolute path, since the daemon's cwd may change.
+	File string
+	// StateDir is the bpffs directory of the attachments' pins.
+	StateDir string
+	// Netns names the network namespace of the interfaces ("" this one).
+	Netns string
+	// Log gets every event of the daemon's life.
+	Log *slog.Logger
+	// Force replaces a foreign XDP program attached over netlink.
+	Force bool
+	// RejectsLog is the file finished reject records are appended to ("" none).
+	RejectsLog string
+	// DetachOnExit takes the filter off every interface of File when Run
+	// ends; else it stays with its last limits, and on-stale decides once
+	// the heartbeat ages.
+	DetachOnExit bool
+	// Now is the wall clock of the status; nil is time.Now.
+	Now func() time.Time
+}
+
+// Daemon is `cacctl run`: it attaches the interfaces of its configuration
+// and runs the control loop, the reject journal, the session agents, the
+// API socket and the metrics server until its context ends.
+type Daemon struct {
+	cfg     Config
+	log     *slog.Logger
+	journal *journal
+
+	agents       *sipAgents // guarded by mu; nil without agents or rejects
+	agentsCancel context.CancelFunc
+	// answers counts the 503s of refused SIP requests over the daemon's
+	// life, whatever reloads restart the agents.
+	answers answerCounts
+
+	// held are the links of the attachments, open while the daemon runs:
+	// the filter outlives its pins (bpffs unmounted under it).
+	held map[loader.Attachment]link.Link
+	// pinErrs are the attachments whose pins could not be made again,
+	// with the error last logged (keepPins).
+	pinErrs map[loader.Attachment]string
+	// applies carries API applies to the goroutine that owns the
+	// configuration, as Reload does.
+	applies chan applyCall
+	// reloads carries Reload's asks; one waits while another is served.
+	reloads chan struct{}
+
+	mu     sync.Mutex // guards status
+	status api.Status
+}
+
+// applyCall is one apply through the API, with where its answer goes.
+type applyCall struct {
+	file  string
+	reply chan error
+}
+
+// New builds a daemon of cfg; Run starts it.
+func New(cfg Config) *Daemon {
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Log == nil {
+		cfg.Log = slog.New(slog.DiscardHandler)
+	}
+	return &Daemon{
+		cfg: cfg, log: cfg.Log, applies: make(chan applyCall), reloads: make(chan struct{}, 1),
+		status: api.Status{PID: os.Getpid(), Config: cfg.File, Since: cfg.Now(), StateDir: cfg.StateDir, Netns: cfg.Netns},
+	}
+}
+
+// Reload reads the configuration file in force again and puts it in force
+// (SIGHUP), and reopens the rejects log; a bad file changes nothing. It
+// does not wait: the daemon serves it when it can.
+func (d *Daemon) Reload() {
+	select {
+	case d.reloads <- struct{}{}:
+	default: // one is already waiting
+	}
+}
+
+func (d *Daemon) cfgFile() string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.status.Config
+}
+
+// Run runs the daemon until ctx ends, or the control loop fails. What it
+// refuses at start (a second daemon, a bad file, interfaces none of which
+// exist, a rejects log it may not write) changes nothing.
+func (d *Daemon) Run(ctx context.Context) error {
+	// The lock comes before anything changes: a second daemon changes
+	// nothing.
+	lk, err := lockDaemon(d.cfg.StateDir)
+	if err != nil {
+		return err
+	}
+	defer lk.unlock()
+	cfg, opts, err := LoadOptions(d.cfgFile())
+	if err == nil && len(cfg.Interfaces) == 0 {
+		err = fmt.Errorf("%s lists no interfaces: add interfaces: [{name: IFACE}]", d.cfgFile())
+	}
+	if err == nil {
+		err = d.checkInterfaces(cfg)
+	}
+	if err != nil {
+		return err
+	}
+	// The rejects log is refused before anything is attached (a planted
+	// link, say): a daemon that cannot write it changes nothing.
+	if err := checkRejectsLog(d.cfg.RejectsLog); err != nil {
+		return err
+	}
+	m, err := d.newMeasure(cfg)
+	if err != nil {
+		return err
+	}
+	defer func() { m.close() }()
+	defer d.release()
+	if err := d.attachAll(cfg, opts); err != nil {
+		return err
+	}
+	d.mu.Lock()
+	d.status.LoadedAt = d.cfg.Now()
+	d.mu.Unlock()
+	if d.journal, err = d.startJournal(ctx, d.cfg.RejectsLog); err != nil {
+		return err
+	}
+	defer d.journal.close()
+	if err := d.swapAgents(ctx, cfg); err != nil {
+		return err
+	}
+	defer d.stopAgents()
+	stopAPI, err := d.serveAPI()
+	if err != nil {
+		return err
+	}
+	defer stopAPI()
+	// The metrics address is read at start; a reload keeps it.
+	stopMetrics, err := d.serveMetrics(cfg.Metrics.Listen)
+	if err != nil {
+		return err
+	}
+	defer stopMetrics()
+	links, err := d.watchLinks(ctx)
+	if err != nil {
+		return err
+	}
+
+	for {
+		d.log.Info("control loop running", "cpu", cfg.CPU.Source, "interval", cfg.CPU.SampleInterval,
+			"stale_after", cfg.StaleAfter, "on_stale", cfg.OnStale)
+		loopCtx, cancel := context.WithCancel(ctx)
+		done := make(chan error, 1)
+		go func() { done <- m.loop.Run(loopCtx) }()
+		for restart := false; !restart; {
+			call := d.wait(cfg, opts, done, links)
+			if call == nil { // stopped, or the loop failed
+				cancel()
+				if err := <-done; err != nil {
+					return err
+				}
+				return d.exit(cfg)
+			}
+			if err := d.journal.reopen(); err != nil {
+				d.log.Warn("reopen the rejects log", "err", err)
+			}
+			next, nextOpts, nm, err := d.reload(call.file, cfg)
+			if err != nil {
+				if call.reply != nil {
+					call.reply <- err
+				}
+				continue // the loop and the configuration in force stay
+			}
+			cfg, opts = next, nextOpts
+			if aerr := d.swapAgents(ctx, cfg); aerr != nil {
+				d.log.Error("session agents of the new configuration", "err", aerr)
+				err = fmt.Errorf("%s is in force, but its session agents are not watched: %w", call.file, aerr)
+			}
+			if call.reply != nil {
+				call.reply <- err
+			}
+			if nm != nil { // the measuring changed: a new loop
+				cancel()
+				<-done
+				m.close()
+				m, restart = nm, true
+			}
+		}
+	}
+}
+
+// reload reads file and puts it in force, with a new measure when what
+// the loop measures changed (nil when it did not). On any error nothing
+// changes: the measure is built before anything is attached or applied,
+// and attachAll takes back what it attached.
+func (d *Daemon) reload(file string, cur *config.Config) (*config.Config, loader.Options, *measure, error) {
+	next, opts, err := LoadOptions(file)
+	if err == nil && len(next.Interfaces) == 0 {
+		err = fmt.Errorf("%s lists no interfaces: add interfaces: [{name: IFACE}]", file)
+	}
+	if err == nil {
+		err = d.checkInterfaces(next)
+	}
+	var nm *measure
+	if err == nil && !sameMeasure(cur, next) {
+		nm, err = d.newMeasure(next)
+	}
+	if err == nil {
+		opts.AgentAddrs = d.carryAgentAddrs(next, opts.AgentAddrs)
+	}
+	if err == nil {
+		if err = d.attachAll(next, opts); err != nil && nm != nil {
+			nm.close()
+			nm = nil
+		}
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if err != nil {
+		d.status.LastError = err.Error()
+		d.log.Error("reload refused; the configuration in force stays", "config", file, "err", err)
+		return nil, opts, nil, err
+	}
+	d.status.Config, d.status.LoadedAt, d.status.LastError = file, d.cfg.Now(), ""
+	d.log.Info("reloaded", "config", file)
+	return next, opts, nm, nil
+}
+
+// wait serves link events and keeps the pins while the control loop runs, until the loop
+// ends or a stop is asked for (nil), or a reload is asked for.
+func (d *Daemon) wait(cfg *config.Config, opts loader.Options, done chan error, links <-chan linkEvent) *applyCall {
+	pins := time.NewTicker(pinCheckEvery)
+	defer pins.Stop()
+	for {
+		select {
+		case <-pins.C:
+			d.keepPins()
+		case err := <-done:
+			done <- err // for the caller
+			return nil
+		case ev := <-links:
+			d.linkEvent(cfg, opts, ev)
+		case <-d.reloads:
+			return &applyCall{file: d.cfgFile()}
+		case c := <-d.applies:
+			return &c
+		}
+	}
+}

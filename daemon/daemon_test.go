@@ -1,0 +1,234 @@
+package daemon_test
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/xdpcac/xdpcac/api"
+	"github.com/xdpcac/xdpcac/daemon"
+	"github.com/xdpcac/xdpcac/loader"
+	"github.com/xdpcac/xdpcac/tests/testenv"
+)
+
+// The box's realm and the session agent's address, on the test's veth;
+// nothing answers at the agent's, so its pings go unanswered.
+const (
+	boxIP   = "192.0.2.1"
+	agentIP = "192.0.2.2"
+)
+
+// running is a daemon run in this process, on a veth in a namespace.
+type running struct {
+	d     *daemon.Daemon
+	state string
+	iface string
+	box   string
+	done  chan error
+	stop  context.CancelFunc
+	log   *testenv.SyncBuffer
+}
+
+// config is a file of one interface, a realm on the box and one agent
+// pinged every second with a short T1: its silence counts in 3.2 s.
+func config(iface, extra string) string {
+	return "ports: {l2tp: [1701], sip: [5060]}\n" +
+		"interfaces: [{name: " + iface + "}]\n" +
+		"cpu: {sample-interval: 200ms}\nsip-t1: 50ms\n" +
+		"metrics: {listen: \"127.0.0.1:0\"}\n" +
+		"realms: [{name: core, address: " + boxIP + "}]\n" +
+		"session-agents:\n  - {name: peer1, hostname: " + agentIP + ", realm-id: core, ping-interval: 1s, options: [ping-failure-count=1]}\n" +
+		extra
+}
+
+// until polls cond every 50 ms until it holds, or fails t after limit.
+func until(t *testing.T, limit time.Duration, what string, cond func() bool) {
+	t.Helper()
+	for end := time.Now().Add(limit); !cond(); time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(end) {
+			t.Fatalf("not within %v: %s", limit, what)
+		}
+	}
+}
+
+func writeFile(t *testing.T, dir, name, body string) string {
+	t.Helper()
+	path := filepath.Join(dir, name)
+	if err := os.WriteFile(path, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// start runs a daemon of the file config() makes with extra, and waits
+// for its API.
+func start(t *testing.T, extra string) (*running, string) {
+	testenv.RequireBPF(t)
+	box, peer := testenv.Netns(t), testenv.Netns(t)
+	iface, peerIf := testenv.Veth(t, box, peer)
+	testenv.Addr(t, box, iface, boxIP+"/24")
+	testenv.Addr(t, peer, peerIf, agentIP+"/24")
+	state := filepath.Join("/sys/fs/bpf", testenv.Unique("xdpcac-t-"))
+	dir := t.TempDir()
+	file := writeFile(t, dir, "cac.yaml", config(iface, extra))
+	r := &running{state: state, iface: iface, box: box, done: make(chan error, 1), log: &testenv.SyncBuffer{}}
+	r.d = daemon.New(daemon.Config{
+		File: file, StateDir: state, Netns: box, RejectsLog: filepath.Join(dir, "log", "rejects.jsonl"),
+		Log: slog.New(slog.NewTextHandler(r.log, nil)),
+	})
+	ctx, cancel := context.WithCancel(context.Background())
+	r.stop = cancel
+	go func() { r.done <- r.d.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		<-r.done
+		loader.Detach(r.attachment(), state)
+		os.RemoveAll(state)
+		daemon.RemoveStaleFiles(state)
+		if t.Failed() {
+			t.Logf("daemon log:\n%s", r.log)
+		}
+	})
+	until(t, 20*time.Second, "the daemon's API answers", func() bool {
+		select {
+		case err := <-r.done:
+			t.Fatalf("the daemon stopped at start: %v", err)
+		default:
+		}
+		return api.Dial(state) != nil
+	})
+	return r, dir
+}
+
+func (r *running) attachment() loader.Attachment {
+	return loader.Attachment{Iface: r.iface, Netns: r.box}
+}
+
+func (r *running) status(t *testing.T) api.Status {
+	t.Helper()
+	c := api.Dial(r.state)
+	if c == nil {
+		t.Fatal("the daemon's API does not answer")
+	}
+	st, err := c.Status()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st
+}
+
+// TestDaemonLife runs one daemon through its life: an apply over the API
+// put in force, a bad file refused over the API and by a reload with the
+// configuration in force kept, its pins removed and made again, and a
+// stop that leaves the filter attached.
+func TestDaemonLife(t *testing.T) {
+	r, dir := start(t, "")
+	first := r.status(t)
+	if !filepath.IsAbs(first.Config) || first.StateDir != r.state || first.Netns != r.box || first.PID != os.Getpid() {
+		t.Errorf("status: %+v", first)
+	}
+
+	second := writeFile(t, dir, "second.yaml", config(r.iface, "classes: {pppoe-padi: {cps: 50, burst: 50}}\n"))
+	if err := api.Dial(r.state).Apply(second); err != nil {
+		t.Fatalf("apply over the API: %v", err)
+	}
+	if st := r.status(t); st.Config != second || !st.LoadedAt.After(first.LoadedAt) || st.LastError != "" {
+		t.Errorf("after the apply: %+v", st)
+	}
+
+	bad := writeFile(t, dir, "bad.yaml", config(r.iface, "classes: {pppoe-padi: {cps: fast}}\n"))
+	err := api.Dial(r.state).Apply(bad)
+	if err == nil || !strings.Contains(err.Error(), "bad.yaml") {
+		t.Fatalf("a bad file over the API: %v, want a refusal naming it", err)
+	}
+	kept := r.status(t)
+	if kept.Config != second || !strings.Contains(kept.LastError, "bad.yaml") {
+		t.Errorf("after a refused apply: %+v, want %s kept and the refusal", kept, second)
+	}
+
+	// A reload of the file in force, now bad, is refused the same way.
+	writeFile(t, dir, "second.yaml", "classes: [\n")
+	r.d.Reload()
+	until(t, 10*time.Second, "the reload refused", func() bool {
+		return strings.Contains(r.status(t).LastError, "second.yaml")
+	})
+	if st := r.status(t); st.Config != second || !st.LoadedAt.Equal(kept.LoadedAt) {
+		t.Errorf("after a refused reload: %+v, want the configuration of %v kept", st, kept.LoadedAt)
+	}
+
+	// The pins go (bpffs directory removed): the daemon, which holds the
+	// link, pins the filter again.
+	if err := os.RemoveAll(r.state); err != nil {
+		t.Fatal(err)
+	}
+	until(t, 10*time.Second, "the pins made again", func() bool {
+		return loader.IsAttached(r.state, r.attachment())
+	})
+
+	r.stop()
+	select {
+	case err := <-r.done:
+		if err != nil {
+			t.Fatalf("stop: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the daemon did not stop within 10s")
+	}
+	r.done <- nil // for the cleanup
+	if !loader.IsAttached(r.state, r.attachment()) {
+		t.Error("a stop without --detach-on-exit took the filter off")
+	}
+	if api.Dial(r.state) != nil {
+		t.Error("the API still answers after the stop")
+	}
+}
+
+// TestDaemonMetricsAgents scrapes a running daemon whose session agent
+// does not answer: the metric of its target says it is out of service,
+// from the daemon's own state.
+func TestDaemonMetricsAgents(t *testing.T) {
+	r, _ := start(t, "")
+	addr := r.status(t).Metrics
+	if addr == "" {
+		t.Fatal("the status names no metrics address")
+	}
+	want := `xdpcac_session_agent_up{agent="peer1",destination="` + agentIP + `:5060",realm="core"} 0`
+	var body string
+	until(t, 15*time.Second, "the agent out of service in a scrape", func() bool {
+		resp, err := http.Get("http://" + addr + "/metrics")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, err := io.ReadAll(resp.Body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body = string(b)
+		return strings.Contains(body, want)
+	})
+	if !strings.Contains(body, "xdpcac_session_agent_up") {
+		t.Errorf("no agent series in the scrape:\n%s", body)
+	}
+}
+
+// TestDaemonRefusesSecond: a second daemon of the same state directory
+// changes nothing and says who holds it.
+func TestDaemonRefusesSecond(t *testing.T) {
+	r, dir := start(t, "")
+	before := r.status(t)
+	err := daemon.New(daemon.Config{File: writeFile(t, dir, "other.yaml", config(r.iface, "")), StateDir: r.state, Netns: r.box}).
+		Run(context.Background())
+	if err == nil || !strings.Contains(err.Error(), "already running") {
+		t.Fatalf("second daemon: %v, want a refusal", err)
+	}
+	if st := r.status(t); st.Config != before.Config || !st.LoadedAt.Equal(before.LoadedAt) {
+		t.Errorf("the second daemon changed the first: %+v", st)
+	}
+}
