@@ -11,7 +11,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/xdpcac/xdpcac/cac/control"
-	"github.com/xdpcac/xdpcac/loader"
 	"github.com/xdpcac/xdpcac/maps/collector"
 )
 
@@ -47,7 +46,7 @@ func (d *daemon) serveMetrics(listen string) (func(), error) {
 		return func() {}, nil
 	}
 	c := collector.New(collector.ReaderFunc(func() (collector.Snapshot, error) {
-		s, err := loader.Snapshot(d.g.stateDir, control.MonotonicCoarse())
+		s, err := collector.ReadPinned(d.g.stateDir, control.MonotonicCoarse())
 		s.SIPAnswered, s.SIPSuppressed = d.answers.answered.Load(), d.answers.suppressed.Load()
 		return s, err
 	}), buildVersion())
