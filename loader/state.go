@@ -13,7 +13,7 @@ import (
 	"github.com/cilium/ebpf"
 	"github.com/xdpcac/xdpcac/bpf"
 	"github.com/xdpcac/xdpcac/cac"
-	"github.com/xdpcac/xdpcac/cac/admission"
+	"github.com/xdpcac/xdpcac/cac/policy"
 	"github.com/xdpcac/xdpcac/maps"
 )
 
@@ -255,9 +255,9 @@ func ReadAllRejects(stateDir string) ([]maps.Reject, error) {
 // shared state once, the counters of every attachment summed.
 type CallAdmissionState struct {
 	Attachments   []Attachment
-	CallAdmission admission.CallAdmission
-	Inputs        admission.Inputs
-	Rings         [cac.NumCallTypes]admission.ChargeRing
+	CallAdmission policy.CallAdmission
+	Inputs        policy.Inputs
+	Rings         [cac.NumCallTypes]policy.ChargeRing
 	Stats         maps.Stats
 }
 

@@ -15,9 +15,9 @@ import (
 	"github.com/cilium/ebpf/link"
 	"github.com/vishvananda/netlink"
 	"github.com/xdpcac/xdpcac/bpf"
-	"github.com/xdpcac/xdpcac/cac/admission"
 	"github.com/xdpcac/xdpcac/cac/config"
 	"github.com/xdpcac/xdpcac/cac/fsol"
+	"github.com/xdpcac/xdpcac/cac/policy"
 	. "github.com/xdpcac/xdpcac/internal/pkt"
 	"github.com/xdpcac/xdpcac/loader"
 	"github.com/xdpcac/xdpcac/maps"
@@ -136,7 +136,7 @@ func attachClsact(t *testing.T, stateDir string, a loader.Attachment, cfgFile st
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := admission.PolicyOf(cfg)
+	p, err := policy.Of(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

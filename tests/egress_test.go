@@ -12,8 +12,8 @@ import (
 	"github.com/cilium/ebpf"
 	"github.com/xdpcac/xdpcac/bpf"
 	"github.com/xdpcac/xdpcac/cac"
-	"github.com/xdpcac/xdpcac/cac/admission"
 	"github.com/xdpcac/xdpcac/cac/fsol"
+	"github.com/xdpcac/xdpcac/cac/policy"
 	. "github.com/xdpcac/xdpcac/internal/pkt"
 )
 
@@ -143,8 +143,8 @@ func withCallID(s SIP, line string) SIP {
 func TestEgressLearns(t *testing.T) {
 	f := newFastPath(t, false)
 	e := newEgress(t, f)
-	var p admission.Policy
-	p.PerSource[cac.SIPInDialog] = admission.PerSource{Limit: mustRate(t, 0.001, 1), Key: admission.SourceIP, IPv6Prefix: 64}
+	var p policy.Policy
+	p.PerSource[cac.SIPInDialog] = policy.PerSource{Limit: mustRate(t, 0.001, 1), Key: policy.SourceIP, IPv6Prefix: 64}
 	f.setPolicy(t, p)
 	f.mustAt(t, 5*second)
 

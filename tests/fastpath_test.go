@@ -13,6 +13,7 @@ import (
 	"github.com/xdpcac/xdpcac/cac"
 	"github.com/xdpcac/xdpcac/cac/admission"
 	"github.com/xdpcac/xdpcac/cac/fsol"
+	"github.com/xdpcac/xdpcac/cac/policy"
 	"github.com/xdpcac/xdpcac/maps"
 	"github.com/xdpcac/xdpcac/tests/testenv"
 )
@@ -75,7 +76,7 @@ func newFastPathWith(t testing.TB, malformedDrop bool, edit func(*ebpf.Collectio
 }
 
 // setPolicy gives the program and the model the same limits.
-func (f *fastPath) setPolicy(t testing.TB, p admission.Policy) {
+func (f *fastPath) setPolicy(t testing.TB, p policy.Policy) {
 	t.Helper()
 	if err := maps.WritePolicy(maps.PolicyMapsOf(&f.objs.XdpMaps), p); err != nil {
 		t.Fatal(err)
@@ -87,7 +88,7 @@ func (f *fastPath) setPolicy(t testing.TB, p admission.Policy) {
 
 // setInputs gives the program and the model the same measurements of the
 // control plane.
-func (f *fastPath) setInputs(t testing.TB, in admission.Inputs) {
+func (f *fastPath) setInputs(t testing.TB, in policy.Inputs) {
 	t.Helper()
 	if err := maps.WriteInputs(maps.InputMapsOf(&f.objs.XdpMaps), in); err != nil {
 		t.Fatal(err)

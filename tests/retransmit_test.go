@@ -10,6 +10,7 @@ import (
 	"github.com/xdpcac/xdpcac/cac"
 	"github.com/xdpcac/xdpcac/cac/admission"
 	"github.com/xdpcac/xdpcac/cac/fsol"
+	"github.com/xdpcac/xdpcac/cac/policy"
 	. "github.com/xdpcac/xdpcac/internal/pkt"
 )
 
@@ -31,8 +32,8 @@ func invite(callID string, cseq int, branch string) []byte {
 // allowance is charged anew. The model agrees frame by frame.
 func TestRetransmissions(t *testing.T) {
 	f := newFastPath(t, false)
-	var p admission.Policy
-	p.PerSource[cac.SIPInvite] = admission.PerSource{Limit: mustRate(t, 1, 2), Key: admission.SourceIP, IPv6Prefix: 64}
+	var p policy.Policy
+	p.PerSource[cac.SIPInvite] = policy.PerSource{Limit: mustRate(t, 1, 2), Key: policy.SourceIP, IPv6Prefix: 64}
 	f.setPolicy(t, p)
 	f.mustAt(t, 100*second)
 
@@ -92,7 +93,7 @@ func TestRetransmissions(t *testing.T) {
 // by the model, and a copy from another source is a call of its own.
 func TestRetransmissionForms(t *testing.T) {
 	f := newFastPath(t, false)
-	var p admission.Policy
+	var p policy.Policy
 	p.Levels[cac.SIPInvite] = mustRate(t, 1, 1000)
 	f.setPolicy(t, p)
 	f.mustAt(t, 100*second)
@@ -133,7 +134,7 @@ func TestRetransmissionForms(t *testing.T) {
 // model's Call-ID hash and transaction.
 func TestTransactionHashes(t *testing.T) {
 	f := newFastPath(t, false)
-	var p admission.Policy
+	var p policy.Policy
 	p.Levels[cac.SIPInvite] = mustRate(t, 1, 1e6)
 	f.setPolicy(t, p)
 	f.mustAt(t, 100*second)

@@ -8,23 +8,24 @@ import (
 	"github.com/xdpcac/xdpcac/cac/bucket"
 	"github.com/xdpcac/xdpcac/cac/fsol"
 	"github.com/xdpcac/xdpcac/cac/l2tp"
+	"github.com/xdpcac/xdpcac/cac/policy"
 )
 
 // Model is the fast path in Go.
 type Model struct {
 	Ports         *fsol.Ports
 	MalformedDrop bool
-	policy        Policy
-	index         Indexes                // of policy's accounts and customers
-	prefixes      map[netip.Prefix]Index // in force, as the fast path's trie holds them
-	levels        [NumLevels]bucket.Bucket
-	accounts      [MaxAccounts]bucket.Bucket
-	customers     [MaxCustomers]bucket.Bucket
+	policy        policy.Policy
+	index         policy.Indexes                // of policy's accounts and customers
+	prefixes      map[netip.Prefix]policy.Index // in force, as the fast path's trie holds them
+	levels        [policy.NumLevels]bucket.Bucket
+	accounts      [policy.MaxAccounts]bucket.Bucket
+	customers     [policy.MaxCustomers]bucket.Bucket
 	sources       map[sourceKey]*bucket.Bucket
-	inputs        Inputs
-	rings         [cac.NumCallTypes]ChargeRing
+	inputs        policy.Inputs
+	rings         [cac.NumCallTypes]policy.ChargeRing
 	agentAddrs    map[netip.Addr]int // as the fast path's agents table
-	agents        [MaxAgents]bucket.Bucket
+	agents        [policy.MaxAgents]bucket.Bucket
 	dialogs       dialogTable
 	refused       refusedTable
 	tunnels       l2tp.Table
@@ -35,9 +36,9 @@ type Model struct {
 func (m *Model) SetAgentAddrs(addrs map[netip.Addr]int) { m.agentAddrs = addrs }
 
 // SetPolicy puts a policy in force as maps.WritePolicy does: buckets are
-// kept, accounts and customers keep theirs by AssignIndexes.
-func (m *Model) SetPolicy(p Policy) error {
-	ix, err := AssignIndexes(p, m.prefixes)
+// kept, accounts and customers keep theirs by policy.AssignIndexes.
+func (m *Model) SetPolicy(p policy.Policy) error {
+	ix, err := policy.AssignIndexes(p, m.prefixes)
 	if err != nil {
 		return err
 	}
@@ -47,9 +48,9 @@ func (m *Model) SetPolicy(p Policy) error {
 	for _, i := range ix.FreshCustomers {
 		m.customers[i] = bucket.Bucket{}
 	}
-	m.prefixes = map[netip.Prefix]Index{}
+	m.prefixes = map[netip.Prefix]policy.Index{}
 	for i, a := range p.Accounts {
-		m.prefixes[Mapped(a.Prefix)] = Index{Account: ix.Accounts[i], Customer: ix.Customers[a.Customer]}
+		m.prefixes[policy.Mapped(a.Prefix)] = policy.Index{Account: ix.Accounts[i], Customer: ix.Customers[a.Customer]}
 	}
 	m.policy, m.index = p, ix
 	return nil
@@ -64,7 +65,7 @@ type sourceKey struct {
 }
 
 // keyOf makes the per-source key of a source of class c.
-func keyOf(c cac.Class, ps PerSource, s fsol.Source) sourceKey {
+func keyOf(c cac.Class, ps policy.PerSource, s fsol.Source) sourceKey {
 	k := sourceKey{class: c, family: s.Family}
 	switch {
 	case s.Family == 4:
@@ -82,10 +83,10 @@ func keyOf(c cac.Class, ps PerSource, s fsol.Source) sourceKey {
 			}
 		}
 	default: // PPPoE
-		if ps.Key != SourceVLAN {
+		if ps.Key != policy.SourceVLAN {
 			copy(k.addr[:6], s.MAC[:])
 		}
-		if ps.Key != SourceMAC {
+		if ps.Key != policy.SourceMAC {
 			k.vlans = s.VLANs
 		}
 	}
@@ -152,7 +153,7 @@ func (m *Model) Admit(c cac.Class, src fsol.Source, now uint64) (reason cac.Reas
 func (m *Model) admit(c cac.Class, src fsol.Source, now uint64) (reason cac.Reason, rejected bool) {
 	_, call := cac.CallTypeOf(c)
 	charged := call && m.policy.CallAdmission.Operational()
-	var in Inputs
+	var in policy.Inputs
 	if charged {
 		var r cac.Reason
 		if in, r, rejected = m.gates(now); rejected {
@@ -168,7 +169,7 @@ func (m *Model) admit(c cac.Class, src fsol.Source, now uint64) (reason cac.Reas
 	var levels []level
 	acct := -1
 	if len(m.policy.Accounts) > 0 && src.Family != 0 && c != cac.ClassMalformed {
-		acct = m.policy.accountOf(addrOf(src))
+		acct = accountOf(&m.policy, addrOf(src))
 	}
 	// A known SIP peer has its agent's bucket instead of a per-source one.
 	agent := -1
@@ -208,7 +209,7 @@ func (m *Model) admit(c cac.Class, src fsol.Source, now uint64) (reason cac.Reas
 	}
 	levels = append(levels, level{m.policy.Levels[c], &m.levels[c], cac.ReasonClass, reserve(int(c))})
 	if !c.Sessionless() {
-		levels = append(levels, level{m.policy.Levels[LevelEnvironment], &m.levels[LevelEnvironment], cac.ReasonEnvironment, reserve(LevelEnvironment)})
+		levels = append(levels, level{m.policy.Levels[policy.LevelEnvironment], &m.levels[policy.LevelEnvironment], cac.ReasonEnvironment, reserve(policy.LevelEnvironment)})
 	}
 
 	for _, l := range levels {
@@ -233,6 +234,18 @@ func (m *Model) admit(c cac.Class, src fsol.Source, now uint64) (reason cac.Reas
 		m.sources[*newSource] = b
 	}
 	return 0, false
+}
+
+// accountOf returns the index of the account of p whose prefix holds addr
+// (an IPv6 or mapped address) most specifically, as the LPM trie does, or -1.
+func accountOf(p *policy.Policy, addr netip.Addr) int {
+	best, bits := -1, -1
+	for i, a := range p.Accounts {
+		if m := policy.Mapped(a.Prefix); m.Contains(addr) && m.Bits() > bits {
+			best, bits = i, m.Bits()
+		}
+	}
+	return best
 }
 
 // addrOf is the IP address of an IP source, IPv4 mapped into IPv6 as the

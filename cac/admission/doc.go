@@ -2,4 +2,7 @@
 // classify a frame (cac/fsol), then run a first packet through the
 // admission pipeline of docs/design.md "Admission" (cac/bucket at each level) and say
 // what XDP does with it. Differential tests hold the XDP object to it.
+//
+// The limits it enforces are those of cac/policy, which production writes to
+// the maps; only tests import this package.
 package admission

@@ -5,7 +5,7 @@ import (
 
 	"github.com/xdpcac/xdpcac/bpf"
 	"github.com/xdpcac/xdpcac/cac"
-	"github.com/xdpcac/xdpcac/cac/admission"
+	"github.com/xdpcac/xdpcac/cac/policy"
 	"github.com/xdpcac/xdpcac/loader"
 	"github.com/xdpcac/xdpcac/maps"
 )
@@ -48,7 +48,7 @@ func ReadPinned(stateDir string, now uint64) (Snapshot, error) {
 		levels, err := maps.ReadLevelTokens(maps.PolicyMapsOf(&p.XdpMaps), p.Buckets, now)
 		for _, l := range levels {
 			b := Bucket{Level: LevelEnvironment, Tokens: l.Tokens, Burst: l.Burst}
-			if l.Level != admission.LevelEnvironment {
+			if l.Level != policy.LevelEnvironment {
 				b.Level, b.Class = LevelClass, cac.Class(l.Level).String()
 			}
 			snap.Buckets = append(snap.Buckets, b)
