@@ -5,7 +5,7 @@
 //
 // Subpackages hold the control plane: config (the YAML file), bucket (the
 // token bucket), policy (the limits as the fast path's maps hold them), and
-// the oracles of the XDP program, which production does not link: fsol (the
-// reference classifier) and admission (the reference model of the whole
-// fast path).
+// the oracles of the XDP program, which production does not link: classify
+// (the reference classifier) and admission (the reference model of the
+// whole fast path).
 package cac

@@ -9,7 +9,7 @@ import (
 	"github.com/xdpcac/xdpcac/bpf"
 	"github.com/xdpcac/xdpcac/cac"
 	"github.com/xdpcac/xdpcac/cac/admission"
-	"github.com/xdpcac/xdpcac/cac/fsol"
+	"github.com/xdpcac/xdpcac/cac/classify"
 	"github.com/xdpcac/xdpcac/cac/policy"
 	. "github.com/xdpcac/xdpcac/internal/pkt"
 )
@@ -150,14 +150,14 @@ func TestTransactionHashes(t *testing.T) {
 			if err := f.check(frame); err != nil {
 				t.Fatalf("Call-ID of %d bytes: %v", n, err)
 			}
-			_, msg := fsol.ClassifySIP(frame, f.model.Ports)
-			callid, txn := fsol.Txn(msg)
+			_, msg := classify.ClassifySIP(frame, f.model.Ports)
+			callid, txn := classify.Txn(msg)
 			var d bpf.XdpCacDialog
 			if err := f.objs.Dialogs.Lookup(callid, &d); err != nil {
 				t.Errorf("Call-ID of %d bytes (last %v): the program's dialog table has no %x: %v", n, last, callid, err)
 				continue
 			}
-			if want := fsol.FromSource(txn, fsol.SourceOf(frame)); d.Txn != want {
+			if want := classify.FromSource(txn, classify.SourceOf(frame)); d.Txn != want {
 				t.Errorf("Call-ID of %d bytes (last %v): transaction %x, the model's %x", n, last, d.Txn, want)
 			}
 		}

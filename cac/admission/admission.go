@@ -6,14 +6,14 @@ import (
 
 	"github.com/xdpcac/xdpcac/cac"
 	"github.com/xdpcac/xdpcac/cac/bucket"
-	"github.com/xdpcac/xdpcac/cac/fsol"
+	"github.com/xdpcac/xdpcac/cac/classify"
 	"github.com/xdpcac/xdpcac/cac/l2tp"
 	"github.com/xdpcac/xdpcac/cac/policy"
 )
 
 // Model is the fast path in Go.
 type Model struct {
-	Ports         *fsol.Ports
+	Ports         *classify.Ports
 	MalformedDrop bool
 	policy        policy.Policy
 	index         policy.Indexes                // of policy's accounts and customers
@@ -65,7 +65,7 @@ type sourceKey struct {
 }
 
 // keyOf makes the per-source key of a source of class c.
-func keyOf(c cac.Class, ps policy.PerSource, s fsol.Source) sourceKey {
+func keyOf(c cac.Class, ps policy.PerSource, s classify.Source) sourceKey {
 	k := sourceKey{class: c, family: s.Family}
 	switch {
 	case s.Family == 4:
@@ -95,7 +95,7 @@ func keyOf(c cac.Class, ps policy.PerSource, s fsol.Source) sourceKey {
 
 // Decision is what the fast path does with one frame.
 type Decision struct {
-	fsol.Result
+	classify.Result
 	Verdict  cac.Verdict
 	Rejected bool
 	Reason   cac.Reason // when Rejected
@@ -142,7 +142,7 @@ func (d Decision) String() string {
 // by their per-source and class buckets alone; a known source (an account,
 // an agent) skips the per-source one of in-dialog requests, and an agent's
 // are never held. Either bucket of malformed rejects for one reason.
-func (m *Model) Admit(c cac.Class, src fsol.Source, now uint64) (reason cac.Reason, rejected bool) {
+func (m *Model) Admit(c cac.Class, src classify.Source, now uint64) (reason cac.Reason, rejected bool) {
 	reason, rejected = m.admit(c, src, now)
 	if rejected && c == cac.ClassMalformed {
 		reason = cac.ReasonMalformed
@@ -150,7 +150,7 @@ func (m *Model) Admit(c cac.Class, src fsol.Source, now uint64) (reason cac.Reas
 	return reason, rejected
 }
 
-func (m *Model) admit(c cac.Class, src fsol.Source, now uint64) (reason cac.Reason, rejected bool) {
+func (m *Model) admit(c cac.Class, src classify.Source, now uint64) (reason cac.Reason, rejected bool) {
 	_, call := cac.CallTypeOf(c)
 	charged := call && m.policy.CallAdmission.Operational()
 	var in policy.Inputs
@@ -250,7 +250,7 @@ func accountOf(p *policy.Policy, addr netip.Addr) int {
 
 // addrOf is the IP address of an IP source, IPv4 mapped into IPv6 as the
 // account trie keys it.
-func addrOf(s fsol.Source) netip.Addr {
+func addrOf(s classify.Source) netip.Addr {
 	if s.Family == 4 {
 		return netip.AddrFrom16(netip.AddrFrom4([4]byte(s.Addr[:4])).As16())
 	}
@@ -259,7 +259,7 @@ func addrOf(s fsol.Source) netip.Addr {
 
 // Decide classifies frame and, for a first packet, admits or rejects it.
 func (m *Model) Decide(frame []byte, now uint64) Decision {
-	r, msg := fsol.ClassifySIP(frame, m.Ports)
+	r, msg := classify.ClassifySIP(frame, m.Ports)
 	d := Decision{Result: r, Verdict: cac.Pass}
 	c, held := cac.ClassOf(d.Kind)
 	if d.Kind == cac.Session {
@@ -274,10 +274,10 @@ func (m *Model) Decide(frame []byte, now uint64) Decision {
 	var callid, txn uint64
 	switch c {
 	case cac.SIPInDialog:
-		callid = fsol.CallID(msg)
+		callid = classify.CallID(msg)
 	case cac.SIPInvite:
-		callid, txn = fsol.Txn(msg)
-		txn = fsol.FromSource(txn, fsol.SourceOf(frame))
+		callid, txn = classify.Txn(msg)
+		txn = classify.FromSource(txn, classify.SourceOf(frame))
 	}
 	// A request of a dialog the filter admitted passes uncharged.
 	if c == cac.SIPInDialog && m.dialogs.known(callid) {
@@ -303,7 +303,7 @@ func (m *Model) Decide(frame []byte, now uint64) Decision {
 	if done {
 		return d
 	}
-	d.Reason, d.Rejected = m.Admit(c, fsol.SourceOf(frame), now)
+	d.Reason, d.Rejected = m.Admit(c, classify.SourceOf(frame), now)
 	if c == cac.L2TPICRQ {
 		m.l2tpJudged(&d, lac)
 	}
