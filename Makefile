@@ -69,7 +69,7 @@ bench:
 # testdata/fuzz run in make test as plain tests. FuzzXDP holds the real
 # object to the model on mutated frames, so it needs root.
 FUZZTIME ?= 30s
-FUZZ_TARGETS := ./cac/config:FuzzParse ./cac/config:FuzzCallAdmission ./cac/fsol:FuzzClassify \
+FUZZ_TARGETS := ./cac/config:FuzzParse ./cac/config:FuzzCallAdmission ./cac/classify:FuzzClassify \
 	./cac/sipd:FuzzResponseOf ./cac/sipd:FuzzReject503 ./maps:FuzzDecodeEvents ./tests:FuzzXDP
 fuzz:
 	@for t in $(FUZZ_TARGETS); do \

@@ -3,7 +3,7 @@
  * The header that names a dialog, Call-ID, found among the header lines as
  * sip.h finds To, and hashed (64-bit FNV-1a over the words of the value's
  * first line, at most SIP_HASH_MAX bytes) for the dialog table of dialog.h.
- * cac/fsol/dialog.go is the same in Go.
+ * cac/classify/dialog.go is the same in Go.
  */
 #pragma once
 

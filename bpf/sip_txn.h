@@ -5,7 +5,7 @@
  * repeats byte for byte (RFC 3261 §17.1.1.3). One walk over the header
  * lines finds all three, with the bounds of sip_next_line; each value is
  * hashed as sip_hash_value hashes a Call-ID, so the top Via counts by its
- * first SIP_HASH_MAX bytes. cac/fsol/txn.go is the same in Go.
+ * first SIP_HASH_MAX bytes. cac/classify/txn.go is the same in Go.
  */
 #pragma once
 

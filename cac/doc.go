@@ -3,7 +3,9 @@
 // a call is rejected, and what the classifier makes of a frame. The numbers
 // are those of bpf/cac.h; a test holds the two together.
 //
-// Subpackages hold the control plane: config (the YAML file), fsol (the
-// reference classifier), bucket (the token bucket) and admission (the
-// reference model of the whole fast path), the oracles of the XDP program.
+// Subpackages hold the control plane: config (the YAML file), bucket (the
+// token bucket), policy (the limits as the fast path's maps hold them), and
+// the oracles of the XDP program, which production does not link: classify
+// (the reference classifier) and admission (the reference model of the
+// whole fast path).
 package cac

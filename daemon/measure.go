@@ -2,14 +2,15 @@ package daemon
 
 import (
 	"fmt"
-	"github.com/xdpcac/xdpcac/cac/admission"
+	"reflect"
+
 	"github.com/xdpcac/xdpcac/cac/config"
 	"github.com/xdpcac/xdpcac/cac/control"
 	"github.com/xdpcac/xdpcac/cac/cpu"
+	"github.com/xdpcac/xdpcac/cac/policy"
 	"github.com/xdpcac/xdpcac/cac/sockbuf"
 	"github.com/xdpcac/xdpcac/loader"
 	"github.com/xdpcac/xdpcac/maps"
-	"reflect"
 )
 
 // measure is the control loop of one configuration with what it holds
@@ -63,14 +64,14 @@ func (d *Daemon) newMeasure(cfg *config.Config) (*measure, error) {
 	}
 	m.loop = &control.Loop{
 		Sampler: sampler, Window: cpu.NewWindow(span), Buffers: m.watcher, Multiplier: mult,
-		Interval: cfg.CPU.SampleInterval, Log: d.log, Write: func(in admission.Inputs) error { return m.write(d, in) },
+		Interval: cfg.CPU.SampleInterval, Log: d.log, Write: func(in policy.Inputs) error { return m.write(d, in) },
 	}
 	return m, nil
 }
 
 // write puts measurements into the maps every attachment shares; any
 // attachment's do. None may be attached yet, while interfaces come up.
-func (m *measure) write(d *Daemon, in admission.Inputs) error {
+func (m *measure) write(d *Daemon, in policy.Inputs) error {
 	if m.pinned == nil {
 		p, err := loader.OpenShared(d.cfg.StateDir)
 		if err != nil {

@@ -11,7 +11,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/xdpcac/xdpcac/cac/control"
 	"github.com/xdpcac/xdpcac/internal/version"
-	"github.com/xdpcac/xdpcac/loader"
 	"github.com/xdpcac/xdpcac/maps/collector"
 )
 
@@ -23,7 +22,7 @@ func (d *Daemon) serveMetrics(listen string) (func(), error) {
 		return func() {}, nil
 	}
 	c := collector.New(collector.ReaderFunc(func() (collector.Snapshot, error) {
-		s, err := loader.Snapshot(d.cfg.StateDir, control.MonotonicCoarse())
+		s, err := collector.ReadPinned(d.cfg.StateDir, control.MonotonicCoarse())
 		s.SIPAnswered, s.SIPSuppressed = d.answers.answered.Load(), d.answers.suppressed.Load()
 		s.Agents = d.agentStates()
 		return s, err

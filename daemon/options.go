@@ -8,8 +8,8 @@ import (
 	"strings"
 
 	"github.com/vishvananda/netlink"
-	"github.com/xdpcac/xdpcac/cac/admission"
 	"github.com/xdpcac/xdpcac/cac/config"
+	"github.com/xdpcac/xdpcac/cac/policy"
 	"github.com/xdpcac/xdpcac/loader"
 	"github.com/xdpcac/xdpcac/maps"
 )
@@ -75,7 +75,7 @@ func LoadOptions(cfgFile string) (*config.Config, loader.Options, error) {
 	if err != nil {
 		return nil, loader.Options{}, err
 	}
-	policy, err := admission.PolicyOf(cfg)
+	pol, err := policy.Of(cfg)
 	if err != nil {
 		return nil, loader.Options{}, fmt.Errorf("%s: %w", cfgFile, err)
 	}
@@ -87,7 +87,7 @@ func LoadOptions(cfgFile string) (*config.Config, loader.Options, error) {
 		Settings:    settings,
 		L2TPPorts:   cfg.Ports.L2TP,
 		SIPPorts:    cfg.Ports.SIP,
-		Policy:      policy,
+		Policy:      pol,
 		SourceTable: cfg.SourceTable,
 		DialogTable: cfg.DialogTable,
 		AgentAddrs:  literalAgentAddrs(cfg),

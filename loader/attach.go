@@ -15,7 +15,7 @@ import (
 	"github.com/cilium/ebpf/rlimit"
 	"github.com/vishvananda/netlink"
 	"github.com/xdpcac/xdpcac/bpf"
-	"github.com/xdpcac/xdpcac/cac/admission"
+	"github.com/xdpcac/xdpcac/cac/policy"
 	"github.com/xdpcac/xdpcac/maps"
 	"golang.org/x/sys/unix"
 )
@@ -30,7 +30,7 @@ type Options struct {
 	Settings  maps.Settings
 	L2TPPorts []uint16
 	SIPPorts  []uint16
-	Policy    admission.Policy
+	Policy    policy.Policy
 	// SourceTable is how many sources the per-source table holds; 0 keeps
 	// the default of the object (262,144).
 	SourceTable uint32

@@ -13,7 +13,7 @@ import (
 	"github.com/cilium/ebpf"
 	"github.com/xdpcac/xdpcac/bpf"
 	"github.com/xdpcac/xdpcac/cac"
-	"github.com/xdpcac/xdpcac/cac/admission"
+	"github.com/xdpcac/xdpcac/cac/policy"
 	"github.com/xdpcac/xdpcac/maps"
 )
 
@@ -200,10 +200,11 @@ type AttachmentStats struct {
 	Stats maps.Stats
 }
 
-// eachPinned opens every attachment in stateDir in turn for fn, skipping
+// EachPinned opens every attachment in stateDir in turn for fn, skipping
 // one that is detached while we read; it takes no lock, so reading never
-// waits for a command that changes things.
-func eachPinned(stateDir string, fn func(*Pinned) error) error {
+// waits for a command that changes things. The maps are closed when fn
+// returns.
+func EachPinned(stateDir string, fn func(*Pinned) error) error {
 	atts, err := List(stateDir)
 	if err != nil {
 		return err
@@ -228,7 +229,7 @@ func eachPinned(stateDir string, fn func(*Pinned) error) error {
 // ReadAllStats reads the counters of every attachment in stateDir.
 func ReadAllStats(stateDir string) ([]AttachmentStats, error) {
 	var out []AttachmentStats
-	err := eachPinned(stateDir, func(p *Pinned) error {
+	err := EachPinned(stateDir, func(p *Pinned) error {
 		s, err := maps.ReadStats(p.Stats)
 		out = append(out, AttachmentStats{Attachment: p.Attachment, Stats: s})
 		return err
@@ -239,7 +240,7 @@ func ReadAllStats(stateDir string) ([]AttachmentStats, error) {
 // ReadAllRejects reads the reject records of every attachment in stateDir.
 func ReadAllRejects(stateDir string) ([]maps.Reject, error) {
 	var out []maps.Reject
-	err := eachPinned(stateDir, func(p *Pinned) error {
+	err := EachPinned(stateDir, func(p *Pinned) error {
 		r, err := maps.ReadRejects(p.Rejects)
 		for i := range r {
 			r[i].Interface = p.Key() // its ifindex means something only in its namespace
@@ -254,9 +255,9 @@ func ReadAllRejects(stateDir string) ([]maps.Reject, error) {
 // shared state once, the counters of every attachment summed.
 type CallAdmissionState struct {
 	Attachments   []Attachment
-	CallAdmission admission.CallAdmission
-	Inputs        admission.Inputs
-	Rings         [cac.NumCallTypes]admission.ChargeRing
+	CallAdmission policy.CallAdmission
+	Inputs        policy.Inputs
+	Rings         [cac.NumCallTypes]policy.ChargeRing
 	Stats         maps.Stats
 }
 
@@ -265,7 +266,7 @@ type CallAdmissionState struct {
 func ReadCallAdmission(stateDir string) (CallAdmissionState, error) {
 	var st CallAdmissionState
 	first := true
-	err := eachPinned(stateDir, func(p *Pinned) error {
+	err := EachPinned(stateDir, func(p *Pinned) error {
 		s, err := maps.ReadStats(p.Stats)
 		if err != nil {
 			return err

@@ -6,8 +6,8 @@ import (
 
 	"github.com/safchain/ethtool"
 	"github.com/xdpcac/xdpcac/cac"
-	"github.com/xdpcac/xdpcac/cac/admission"
 	"github.com/xdpcac/xdpcac/cac/bucket"
+	"github.com/xdpcac/xdpcac/cac/policy"
 )
 
 // The offload features under which a NIC takes a frame's VLAN tags out of
@@ -17,10 +17,10 @@ import (
 var vlanStripping = []string{"rx-vlan-hw-parse", "rx-vlan-stag-hw-parse"}
 
 // vlanKeyed lists the classes whose per-source key holds VLAN IDs.
-func vlanKeyed(p admission.Policy) []string {
+func vlanKeyed(p policy.Policy) []string {
 	var classes []string
 	for c, ps := range p.PerSource {
-		if ps.Limit != bucket.Unlimited && (ps.Key == admission.SourceVLAN || ps.Key == admission.SourceMACVLAN) {
+		if ps.Limit != bucket.Unlimited && (ps.Key == policy.SourceVLAN || ps.Key == policy.SourceMACVLAN) {
 			classes = append(classes, cac.Class(c).String())
 		}
 	}
@@ -31,7 +31,7 @@ func vlanKeyed(p admission.Policy) []string {
 // whose NIC strips the tags before XDP runs: the program would find none,
 // and hold every VLAN in one bucket (docs/design.md "Outer layers"). An
 // interface whose features cannot be read is not refused for it.
-func checkVLANKeys(a Attachment, p admission.Policy) error {
+func checkVLANKeys(a Attachment, p policy.Policy) error {
 	classes := vlanKeyed(p)
 	if len(classes) == 0 {
 		return nil

@@ -8,7 +8,7 @@ import (
 
 	"github.com/cilium/ebpf"
 	"github.com/xdpcac/xdpcac/bpf"
-	"github.com/xdpcac/xdpcac/cac/admission"
+	"github.com/xdpcac/xdpcac/cac/policy"
 )
 
 // policyAgents is POLICY_AGENTS of bpf/agent.h: some session agent is
@@ -19,7 +19,7 @@ const policyAgents = 0x10000
 // the agents table holds, for all the session agents together.
 const MaxAgentAddrs = 1024
 
-func agentOf(a admission.Agent) bpf.XdpCacAgent {
+func agentOf(a policy.Agent) bpf.XdpCacAgent {
 	v := bpf.XdpCacAgent{Limit: limitOf(a.Limit)}
 	for _, c := range a.OutCodes {
 		if c >= 300 && c <= 699 {
@@ -41,8 +41,8 @@ func WriteAgentAddrs(m *ebpf.Map, addrs map[netip.Addr]uint32) error {
 	}
 	want := map[bpf.XdpCacPrefix]uint32{}
 	for a, i := range addrs {
-		if i >= admission.MaxAgents {
-			return fmt.Errorf("session agent index %d: at most %d agents", i, admission.MaxAgents)
+		if i >= policy.MaxAgents {
+			return fmt.Errorf("session agent index %d: at most %d agents", i, policy.MaxAgents)
 		}
 		want[bpf.XdpCacPrefix{Prefixlen: 128, Addr: netip.AddrFrom16(a.As16()).As16()}] = i
 	}

@@ -2,7 +2,7 @@ package maps
 
 import (
 	"github.com/xdpcac/xdpcac/cac"
-	"github.com/xdpcac/xdpcac/cac/admission"
+	"github.com/xdpcac/xdpcac/cac/policy"
 )
 
 // CallAdmissionView is `cacctl show call admission statistics -o json`:
@@ -48,7 +48,7 @@ func CallAdmissionReasons() []cac.Reason {
 	return []cac.Reason{cac.ReasonStale, cac.ReasonCPULimit, cac.ReasonBuffers, cac.ReasonSessionCharges, cac.ReasonTotalCharge}
 }
 
-var onStaleNames = [...]string{admission.StaleStatic: "static", admission.StaleOpen: "open", admission.StaleClosed: "closed"}
+var onStaleNames = [...]string{policy.StaleStatic: "static", policy.StaleOpen: "open", policy.StaleClosed: "closed"}
 
 func fromMilli(v uint64) float64 { return float64(v) / 1000 }
 
@@ -56,7 +56,7 @@ func fromMilli(v uint64) float64 { return float64(v) / 1000 }
 // maps hold: the call admission in force, the measurements, the charge
 // rings (advanced to now on this copy) and the counters summed over
 // interfaces.
-func CallAdmissionViewOf(ca admission.CallAdmission, in admission.Inputs, rings [cac.NumCallTypes]admission.ChargeRing, s Stats, now uint64, ifaces []string) CallAdmissionView {
+func CallAdmissionViewOf(ca policy.CallAdmission, in policy.Inputs, rings [cac.NumCallTypes]policy.ChargeRing, s Stats, now uint64, ifaces []string) CallAdmissionView {
 	v := CallAdmissionView{
 		Operational:     ca.Operational(),
 		NewModel:        ca.NewModel,
@@ -74,15 +74,15 @@ func CallAdmissionViewOf(ca admission.CallAdmission, in admission.Inputs, rings 
 	if int(ca.OnStale) < len(onStaleNames) {
 		v.OnStale = onStaleNames[ca.OnStale]
 	}
-	v.SessionCharges = fromMilli(admission.SessionCharges(ca, &rings, now))
+	v.SessionCharges = fromMilli(policy.SessionCharges(ca, &rings, now))
 	v.TotalCharges = v.SessionCharges + v.LoadCharge
-	tick := now / admission.TickNS
+	tick := now / policy.TickNS
 	for t, c := range ca.Charges {
 		if c.Charge == 0 {
 			continue
 		}
 		v.Charges[cac.CallType(t).String()] = ChargeView{
-			Charge: c.Charge, LifetimeS: float64(c.LifetimeTicks) * admission.TickNS / 1e9,
+			Charge: c.Charge, LifetimeS: float64(c.LifetimeTicks) * policy.TickNS / 1e9,
 			InForce: rings[t].InForce(tick, c.LifetimeTicks),
 		}
 	}

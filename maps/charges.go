@@ -6,10 +6,10 @@ import (
 	"github.com/cilium/ebpf"
 	"github.com/xdpcac/xdpcac/bpf"
 	"github.com/xdpcac/xdpcac/cac"
-	"github.com/xdpcac/xdpcac/cac/admission"
+	"github.com/xdpcac/xdpcac/cac/policy"
 )
 
-func admissionOf(ca admission.CallAdmission) bpf.XdpCacAdmission {
+func admissionOf(ca policy.CallAdmission) bpf.XdpCacAdmission {
 	v := bpf.XdpCacAdmission{
 		LimitMilli:    ca.LimitMilli,
 		StaleAfterNs:  ca.StaleAfterNS,
@@ -42,7 +42,7 @@ func InputMapsOf(o *bpf.XdpMaps) InputMaps {
 // heartbeat of one write with the load of another. Writes come at most
 // every 100 ms, far longer than a program holds a slot, so the slot it
 // fills is never still being read.
-func WriteInputs(im InputMaps, in admission.Inputs) error {
+func WriteInputs(im InputMaps, in policy.Inputs) error {
 	var active uint32
 	if err := im.Slot.Lookup(uint32(0), &active); err != nil {
 		return fmt.Errorf("read inputs slot: %w", err)
@@ -62,49 +62,49 @@ func WriteInputs(im InputMaps, in admission.Inputs) error {
 }
 
 // ReadInputs returns the measurements in force.
-func ReadInputs(im InputMaps) (admission.Inputs, error) {
+func ReadInputs(im InputMaps) (policy.Inputs, error) {
 	var slot uint32
 	if err := im.Slot.Lookup(uint32(0), &slot); err != nil {
-		return admission.Inputs{}, fmt.Errorf("read inputs slot: %w", err)
+		return policy.Inputs{}, fmt.Errorf("read inputs slot: %w", err)
 	}
 	var v bpf.XdpCacInputs
 	if err := im.Inputs.Lookup(slot&1, &v); err != nil {
-		return admission.Inputs{}, fmt.Errorf("read inputs: %w", err)
+		return policy.Inputs{}, fmt.Errorf("read inputs: %w", err)
 	}
-	return admission.Inputs{
+	return policy.Inputs{
 		HeartbeatNS: v.HeartbeatNs, LoadMilli: v.LoadMilli, CPUMilli: v.CpuMilli,
 		BuffersFull: v.BuffersFull != 0, CPUAverageMilli: v.CpuAvgMilli,
 	}, nil
 }
 
 // ReadChargeRings returns the charge ring of every call type.
-func ReadChargeRings(m *ebpf.Map) (*[cac.NumCallTypes]admission.ChargeRing, error) {
-	var rings [cac.NumCallTypes]admission.ChargeRing
+func ReadChargeRings(m *ebpf.Map) (*[cac.NumCallTypes]policy.ChargeRing, error) {
+	var rings [cac.NumCallTypes]policy.ChargeRing
 	for t := range rings {
 		var v bpf.XdpCacChargeRing
 		if err := m.Lookup(uint32(t), &v); err != nil {
 			return nil, fmt.Errorf("read charge ring of %v: %w", cac.CallType(t), err)
 		}
-		rings[t] = admission.ChargeRing{Total: v.Total, Tick: v.Tick, Snap: v.Snap}
+		rings[t] = policy.ChargeRing{Total: v.Total, Tick: v.Tick, Snap: v.Snap}
 	}
 	return &rings, nil
 }
 
 // ReadCallAdmission returns the call admission in force.
-func ReadCallAdmission(pm PolicyMaps) (admission.CallAdmission, error) {
+func ReadCallAdmission(pm PolicyMaps) (policy.CallAdmission, error) {
 	v, err := readLimits(pm)
 	if err != nil {
-		return admission.CallAdmission{}, err
+		return policy.CallAdmission{}, err
 	}
-	ca := admission.CallAdmission{
+	ca := policy.CallAdmission{
 		LimitMilli:    v.Cac.LimitMilli,
 		NewModel:      v.Cac.NewModel != 0,
 		CPULimitMilli: v.Cac.CpuLimitMilli,
-		OnStale:       admission.OnStale(v.Cac.OnStale),
+		OnStale:       policy.OnStale(v.Cac.OnStale),
 		StaleAfterNS:  v.Cac.StaleAfterNs,
 	}
 	for t := range ca.Charges {
-		ca.Charges[t] = admission.Charge{Charge: v.Cac.Type[t].Charge, LifetimeTicks: v.Cac.Type[t].LifetimeTicks}
+		ca.Charges[t] = policy.Charge{Charge: v.Cac.Type[t].Charge, LifetimeTicks: v.Cac.Type[t].LifetimeTicks}
 	}
 	return ca, nil
 }

@@ -5,7 +5,7 @@ import (
 	"net/netip"
 
 	"github.com/xdpcac/xdpcac/bpf"
-	"github.com/xdpcac/xdpcac/cac/admission"
+	"github.com/xdpcac/xdpcac/cac/policy"
 )
 
 // InForce is the policy the fast path holds, read back from the slot in
@@ -42,17 +42,17 @@ func ReadInForce(pm PolicyMaps) (InForce, error) {
 	}
 	for p, idx := range accounts {
 		var a AccountInForce
-		if err := pm.AccountLimits.Lookup(slot*admission.MaxAccounts+idx.Account, &a.Limit); err != nil {
+		if err := pm.AccountLimits.Lookup(slot*policy.MaxAccounts+idx.Account, &a.Limit); err != nil {
 			return in, fmt.Errorf("read limit of account %s: %w", p, err)
 		}
-		if err := pm.CustomerLimits.Lookup(slot*admission.MaxCustomers+idx.Customer, &a.Customer); err != nil {
+		if err := pm.CustomerLimits.Lookup(slot*policy.MaxCustomers+idx.Customer, &a.Customer); err != nil {
 			return in, fmt.Errorf("read limit of the customer of %s: %w", p, err)
 		}
 		in.Accounts[p] = a
 	}
 	for i := range in.Limits.Agents {
 		var a bpf.XdpCacAgent
-		if err := pm.AgentLimits.Lookup(slot*admission.MaxAgents+i, &a); err != nil {
+		if err := pm.AgentLimits.Lookup(slot*policy.MaxAgents+i, &a); err != nil {
 			return in, fmt.Errorf("read session agent %d: %w", i, err)
 		}
 		in.Agents = append(in.Agents, a)

@@ -9,8 +9,8 @@ import (
 	"github.com/cilium/ebpf"
 	"github.com/xdpcac/xdpcac/bpf"
 	"github.com/xdpcac/xdpcac/cac"
-	"github.com/xdpcac/xdpcac/cac/admission"
 	"github.com/xdpcac/xdpcac/cac/bucket"
+	"github.com/xdpcac/xdpcac/cac/policy"
 )
 
 // PolicyMaps are the maps that hold the limits of every level, in two
@@ -50,7 +50,7 @@ func limitOf(l bucket.Limit) bpf.XdpCacLimit {
 // it. Buckets are kept: class, environment and per-source ones as they
 // are, an account's while its source prefix stays, and a customer's while
 // one of its account prefixes stays. New accounts and customers start full.
-func WritePolicy(pm PolicyMaps, p admission.Policy) error {
+func WritePolicy(pm PolicyMaps, p policy.Policy) error {
 	var active uint32
 	if err := pm.Slot.Lookup(uint32(0), &active); err != nil {
 		return fmt.Errorf("read policy slot: %w", err)
@@ -62,7 +62,7 @@ func WritePolicy(pm PolicyMaps, p admission.Policy) error {
 	if err != nil {
 		return err
 	}
-	idx, err := admission.AssignIndexes(p, old)
+	idx, err := policy.AssignIndexes(p, old)
 	if err != nil {
 		return err
 	}
@@ -73,18 +73,18 @@ func WritePolicy(pm PolicyMaps, p admission.Policy) error {
 		return err
 	}
 	for i, a := range p.Accounts {
-		m := admission.Mapped(a.Prefix)
+		m := policy.Mapped(a.Prefix)
 		key := bpf.XdpCacPrefix{Prefixlen: uint32(m.Bits()), Addr: m.Addr().As16()}
 		val := bpf.XdpCacAccount{Account: acctIdx[i], Customer: custIdx[a.Customer]}
 		if err := pm.Accounts[next].Update(&key, &val, ebpf.UpdateAny); err != nil {
 			return fmt.Errorf("write account %s: %w", a.Prefix, err)
 		}
-		if err := pm.AccountLimits.Update(next*admission.MaxAccounts+acctIdx[i], limitOf(a.Limit), ebpf.UpdateAny); err != nil {
+		if err := pm.AccountLimits.Update(next*policy.MaxAccounts+acctIdx[i], limitOf(a.Limit), ebpf.UpdateAny); err != nil {
 			return fmt.Errorf("write limit of account %s: %w", a.Prefix, err)
 		}
 	}
 	for i, l := range p.Customers {
-		if err := pm.CustomerLimits.Update(next*admission.MaxCustomers+custIdx[i], limitOf(l), ebpf.UpdateAny); err != nil {
+		if err := pm.CustomerLimits.Update(next*policy.MaxCustomers+custIdx[i], limitOf(l), ebpf.UpdateAny); err != nil {
 			return fmt.Errorf("write limit of customer %d: %w", i, err)
 		}
 	}
@@ -102,7 +102,7 @@ func WritePolicy(pm PolicyMaps, p admission.Policy) error {
 	v.Agents = uint32(len(p.Agents))
 	v.Cac = admissionOf(p.CallAdmission)
 	for i, a := range p.Agents {
-		if err := pm.AgentLimits.Update(next*admission.MaxAgents+uint32(i), agentOf(a), ebpf.UpdateAny); err != nil {
+		if err := pm.AgentLimits.Update(next*policy.MaxAgents+uint32(i), agentOf(a), ebpf.UpdateAny); err != nil {
 			return fmt.Errorf("write limit of session agent %d: %w", i, err)
 		}
 	}
@@ -136,7 +136,7 @@ func WritePolicy(pm PolicyMaps, p admission.Policy) error {
 
 // limitedClasses are the POLICY_LIMITED bits (bpf/bucket.h) of the classes
 // that some level of p limits, call admission included.
-func limitedClasses(p admission.Policy) uint32 {
+func limitedClasses(p policy.Policy) uint32 {
 	var bits uint32
 	for _, c := range cac.Classes() {
 		if p.Limits(c) {
@@ -147,13 +147,13 @@ func limitedClasses(p admission.Policy) uint32 {
 }
 
 // readAccounts reads a trie of account prefixes.
-func readAccounts(m *ebpf.Map) (map[netip.Prefix]admission.Index, error) {
-	out := map[netip.Prefix]admission.Index{}
+func readAccounts(m *ebpf.Map) (map[netip.Prefix]policy.Index, error) {
+	out := map[netip.Prefix]policy.Index{}
 	var key bpf.XdpCacPrefix
 	var val bpf.XdpCacAccount
 	it := m.Iterate()
 	for it.Next(&key, &val) {
-		out[netip.PrefixFrom(netip.AddrFrom16(key.Addr), int(key.Prefixlen))] = admission.Index{Account: val.Account, Customer: val.Customer}
+		out[netip.PrefixFrom(netip.AddrFrom16(key.Addr), int(key.Prefixlen))] = policy.Index{Account: val.Account, Customer: val.Customer}
 	}
 	if err := it.Err(); err != nil {
 		return nil, fmt.Errorf("read accounts: %w", err)
@@ -194,7 +194,7 @@ func ReadBucket(m *ebpf.Map, level int) (bucket.Bucket, error) {
 
 // LevelTokens is how many calls a class or environment bucket holds.
 type LevelTokens struct {
-	Level  int // a class, or admission.LevelEnvironment
+	Level  int // a class, or policy.LevelEnvironment
 	Tokens float64
 	Burst  float64
 }

@@ -6,7 +6,7 @@ import (
 
 	"github.com/xdpcac/xdpcac/bpf"
 	"github.com/xdpcac/xdpcac/cac"
-	"github.com/xdpcac/xdpcac/cac/admission"
+	"github.com/xdpcac/xdpcac/cac/policy"
 	"github.com/xdpcac/xdpcac/tests/testenv"
 )
 
@@ -66,7 +66,7 @@ func TestInputsRoundTrip(t *testing.T) {
 	}
 	defer objs.Close()
 	im := InputMapsOf(&objs.XdpMaps)
-	for _, in := range []admission.Inputs{
+	for _, in := range []policy.Inputs{
 		{HeartbeatNS: 7, LoadMilli: 72_500, CPUMilli: 49_000, BuffersFull: true, CPUAverageMilli: 50_000},
 		{HeartbeatNS: 8, LoadMilli: 1, CPUMilli: 2, CPUAverageMilli: 3},
 	} {

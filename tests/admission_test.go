@@ -12,6 +12,7 @@ import (
 	"github.com/xdpcac/xdpcac/cac"
 	"github.com/xdpcac/xdpcac/cac/admission"
 	"github.com/xdpcac/xdpcac/cac/bucket"
+	"github.com/xdpcac/xdpcac/cac/policy"
 	. "github.com/xdpcac/xdpcac/internal/pkt"
 	"github.com/xdpcac/xdpcac/maps"
 	"golang.org/x/sys/unix"
@@ -32,7 +33,7 @@ func mustRate(t testing.TB, cps, burst float64) bucket.Limit {
 func TestSeedVectorXDP(t *testing.T) {
 	for trace, batches := range bucket.SeedVector() {
 		f := newFastPath(t, false)
-		var p admission.Policy
+		var p policy.Policy
 		p.Levels[cac.SIPInvite] = mustRate(t, 1, 60)
 		f.setPolicy(t, p)
 		for i, b := range batches {
@@ -63,9 +64,9 @@ func TestSeedVectorXDP(t *testing.T) {
 // bucket before it must not have moved.
 func TestRejectedConsumesNothing(t *testing.T) {
 	f := newFastPath(t, false)
-	var p admission.Policy
+	var p policy.Policy
 	p.Levels[cac.PPPoEPADI] = mustRate(t, 10, 100)
-	p.Levels[admission.LevelEnvironment] = mustRate(t, 1, 2)
+	p.Levels[policy.LevelEnvironment] = mustRate(t, 1, 2)
 	f.setPolicy(t, p)
 	padi := Frame(Ether{Broadcast: true}, PPPoE{Code: PADI})
 	want := []admission.Decision{
@@ -160,7 +161,7 @@ func TestConcurrentRate(t *testing.T) {
 	f := newFastPath(t, false)
 	const cps, burst, steps = 200_000, 20_000, 50
 	const step = 10 * time.Millisecond
-	var p admission.Policy
+	var p policy.Policy
 	p.Levels[cac.SIPInvite] = mustRate(t, cps, burst)
 	f.setPolicy(t, p)
 	f.mustAt(t, 10*second)
@@ -255,8 +256,8 @@ func randomRate(t testing.TB, rng *rand.Rand) bucket.Limit {
 
 // randomPolicy limits some levels at random, and puts some of the sources
 // of sourcedFrames into accounts of two customers.
-func randomPolicy(t testing.TB, rng *rand.Rand) admission.Policy {
-	var p admission.Policy
+func randomPolicy(t testing.TB, rng *rand.Rand) policy.Policy {
+	var p policy.Policy
 	for i := range p.Levels {
 		if rng.IntN(3) > 0 {
 			p.Levels[i] = randomRate(t, rng)
@@ -267,19 +268,19 @@ func randomPolicy(t testing.TB, rng *rand.Rand) admission.Policy {
 	}
 	for c := range p.PerSource {
 		if rng.IntN(2) == 0 {
-			key := admission.SourceIP
+			key := policy.SourceIP
 			if cac.Class(c) == cac.PPPoEPADI || cac.Class(c) == cac.PPPoEPADR {
-				key = admission.SourceKey(1 + rng.IntN(3))
+				key = policy.SourceKey(1 + rng.IntN(3))
 			}
-			p.PerSource[c] = admission.PerSource{Limit: randomRate(t, rng), Key: key, IPv6Prefix: []int{128, 64, 60, 3}[rng.IntN(4)]}
+			p.PerSource[c] = policy.PerSource{Limit: randomRate(t, rng), Key: key, IPv6Prefix: []int{128, 64, 60, 3}[rng.IntN(4)]}
 		}
 	}
 	if rng.IntN(2) == 0 { // the agents of diffAgentAddrs
-		p.Agents = []admission.Agent{{Limit: randomRate(t, rng)}, {Limit: randomRate(t, rng)}}
+		p.Agents = []policy.Agent{{Limit: randomRate(t, rng)}, {Limit: randomRate(t, rng)}}
 	}
 	if rng.IntN(2) == 0 {
 		p.Customers = []bucket.Limit{randomRate(t, rng), bucket.Unlimited}
-		p.Accounts = []admission.Account{
+		p.Accounts = []policy.Account{
 			{Prefix: netip.MustParsePrefix("198.51.100.0/24"), Limit: randomRate(t, rng), Customer: 0},
 			{Prefix: netip.MustParsePrefix("198.51.100.7/32"), Limit: randomRate(t, rng), Customer: 0},
 			{Prefix: netip.MustParsePrefix("2001:db8:1::/48"), Limit: randomRate(t, rng), Customer: 1},
@@ -327,10 +328,10 @@ func sourcedFrames() [][]byte {
 // counters carry over, and the slot in force switches.
 func TestApplyKeepsState(t *testing.T) {
 	f := newFastPath(t, false)
-	var p admission.Policy
+	var p policy.Policy
 	p.Levels[cac.SIPInvite] = mustRate(t, 1, 5)
 	p.Customers = []bucket.Limit{mustRate(t, 1, 4)}
-	p.Accounts = []admission.Account{{Prefix: netip.MustParsePrefix("198.51.100.0/24"), Limit: mustRate(t, 1, 3)}}
+	p.Accounts = []policy.Account{{Prefix: netip.MustParsePrefix("198.51.100.0/24"), Limit: mustRate(t, 1, 3)}}
 	f.setPolicy(t, p)
 	var slot uint32
 	if err := f.objs.PolicySlot.Lookup(uint32(0), &slot); err != nil || slot&1 != 1 {
@@ -379,7 +380,7 @@ func TestApplyKeepsState(t *testing.T) {
 // the new rate once a faster, smaller one is applied.
 func TestApplyShrinksBacklog(t *testing.T) {
 	f := newFastPath(t, false)
-	var p admission.Policy
+	var p policy.Policy
 	p.Levels[cac.PPPoEPADI] = mustRate(t, 1, 60)
 	f.setPolicy(t, p)
 	padi := Frame(Ether{Broadcast: true}, PPPoE{Code: PADI})

@@ -8,7 +8,7 @@ import (
 
 	"github.com/cilium/ebpf/ringbuf"
 	"github.com/xdpcac/xdpcac/cac"
-	"github.com/xdpcac/xdpcac/cac/admission"
+	"github.com/xdpcac/xdpcac/cac/policy"
 	. "github.com/xdpcac/xdpcac/internal/pkt"
 	"github.com/xdpcac/xdpcac/maps"
 )
@@ -31,10 +31,10 @@ func invitesFrom(src netip.Addr) func(string) []byte {
 // callID names the n-th call of a test.
 func callID(n int) string { return fmt.Sprintf("call-%d@198.51.100.1", n) }
 
-func agentPolicy(t testing.TB) admission.Policy {
-	var p admission.Policy
-	p.PerSource[cac.SIPInvite] = admission.PerSource{Limit: mustRate(t, 0.001, 1), Key: admission.SourceIP, IPv6Prefix: 64}
-	p.Agents = []admission.Agent{{Limit: mustRate(t, 0.001, 3), OutCodes: []int{503}}}
+func agentPolicy(t testing.TB) policy.Policy {
+	var p policy.Policy
+	p.PerSource[cac.SIPInvite] = policy.PerSource{Limit: mustRate(t, 0.001, 1), Key: policy.SourceIP, IPv6Prefix: 64}
+	p.Agents = []policy.Agent{{Limit: mustRate(t, 0.001, 3), OutCodes: []int{503}}}
 	return p
 }
 

@@ -11,7 +11,7 @@ import (
 	"github.com/cilium/ebpf"
 	"github.com/xdpcac/xdpcac/bpf"
 	"github.com/xdpcac/xdpcac/cac"
-	"github.com/xdpcac/xdpcac/cac/admission"
+	"github.com/xdpcac/xdpcac/cac/policy"
 	. "github.com/xdpcac/xdpcac/internal/pkt"
 	"github.com/xdpcac/xdpcac/maps"
 	"github.com/xdpcac/xdpcac/tests/testenv"
@@ -34,9 +34,9 @@ func BenchmarkSourceTable(b *testing.B) {
 			b.Fatal(err)
 		}
 		b.Cleanup(func() { objs.Close() })
-		var p admission.Policy
+		var p policy.Policy
 		// A per-source bucket that never runs dry, keyed by MAC and VLANs.
-		p.PerSource[cac.PPPoEPADI] = admission.PerSource{Limit: mustRate(b, 1e9, 1e9), Key: admission.SourceMACVLAN}
+		p.PerSource[cac.PPPoEPADI] = policy.PerSource{Limit: mustRate(b, 1e9, 1e9), Key: policy.SourceMACVLAN}
 		if err := maps.WritePolicy(maps.PolicyMapsOf(&objs.XdpMaps), p); err != nil {
 			b.Fatal(err)
 		}

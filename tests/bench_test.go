@@ -10,8 +10,8 @@ import (
 	"github.com/cilium/ebpf"
 	"github.com/xdpcac/xdpcac/bpf"
 	"github.com/xdpcac/xdpcac/cac"
-	"github.com/xdpcac/xdpcac/cac/admission"
 	"github.com/xdpcac/xdpcac/cac/control"
+	"github.com/xdpcac/xdpcac/cac/policy"
 	. "github.com/xdpcac/xdpcac/internal/pkt"
 	"github.com/xdpcac/xdpcac/maps"
 	"github.com/xdpcac/xdpcac/tests/testenv"
@@ -31,8 +31,8 @@ type benchCase struct {
 // the same round (median over rounds): a noisy machine slows both alike.
 // Run it with `make bench`.
 func BenchmarkFastPath(b *testing.B) {
-	open := production(b, admission.Policy{})
-	var p admission.Policy
+	open := production(b, policy.Policy{})
+	var p policy.Policy
 	p.Levels[cac.SIPInvite] = mustRate(b, 1e9, 1e9) // never empty: every INVITE is admitted
 	admitting := production(b, p)
 	p.Levels[cac.SIPInvite] = mustRate(b, 0.001, 1) // empty after the first INVITE
@@ -40,7 +40,7 @@ func BenchmarkFastPath(b *testing.B) {
 	rejecting := production(b, p)
 	// Call admission on the kernel clock, with a fresh heartbeat so that
 	// the stale check runs: a budget no flood fills, and one that rejects.
-	live := admission.Inputs{HeartbeatNS: control.MonotonicCoarse() + uint64(time.Hour), CPUMilli: 10_000, LoadMilli: 50_000}
+	live := policy.Inputs{HeartbeatNS: control.MonotonicCoarse() + uint64(time.Hour), CPUMilli: 10_000, LoadMilli: 50_000}
 	charged := productionWith(b, policyOf(b, ios("new-model", "limit 1000000000", "cpu-limit 90", "pppoe 1 1")), live)
 	chargedOld := productionWith(b, policyOf(b, ios("limit 1000000000", "vpdn 1 1", "load 100 1")), live)
 	full := productionWith(b, policyOf(b, ios("new-model", "limit 5", "pppoe 10 1")), live)
@@ -109,13 +109,13 @@ func BenchmarkFastPath(b *testing.B) {
 
 // production loads the object as attach does, on the kernel clock, with
 // the test ports and the given limits.
-func production(b *testing.B, p admission.Policy) *ebpf.Program {
+func production(b *testing.B, p policy.Policy) *ebpf.Program {
 	b.Helper()
-	return productionWith(b, p, admission.Inputs{})
+	return productionWith(b, p, policy.Inputs{})
 }
 
 // productionWith is production with measurements of a control plane.
-func productionWith(b *testing.B, p admission.Policy, in admission.Inputs) *ebpf.Program {
+func productionWith(b *testing.B, p policy.Policy, in policy.Inputs) *ebpf.Program {
 	b.Helper()
 	testenv.RequireBPF(b)
 	var objs bpf.XdpObjects

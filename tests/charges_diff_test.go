@@ -8,8 +8,8 @@ import (
 
 	"github.com/xdpcac/xdpcac/bpf"
 	"github.com/xdpcac/xdpcac/cac"
-	"github.com/xdpcac/xdpcac/cac/admission"
 	"github.com/xdpcac/xdpcac/cac/bucket"
+	"github.com/xdpcac/xdpcac/cac/policy"
 	"github.com/xdpcac/xdpcac/maps"
 	"github.com/xdpcac/xdpcac/tests/testenv"
 )
@@ -17,11 +17,11 @@ import (
 // randomCallAdmission is a charge budget as an operator might write it:
 // either model, small and large limits, lifetimes from 100 ms to the
 // longest, types with and without a charge line, and a stale rule.
-func randomCallAdmission(rng *rand.Rand) admission.CallAdmission {
-	ca := admission.CallAdmission{
+func randomCallAdmission(rng *rand.Rand) policy.CallAdmission {
+	ca := policy.CallAdmission{
 		LimitMilli:   []uint64{0, 50_000, 72_000, 300_000, 400_000}[rng.IntN(5)],
 		NewModel:     rng.IntN(2) == 0,
-		OnStale:      admission.OnStale(rng.IntN(3)),
+		OnStale:      policy.OnStale(rng.IntN(3)),
 		StaleAfterNS: []uint64{0, 200_000_000, 5 * second}[rng.IntN(3)],
 	}
 	if rng.IntN(3) > 0 {
@@ -29,9 +29,9 @@ func randomCallAdmission(rng *rand.Rand) admission.CallAdmission {
 	}
 	for t := range ca.Charges {
 		if rng.IntN(3) > 0 {
-			ca.Charges[t] = admission.Charge{
+			ca.Charges[t] = policy.Charge{
 				Charge:        []uint32{1, 5, 10, 33}[rng.IntN(4)],
-				LifetimeTicks: []uint32{1, 3, 10, 25, admission.MaxLifetimeTicks}[rng.IntN(5)],
+				LifetimeTicks: []uint32{1, 3, 10, 25, policy.MaxLifetimeTicks}[rng.IntN(5)],
 			}
 		}
 	}
@@ -41,11 +41,11 @@ func randomCallAdmission(rng *rand.Rand) admission.CallAdmission {
 // randomInputs are measurements as the control plane writes them: a CPU
 // on either side of the gate, a load charge, now and then full buffers,
 // and a heartbeat that is fresh, old, or absent.
-func randomInputs(rng *rand.Rand, now uint64) admission.Inputs {
+func randomInputs(rng *rand.Rand, now uint64) policy.Inputs {
 	pcpu := rng.Float64() * 100
-	in := admission.Inputs{
-		LoadMilli:   admission.Milli((pcpu + 95) * float64([]int{0, 10, 100}[rng.IntN(3)]) / 200),
-		CPUMilli:    uint32(admission.Milli(pcpu)),
+	in := policy.Inputs{
+		LoadMilli:   policy.Milli((pcpu + 95) * float64([]int{0, 10, 100}[rng.IntN(3)]) / 200),
+		CPUMilli:    uint32(policy.Milli(pcpu)),
 		BuffersFull: rng.IntN(6) == 0,
 	}
 	switch rng.IntN(4) {
@@ -68,21 +68,21 @@ func TestChargeDifferential(t *testing.T) {
 	rejected := map[cac.Reason]int{}
 	for round := 0; round < 16; round++ {
 		f := newFastPath(t, false)
-		policy := func() admission.Policy {
-			var p admission.Policy
+		nextPolicy := func() policy.Policy {
+			var p policy.Policy
 			if rng.IntN(3) == 0 {
 				p = randomPolicy(t, rng)
 			}
 			p.CallAdmission = randomCallAdmission(rng)
 			return p
 		}
-		f.setPolicy(t, policy())
+		f.setPolicy(t, nextPolicy())
 		now := uint64(rng.IntN(1 << 40))
 		f.setInputs(t, randomInputs(rng, now))
 		for i := 0; i < 1500; i++ {
 			switch rng.IntN(40) {
 			case 0:
-				f.setPolicy(t, policy()) // a live apply: rings carry over
+				f.setPolicy(t, nextPolicy()) // a live apply: rings carry over
 			case 1, 2:
 				f.setInputs(t, randomInputs(rng, now))
 			case 3: // idle longer than the longest lifetime

@@ -5,20 +5,20 @@ import (
 	"testing"
 
 	"github.com/xdpcac/xdpcac/cac"
-	"github.com/xdpcac/xdpcac/cac/admission"
 	"github.com/xdpcac/xdpcac/cac/config"
 	"github.com/xdpcac/xdpcac/cac/cpu"
+	"github.com/xdpcac/xdpcac/cac/policy"
 	. "github.com/xdpcac/xdpcac/internal/pkt"
 )
 
 // policyOf is the policy of a cac.yaml given as text.
-func policyOf(t testing.TB, yaml string) admission.Policy {
+func policyOf(t testing.TB, yaml string) policy.Policy {
 	t.Helper()
 	cfg, err := config.Parse("test.yaml", []byte(yaml))
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := admission.PolicyOf(cfg)
+	p, err := policy.Of(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -85,11 +85,11 @@ var (
 // loadInputs are measurements of Pcpu percent with a load multiplier,
 // written by a control plane whose heartbeat is the fast path's clock now:
 // fresh, so that the on-stale rule plays no part.
-func (f *fastPath) loadInputs(pcpu float64, multiplier uint32) admission.Inputs {
-	return admission.Inputs{
+func (f *fastPath) loadInputs(pcpu float64, multiplier uint32) policy.Inputs {
+	return policy.Inputs{
 		HeartbeatNS: f.now,
-		LoadMilli:   admission.Milli(cpu.LoadCharge(pcpu, multiplier)),
-		CPUMilli:    uint32(admission.Milli(pcpu)),
+		LoadMilli:   policy.Milli(cpu.LoadCharge(pcpu, multiplier)),
+		CPUMilli:    uint32(policy.Milli(pcpu)),
 	}
 }
 
@@ -243,7 +243,7 @@ func TestStaleControlPlane(t *testing.T) {
 			f := newFastPath(t, false)
 			f.setPolicy(t, policyOf(t, "stale-after: 5s\non-stale: "+rule+"\n"+ios("new-model", "limit 200", "cpu-limit 60", "pppoe 10 1")))
 			beat := 100 * second
-			f.setInputs(t, admission.Inputs{HeartbeatNS: beat, CPUMilli: 90_000, BuffersFull: true})
+			f.setInputs(t, policy.Inputs{HeartbeatNS: beat, CPUMilli: 90_000, BuffersFull: true})
 			f.mustAt(t, beat+5*second) // exactly stale-after: not yet stale
 			if passed, reasons := f.offer(t, padi, 2); passed != 0 || reasons[cac.ReasonCPULimit] != 2 {
 				t.Errorf("at stale-after: %d passed, rejected %v; want cpu-limit", passed, reasons)
@@ -257,7 +257,7 @@ func TestStaleControlPlane(t *testing.T) {
 				t.Errorf("OPTIONS while stale: %d of 2 passed", passed)
 			}
 			// A fresh heartbeat ends it.
-			f.setInputs(t, admission.Inputs{HeartbeatNS: beat + 6*second})
+			f.setInputs(t, policy.Inputs{HeartbeatNS: beat + 6*second})
 			if passed, _ := f.offer(t, padi, 1); passed != 1 {
 				t.Errorf("after a fresh heartbeat: PADI rejected")
 			}
@@ -278,11 +278,11 @@ func TestBufferCharge(t *testing.T) {
 		f := newFastPath(t, false)
 		f.setPolicy(t, policyOf(t, ios(model.lines...)))
 		f.mustAt(t, 7*second)
-		f.setInputs(t, admission.Inputs{HeartbeatNS: 7 * second, BuffersFull: true})
+		f.setInputs(t, policy.Inputs{HeartbeatNS: 7 * second, BuffersFull: true})
 		if passed, reasons := f.offer(t, padi, 3); passed != 0 || reasons[model.reason] != 3 {
 			t.Errorf("%v, buffers full: %d passed, rejected %v; want %v", model.lines, passed, reasons, model.reason)
 		}
-		f.setInputs(t, admission.Inputs{HeartbeatNS: 7 * second})
+		f.setInputs(t, policy.Inputs{HeartbeatNS: 7 * second})
 		if passed, _ := f.offer(t, padi, 12); passed != 10 {
 			t.Errorf("%v, drained: %d of 12 passed, want 10", model.lines, passed)
 		}

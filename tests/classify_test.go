@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/xdpcac/xdpcac/cac"
-	"github.com/xdpcac/xdpcac/cac/fsol"
+	"github.com/xdpcac/xdpcac/cac/classify"
 	. "github.com/xdpcac/xdpcac/internal/pkt"
 )
 
@@ -17,7 +17,7 @@ func TestClassifyTable(t *testing.T) {
 		f := newFastPath(t, drop)
 		cases := append(sessionFrames(), edgeFrames()...)
 		for _, c := range cases {
-			if model := fsol.Classify(c.frame, f.model.Ports); model != c.want {
+			if model := classify.Classify(c.frame, f.model.Ports); model != c.want {
 				t.Errorf("%s: model says %v, want %v", c.name, model, c.want)
 			}
 			got, err := f.run(c.frame)

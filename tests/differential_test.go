@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/xdpcac/xdpcac/cac"
-	"github.com/xdpcac/xdpcac/cac/fsol"
+	"github.com/xdpcac/xdpcac/cac/classify"
 	. "github.com/xdpcac/xdpcac/internal/pkt"
 )
 
@@ -48,7 +48,7 @@ func TestDifferential(t *testing.T) {
 	rng := rand.New(rand.NewPCG(seed, 0x9e3779b97f4a7c15))
 
 	seeds := append(sessionFrames(), edgeFrames()...)
-	kinds := map[fsol.Result]int{}
+	kinds := map[classify.Result]int{}
 	failures := 0
 	n := differentialFrames(t)
 	for i := 0; i < n; i++ {
@@ -62,7 +62,7 @@ func TestDifferential(t *testing.T) {
 		if len(frame) < 14 {
 			continue // the kernel refuses frames shorter than Ethernet
 		}
-		kinds[fsol.Classify(frame, f.model.Ports)]++
+		kinds[classify.Classify(frame, f.model.Ports)]++
 		if err := f.check(frame); err != nil {
 			failures++
 			t.Errorf("frame %d (%x): %v", i, frame, err)

@@ -15,9 +15,9 @@ import (
 	"github.com/cilium/ebpf/link"
 	"github.com/vishvananda/netlink"
 	"github.com/xdpcac/xdpcac/bpf"
-	"github.com/xdpcac/xdpcac/cac/admission"
+	"github.com/xdpcac/xdpcac/cac/classify"
 	"github.com/xdpcac/xdpcac/cac/config"
-	"github.com/xdpcac/xdpcac/cac/fsol"
+	"github.com/xdpcac/xdpcac/cac/policy"
 	. "github.com/xdpcac/xdpcac/internal/pkt"
 	"github.com/xdpcac/xdpcac/loader"
 	"github.com/xdpcac/xdpcac/maps"
@@ -83,7 +83,7 @@ func TestEgressDialogs(t *testing.T) {
 			invite := withCallID(SIPRequest("INVITE", toNoTag), "Call-ID: box-call@203.0.113.1")
 			msg := Frame(invite) // the payload alone: no layer beneath
 			sendFromBox(t, tb.box, msg, v.paged)
-			waitDialog(t, tb.state, a, fsol.CallID(msg))
+			waitDialog(t, tb.state, a, classify.CallID(msg))
 
 			bye := func(id string) []byte {
 				return Frame(Ether{}, IPv4{Src: egressPeerAddr, Dst: egressBoxAddr}, UDP{Src: 5060, Dst: 5060},
@@ -136,7 +136,7 @@ func attachClsact(t *testing.T, stateDir string, a loader.Attachment, cfgFile st
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := admission.PolicyOf(cfg)
+	p, err := policy.Of(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

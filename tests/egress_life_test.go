@@ -13,8 +13,8 @@ import (
 	"github.com/cilium/ebpf/asm"
 	"github.com/cilium/ebpf/link"
 	"github.com/vishvananda/netlink"
+	"github.com/xdpcac/xdpcac/cac/classify"
 	"github.com/xdpcac/xdpcac/cac/config"
-	"github.com/xdpcac/xdpcac/cac/fsol"
 	. "github.com/xdpcac/xdpcac/internal/pkt"
 	"github.com/xdpcac/xdpcac/loader"
 	"github.com/xdpcac/xdpcac/tests/testenv"
@@ -298,7 +298,7 @@ func TestEgressLetsOthersDecide(t *testing.T) {
 		}
 		msg := Frame(withCallID(SIPRequest("INVITE", toNoTag), "Call-ID: dropped@203.0.113.1"))
 		sendFromBox(t, tb.box, msg, false)
-		waitDialog(t, tb.state, a, fsol.CallID(msg))
+		waitDialog(t, tb.state, a, classify.CallID(msg))
 		if err := <-got; err == nil {
 			t.Error("the peer received the INVITE: the program after the egress program never ran")
 		}

@@ -12,8 +12,8 @@ import (
 	"github.com/cilium/ebpf"
 	"github.com/xdpcac/xdpcac/bpf"
 	"github.com/xdpcac/xdpcac/cac"
-	"github.com/xdpcac/xdpcac/cac/admission"
-	"github.com/xdpcac/xdpcac/cac/fsol"
+	"github.com/xdpcac/xdpcac/cac/classify"
+	"github.com/xdpcac/xdpcac/cac/policy"
 	. "github.com/xdpcac/xdpcac/internal/pkt"
 )
 
@@ -143,8 +143,8 @@ func withCallID(s SIP, line string) SIP {
 func TestEgressLearns(t *testing.T) {
 	f := newFastPath(t, false)
 	e := newEgress(t, f)
-	var p admission.Policy
-	p.PerSource[cac.SIPInDialog] = admission.PerSource{Limit: mustRate(t, 0.001, 1), Key: admission.SourceIP, IPv6Prefix: 64}
+	var p policy.Policy
+	p.PerSource[cac.SIPInDialog] = policy.PerSource{Limit: mustRate(t, 0.001, 1), Key: policy.SourceIP, IPv6Prefix: 64}
 	f.setPolicy(t, p)
 	f.mustAt(t, 5*second)
 
@@ -209,7 +209,7 @@ func TestEgressLearns(t *testing.T) {
 	inviteNS := func(id string) uint64 {
 		t.Helper()
 		var d bpf.TcCacDialog
-		if err := f.objs.Dialogs.Lookup(fsol.CallID(Frame(withCallID(SIPRequest("INVITE", toNoTag), "Call-ID: "+id))), &d); err != nil {
+		if err := f.objs.Dialogs.Lookup(classify.CallID(Frame(withCallID(SIPRequest("INVITE", toNoTag), "Call-ID: "+id))), &d); err != nil {
 			t.Fatalf("dialog %s: %v", id, err)
 		}
 		return d.InviteNs
@@ -296,8 +296,8 @@ func TestEgressDifferential(t *testing.T) {
 			continue
 		}
 		var want []uint64
-		if r, msg := fsol.ClassifySIPEgress(frame, f.model.Ports); r.Kind == cac.Session && r.Class == cac.SIPInvite {
-			if id := fsol.CallID(msg); id != 0 {
+		if r, msg := classify.ClassifySIPEgress(frame, f.model.Ports); r.Kind == cac.Session && r.Class == cac.SIPInvite {
+			if id := classify.CallID(msg); id != 0 {
 				want = []uint64{id}
 			}
 		}

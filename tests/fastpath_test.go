@@ -12,7 +12,8 @@ import (
 	"github.com/xdpcac/xdpcac/bpf"
 	"github.com/xdpcac/xdpcac/cac"
 	"github.com/xdpcac/xdpcac/cac/admission"
-	"github.com/xdpcac/xdpcac/cac/fsol"
+	"github.com/xdpcac/xdpcac/cac/classify"
+	"github.com/xdpcac/xdpcac/cac/policy"
 	"github.com/xdpcac/xdpcac/maps"
 	"github.com/xdpcac/xdpcac/tests/testenv"
 )
@@ -44,7 +45,7 @@ func newFastPath(t testing.TB, malformedDrop bool) *fastPath {
 func newFastPathWith(t testing.TB, malformedDrop bool, edit func(*ebpf.CollectionSpec)) *fastPath {
 	t.Helper()
 	testenv.RequireBPF(t)
-	f := &fastPath{model: &admission.Model{Ports: fsol.NewPorts(testL2TPPorts, testSIPPorts), MalformedDrop: malformedDrop}}
+	f := &fastPath{model: &admission.Model{Ports: classify.NewPorts(testL2TPPorts, testSIPPorts), MalformedDrop: malformedDrop}}
 	spec, err := bpf.LoadXdp()
 	if err != nil {
 		t.Fatal(err)
@@ -75,7 +76,7 @@ func newFastPathWith(t testing.TB, malformedDrop bool, edit func(*ebpf.Collectio
 }
 
 // setPolicy gives the program and the model the same limits.
-func (f *fastPath) setPolicy(t testing.TB, p admission.Policy) {
+func (f *fastPath) setPolicy(t testing.TB, p policy.Policy) {
 	t.Helper()
 	if err := maps.WritePolicy(maps.PolicyMapsOf(&f.objs.XdpMaps), p); err != nil {
 		t.Fatal(err)
@@ -87,7 +88,7 @@ func (f *fastPath) setPolicy(t testing.TB, p admission.Policy) {
 
 // setInputs gives the program and the model the same measurements of the
 // control plane.
-func (f *fastPath) setInputs(t testing.TB, in admission.Inputs) {
+func (f *fastPath) setInputs(t testing.TB, in policy.Inputs) {
 	t.Helper()
 	if err := maps.WriteInputs(maps.InputMapsOf(&f.objs.XdpMaps), in); err != nil {
 		t.Fatal(err)
@@ -167,27 +168,27 @@ func decisionOf(d maps.Stats) (admission.Decision, error) {
 		}
 	}
 	for _, c := range cac.Classes() {
-		sess := fsol.Result{Kind: cac.Session, Class: c}
+		sess := classify.Result{Kind: cac.Session, Class: c}
 		switch c { // held by a class, but not first packets
 		case cac.SIPInDialog:
-			sess = fsol.Result{Kind: cac.InDialog}
+			sess = classify.Result{Kind: cac.InDialog}
 		case cac.ClassMalformed:
-			sess = fsol.Result{Kind: cac.Malformed}
+			sess = classify.Result{Kind: cac.Malformed}
 		}
 		add(d.Classes[c].Admitted, admission.Decision{Result: sess})
 		for _, r := range cac.Reasons() {
 			add(d.Classes[c].Rejected[r], admission.Decision{Result: sess, Rejected: true, Reason: r})
 		}
 	}
-	add(d.Fragment, admission.Decision{Result: fsol.Result{Kind: cac.Fragment}})
-	add(d.PassedOther, admission.Decision{Result: fsol.Result{Kind: cac.Other}})
+	add(d.Fragment, admission.Decision{Result: classify.Result{Kind: cac.Fragment}})
+	add(d.PassedOther, admission.Decision{Result: classify.Result{Kind: cac.Other}})
 	odd := d.SIPOddForms + d.PPPoEOddForms
 	if odd > 1 || (odd == 1 && len(moved) != 1) {
 		return admission.Decision{}, fmt.Errorf("one frame counted %d odd forms in %d decisions", odd, len(moved))
 	}
 	switch len(moved) {
 	case 0:
-		return admission.Decision{Result: fsol.Result{Kind: cac.Unwatched}}, nil
+		return admission.Decision{Result: classify.Result{Kind: cac.Unwatched}}, nil
 	case 1:
 		moved[0].Odd = odd == 1
 		moved[0].Uncharged = d.SIPInDialogVerified == 1 || d.SIPRetransmits == 1

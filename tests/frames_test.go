@@ -4,20 +4,20 @@ import (
 	"strings"
 
 	"github.com/xdpcac/xdpcac/cac"
-	"github.com/xdpcac/xdpcac/cac/fsol"
+	"github.com/xdpcac/xdpcac/cac/classify"
 	. "github.com/xdpcac/xdpcac/internal/pkt"
 )
 
 type frameCase struct {
 	name  string
 	frame []byte
-	want  fsol.Result
+	want  classify.Result
 }
 
-func sess(c cac.Class) fsol.Result { return fsol.Result{Kind: cac.Session, Class: c} }
+func sess(c cac.Class) classify.Result { return classify.Result{Kind: cac.Session, Class: c} }
 
 // odd is r for a SIP request in a form stricter parsers miss.
-func odd(r fsol.Result) fsol.Result {
+func odd(r classify.Result) classify.Result {
 	r.Odd = true
 	return r
 }
@@ -42,11 +42,11 @@ func sipPrefixed(prefix, method, to string) []byte {
 }
 
 var (
-	unwatched = fsol.Result{Kind: cac.Unwatched}
-	other     = fsol.Result{Kind: cac.Other}
-	inDialog  = fsol.Result{Kind: cac.InDialog}
-	fragment  = fsol.Result{Kind: cac.Fragment}
-	malformed = fsol.Result{Kind: cac.Malformed}
+	unwatched = classify.Result{Kind: cac.Unwatched}
+	other     = classify.Result{Kind: cac.Other}
+	inDialog  = classify.Result{Kind: cac.InDialog}
+	fragment  = classify.Result{Kind: cac.Fragment}
+	malformed = classify.Result{Kind: cac.Malformed}
 )
 
 // Encapsulations that every class is sent in.

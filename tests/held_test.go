@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/xdpcac/xdpcac/cac"
-	"github.com/xdpcac/xdpcac/cac/admission"
+	"github.com/xdpcac/xdpcac/cac/policy"
 	. "github.com/xdpcac/xdpcac/internal/pkt"
 )
 
@@ -15,17 +15,17 @@ import (
 // refills above it the agent still goes first while strangers wait. The
 // class and the environment behave alike, and the cap holds for all.
 func TestTrustedFirst(t *testing.T) {
-	for _, level := range []int{int(cac.SIPInvite), admission.LevelEnvironment} {
-		t.Run(map[int]string{int(cac.SIPInvite): "class", admission.LevelEnvironment: "environment"}[level], func(t *testing.T) {
+	for _, level := range []int{int(cac.SIPInvite), policy.LevelEnvironment} {
+		t.Run(map[int]string{int(cac.SIPInvite): "class", policy.LevelEnvironment: "environment"}[level], func(t *testing.T) {
 			f := newFastPath(t, false)
-			var p admission.Policy
+			var p policy.Policy
 			p.Levels[level] = mustRate(t, 1, 10)
 			p.ReserveNS[level] = 3 * second // three calls of the ten
-			p.Agents = []admission.Agent{{}}
+			p.Agents = []policy.Agent{{}}
 			f.setPolicy(t, p)
 			f.setAgentAddrs(t, map[netip.Addr]int{agentAddr: 0})
 			reason := cac.ReasonClass
-			if level == admission.LevelEnvironment {
+			if level == policy.LevelEnvironment {
 				reason = cac.ReasonEnvironment
 			}
 			f.mustAt(t, 100*second)
@@ -61,12 +61,12 @@ func TestTrustedFirst(t *testing.T) {
 // buckets for reason malformed, and within them follows malformed: drop.
 func TestInDialogHeld(t *testing.T) {
 	f := newFastPath(t, true)
-	var p admission.Policy
-	p.PerSource[cac.SIPInDialog] = admission.PerSource{Limit: mustRate(t, 1, 4), Key: admission.SourceIP, IPv6Prefix: 64}
-	p.PerSource[cac.ClassMalformed] = admission.PerSource{Limit: mustRate(t, 1, 2), Key: admission.SourceIP, IPv6Prefix: 64}
+	var p policy.Policy
+	p.PerSource[cac.SIPInDialog] = policy.PerSource{Limit: mustRate(t, 1, 4), Key: policy.SourceIP, IPv6Prefix: 64}
+	p.PerSource[cac.ClassMalformed] = policy.PerSource{Limit: mustRate(t, 1, 2), Key: policy.SourceIP, IPv6Prefix: 64}
 	p.Levels[cac.ClassMalformed] = mustRate(t, 1, 3)
-	p.Levels[admission.LevelEnvironment] = mustRate(t, 1, 1) // not theirs
-	p.Agents = []admission.Agent{{Limit: mustRate(t, 1, 1)}}
+	p.Levels[policy.LevelEnvironment] = mustRate(t, 1, 1) // not theirs
+	p.Agents = []policy.Agent{{Limit: mustRate(t, 1, 1)}}
 	f.setPolicy(t, p)
 	f.setAgentAddrs(t, map[netip.Addr]int{agentAddr: 0})
 	f.mustAt(t, 7*second)
@@ -105,9 +105,9 @@ func TestInDialogHeld(t *testing.T) {
 // bucket; a refused INVITE opens no dialog.
 func TestDialogVerified(t *testing.T) {
 	f := newFastPath(t, false)
-	var p admission.Policy
-	p.PerSource[cac.SIPInDialog] = admission.PerSource{Limit: mustRate(t, 1, 2), Key: admission.SourceIP, IPv6Prefix: 64}
-	p.PerSource[cac.SIPInvite] = admission.PerSource{Limit: mustRate(t, 0.001, 1), Key: admission.SourceIP, IPv6Prefix: 64}
+	var p policy.Policy
+	p.PerSource[cac.SIPInDialog] = policy.PerSource{Limit: mustRate(t, 1, 2), Key: policy.SourceIP, IPv6Prefix: 64}
+	p.PerSource[cac.SIPInvite] = policy.PerSource{Limit: mustRate(t, 0.001, 1), Key: policy.SourceIP, IPv6Prefix: 64}
 	f.setPolicy(t, p)
 	f.mustAt(t, 9*second)
 	call := func(method, callID, to string) []byte {

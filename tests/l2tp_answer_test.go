@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/xdpcac/xdpcac/cac"
-	"github.com/xdpcac/xdpcac/cac/fsol"
+	"github.com/xdpcac/xdpcac/cac/classify"
 	. "github.com/xdpcac/xdpcac/internal/pkt"
 )
 
@@ -124,7 +124,7 @@ func TestL2TPUntranslated(t *testing.T) {
 func checkZLB(t *testing.T, e tunnelEnds, frame []byte, ns, nr uint16) {
 	t.Helper()
 	checkSums(t, "ZLB", frame)
-	at, ok := fsol.FindL2TP(frame, fsol.NewPorts(testL2TPPorts, nil), true)
+	at, ok := classify.FindL2TP(frame, classify.NewPorts(testL2TPPorts, nil), true)
 	if !ok {
 		t.Fatalf("the answer is no L2TP message from the LNS's port: %x", frame)
 	}
@@ -149,7 +149,7 @@ func checkNs(t *testing.T, what string, frame []byte, ns, nr uint16) {
 	}
 }
 
-func addrsOf(frame []byte, at fsol.L2TPAt) (src, dst netip.Addr) {
+func addrsOf(frame []byte, at classify.L2TPAt) (src, dst netip.Addr) {
 	ip := frame[at.L3:]
 	if at.Family == 4 {
 		return netip.AddrFrom4([4]byte(ip[12:16])), netip.AddrFrom4([4]byte(ip[16:20]))

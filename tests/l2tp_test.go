@@ -7,7 +7,7 @@ import (
 
 	"github.com/cilium/ebpf"
 	"github.com/xdpcac/xdpcac/bpf"
-	"github.com/xdpcac/xdpcac/cac/fsol"
+	"github.com/xdpcac/xdpcac/cac/classify"
 	. "github.com/xdpcac/xdpcac/internal/pkt"
 )
 
@@ -107,10 +107,10 @@ func mapCount(t *testing.T, m *ebpf.Map) int {
 }
 
 // udpSum is the UDP checksum a frame's datagram should carry.
-func udpSum(frame []byte) (uint16, fsol.L2TPAt) {
-	at, ok := fsol.FindL2TP(frame, fsol.NewPorts(testL2TPPorts, nil), false)
+func udpSum(frame []byte) (uint16, classify.L2TPAt) {
+	at, ok := classify.FindL2TP(frame, classify.NewPorts(testL2TPPorts, nil), false)
 	if !ok {
-		at, _ = fsol.FindL2TP(frame, fsol.NewPorts(testL2TPPorts, nil), true)
+		at, _ = classify.FindL2TP(frame, classify.NewPorts(testL2TPPorts, nil), true)
 	}
 	ip := frame[at.L3:]
 	udpLen := int(binary.BigEndian.Uint16(frame[at.L4+4:]))
@@ -170,7 +170,7 @@ func checkSums(t *testing.T, what string, frame []byte) {
 }
 
 // l2tpHeader reads the fields of the L2TP control header at at.
-func l2tpHeader(frame []byte, at fsol.L2TPAt) (flags, length uint16, id uint32, ns, nr uint16) {
+func l2tpHeader(frame []byte, at classify.L2TPAt) (flags, length uint16, id uint32, ns, nr uint16) {
 	h := frame[at.Msg:]
 	flags, length = binary.BigEndian.Uint16(h), binary.BigEndian.Uint16(h[2:])
 	id = uint32(binary.BigEndian.Uint16(h[4:]))

@@ -8,8 +8,8 @@ import (
 	"github.com/cilium/ebpf"
 	"github.com/xdpcac/xdpcac/bpf"
 	"github.com/xdpcac/xdpcac/cac"
-	"github.com/xdpcac/xdpcac/cac/admission"
 	"github.com/xdpcac/xdpcac/cac/bucket"
+	"github.com/xdpcac/xdpcac/cac/policy"
 	. "github.com/xdpcac/xdpcac/internal/pkt"
 )
 
@@ -21,11 +21,11 @@ import (
 func TestSpoofedSourcesFillTheTable(t *testing.T) {
 	const table = 1024
 	f := newFastPathWith(t, false, func(s *ebpf.CollectionSpec) { s.Maps[bpf.XdpMapSources].MaxEntries = table })
-	var p admission.Policy
-	p.PerSource[cac.SIPInvite] = admission.PerSource{Limit: mustRate(t, 0.001, 2), Key: admission.SourceIP, IPv6Prefix: 64}
+	var p policy.Policy
+	p.PerSource[cac.SIPInvite] = policy.PerSource{Limit: mustRate(t, 0.001, 2), Key: policy.SourceIP, IPv6Prefix: 64}
 	p.Customers = []bucket.Limit{bucket.Unlimited}
-	p.Accounts = []admission.Account{{Prefix: netip.MustParsePrefix("198.51.100.0/24"), Limit: mustRate(t, 1, 20)}}
-	p.Agents = []admission.Agent{{Limit: mustRate(t, 2, 30)}}
+	p.Accounts = []policy.Account{{Prefix: netip.MustParsePrefix("198.51.100.0/24"), Limit: mustRate(t, 1, 20)}}
+	p.Agents = []policy.Agent{{Limit: mustRate(t, 2, 30)}}
 	f.setPolicy(t, p)
 	agent := netip.MustParseAddr("203.0.113.5")
 	f.setAgentAddrs(t, map[netip.Addr]int{agent: 0})

@@ -11,7 +11,7 @@ import (
 
 	"github.com/cilium/ebpf"
 	"github.com/xdpcac/xdpcac/cac"
-	"github.com/xdpcac/xdpcac/cac/admission"
+	"github.com/xdpcac/xdpcac/cac/policy"
 	"github.com/xdpcac/xdpcac/maps"
 	"golang.org/x/sys/unix"
 )
@@ -21,7 +21,7 @@ import (
 // whether or not their source is rejected again, and leaves the rest.
 func TestRejectRecords(t *testing.T) {
 	f := newFastPath(t, false)
-	var p admission.Policy
+	var p policy.Policy
 	p.Levels[cac.SIPInvite] = mustRate(t, 0.001, 1)
 	f.setPolicy(t, p)
 	// Calls from a and b, each INVITE a call of its own.
@@ -108,7 +108,7 @@ func TestRejectSweepRace(t *testing.T) {
 		t.Skip("needs two CPUs")
 	}
 	f := newFastPath(t, false)
-	var p admission.Policy
+	var p policy.Policy
 	p.Levels[cac.SIPInvite] = mustRate(t, 0.001, 1)
 	f.setPolicy(t, p)
 	const sources = 300
@@ -211,7 +211,7 @@ func TestRejectRecordBudget(t *testing.T) {
 		t.Fatal(err)
 	}
 	f := newFastPath(t, false)
-	var p admission.Policy
+	var p policy.Policy
 	p.Levels[cac.SIPInvite] = mustRate(t, 0.001, 1)
 	f.setPolicy(t, p)
 	if err := f.at(uint64(time.Second)); err != nil {

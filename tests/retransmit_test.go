@@ -9,7 +9,8 @@ import (
 	"github.com/xdpcac/xdpcac/bpf"
 	"github.com/xdpcac/xdpcac/cac"
 	"github.com/xdpcac/xdpcac/cac/admission"
-	"github.com/xdpcac/xdpcac/cac/fsol"
+	"github.com/xdpcac/xdpcac/cac/classify"
+	"github.com/xdpcac/xdpcac/cac/policy"
 	. "github.com/xdpcac/xdpcac/internal/pkt"
 )
 
@@ -31,8 +32,8 @@ func invite(callID string, cseq int, branch string) []byte {
 // allowance is charged anew. The model agrees frame by frame.
 func TestRetransmissions(t *testing.T) {
 	f := newFastPath(t, false)
-	var p admission.Policy
-	p.PerSource[cac.SIPInvite] = admission.PerSource{Limit: mustRate(t, 1, 2), Key: admission.SourceIP, IPv6Prefix: 64}
+	var p policy.Policy
+	p.PerSource[cac.SIPInvite] = policy.PerSource{Limit: mustRate(t, 1, 2), Key: policy.SourceIP, IPv6Prefix: 64}
 	f.setPolicy(t, p)
 	f.mustAt(t, 100*second)
 
@@ -92,7 +93,7 @@ func TestRetransmissions(t *testing.T) {
 // by the model, and a copy from another source is a call of its own.
 func TestRetransmissionForms(t *testing.T) {
 	f := newFastPath(t, false)
-	var p admission.Policy
+	var p policy.Policy
 	p.Levels[cac.SIPInvite] = mustRate(t, 1, 1000)
 	f.setPolicy(t, p)
 	f.mustAt(t, 100*second)
@@ -133,7 +134,7 @@ func TestRetransmissionForms(t *testing.T) {
 // model's Call-ID hash and transaction.
 func TestTransactionHashes(t *testing.T) {
 	f := newFastPath(t, false)
-	var p admission.Policy
+	var p policy.Policy
 	p.Levels[cac.SIPInvite] = mustRate(t, 1, 1e6)
 	f.setPolicy(t, p)
 	f.mustAt(t, 100*second)
@@ -149,14 +150,14 @@ func TestTransactionHashes(t *testing.T) {
 			if err := f.check(frame); err != nil {
 				t.Fatalf("Call-ID of %d bytes: %v", n, err)
 			}
-			_, msg := fsol.ClassifySIP(frame, f.model.Ports)
-			callid, txn := fsol.Txn(msg)
+			_, msg := classify.ClassifySIP(frame, f.model.Ports)
+			callid, txn := classify.Txn(msg)
 			var d bpf.XdpCacDialog
 			if err := f.objs.Dialogs.Lookup(callid, &d); err != nil {
 				t.Errorf("Call-ID of %d bytes (last %v): the program's dialog table has no %x: %v", n, last, callid, err)
 				continue
 			}
-			if want := fsol.FromSource(txn, fsol.SourceOf(frame)); d.Txn != want {
+			if want := classify.FromSource(txn, classify.SourceOf(frame)); d.Txn != want {
 				t.Errorf("Call-ID of %d bytes (last %v): transaction %x, the model's %x", n, last, d.Txn, want)
 			}
 		}

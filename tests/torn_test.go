@@ -9,8 +9,8 @@ import (
 
 	"github.com/cilium/ebpf"
 	"github.com/xdpcac/xdpcac/cac"
-	"github.com/xdpcac/xdpcac/cac/admission"
 	"github.com/xdpcac/xdpcac/cac/bucket"
+	"github.com/xdpcac/xdpcac/cac/policy"
 	. "github.com/xdpcac/xdpcac/internal/pkt"
 	"github.com/xdpcac/xdpcac/maps"
 )
@@ -26,11 +26,11 @@ func TestApplyUnderFlood(t *testing.T) {
 	pm := maps.PolicyMapsOf(&f.objs.XdpMaps)
 	accounts := netip.MustParsePrefix("198.51.100.0/24")
 	oneCall := mustRate(t, 0.001, 1) // the clock stands still: one call, ever
-	var byAccount, byClass admission.Policy
+	var byAccount, byClass policy.Policy
 	byAccount.Customers = []bucket.Limit{bucket.Unlimited}
-	byAccount.Accounts = []admission.Account{{Prefix: accounts, Limit: oneCall}}
+	byAccount.Accounts = []policy.Account{{Prefix: accounts, Limit: oneCall}}
 	byClass.Customers = []bucket.Limit{bucket.Unlimited}
-	byClass.Accounts = []admission.Account{{Prefix: accounts, Limit: bucket.Unlimited}}
+	byClass.Accounts = []policy.Account{{Prefix: accounts, Limit: bucket.Unlimited}}
 	byClass.Levels[cac.SIPInvite] = oneCall
 	// Without a Via the INVITE names no transaction: every copy of the
 	// flood goes through admission, none is refused again as a
@@ -40,7 +40,7 @@ func TestApplyUnderFlood(t *testing.T) {
 	// Use up the one call of each bucket, so that from here on both
 	// policies reject everything.
 	f.mustAt(t, 10*second)
-	for _, p := range []admission.Policy{byAccount, byClass} {
+	for _, p := range []policy.Policy{byAccount, byClass} {
 		f.setPolicy(t, p)
 		f.offer(t, invite, 2)
 	}

@@ -6,25 +6,26 @@ import (
 
 	"github.com/xdpcac/xdpcac/cac"
 	"github.com/xdpcac/xdpcac/cac/bucket"
-	"github.com/xdpcac/xdpcac/cac/fsol"
+	"github.com/xdpcac/xdpcac/cac/classify"
 	"github.com/xdpcac/xdpcac/cac/l2tp"
+	"github.com/xdpcac/xdpcac/cac/policy"
 )
 
 // Model is the fast path in Go.
 type Model struct {
-	Ports         *fsol.Ports
+	Ports         *classify.Ports
 	MalformedDrop bool
-	policy        Policy
-	index         Indexes                // of policy's accounts and customers
-	prefixes      map[netip.Prefix]Index // in force, as the fast path's trie holds them
-	levels        [NumLevels]bucket.Bucket
-	accounts      [MaxAccounts]bucket.Bucket
-	customers     [MaxCustomers]bucket.Bucket
+	policy        policy.Policy
+	index         policy.Indexes                // of policy's accounts and customers
+	prefixes      map[netip.Prefix]policy.Index // in force, as the fast path's trie holds them
+	levels        [policy.NumLevels]bucket.Bucket
+	accounts      [policy.MaxAccounts]bucket.Bucket
+	customers     [policy.MaxCustomers]bucket.Bucket
 	sources       map[sourceKey]*bucket.Bucket
-	inputs        Inputs
-	rings         [cac.NumCallTypes]ChargeRing
+	inputs        policy.Inputs
+	rings         [cac.NumCallTypes]policy.ChargeRing
 	agentAddrs    map[netip.Addr]int // as the fast path's agents table
-	agents        [MaxAgents]bucket.Bucket
+	agents        [policy.MaxAgents]bucket.Bucket
 	dialogs       dialogTable
 	refused       refusedTable
 	tunnels       l2tp.Table
@@ -35,9 +36,9 @@ type Model struct {
 func (m *Model) SetAgentAddrs(addrs map[netip.Addr]int) { m.agentAddrs = addrs }
 
 // SetPolicy puts a policy in force as maps.WritePolicy does: buckets are
-// kept, accounts and customers keep theirs by AssignIndexes.
-func (m *Model) SetPolicy(p Policy) error {
-	ix, err := AssignIndexes(p, m.prefixes)
+// kept, accounts and customers keep theirs by policy.AssignIndexes.
+func (m *Model) SetPolicy(p policy.Policy) error {
+	ix, err := policy.AssignIndexes(p, m.prefixes)
 	if err != nil {
 		return err
 	}
@@ -47,9 +48,9 @@ func (m *Model) SetPolicy(p Policy) error {
 	for _, i := range ix.FreshCustomers {
 		m.customers[i] = bucket.Bucket{}
 	}
-	m.prefixes = map[netip.Prefix]Index{}
+	m.prefixes = map[netip.Prefix]policy.Index{}
 	for i, a := range p.Accounts {
-		m.prefixes[Mapped(a.Prefix)] = Index{Account: ix.Accounts[i], Customer: ix.Customers[a.Customer]}
+		m.prefixes[policy.Mapped(a.Prefix)] = policy.Index{Account: ix.Accounts[i], Customer: ix.Customers[a.Customer]}
 	}
 	m.policy, m.index = p, ix
 	return nil
@@ -64,7 +65,7 @@ type sourceKey struct {
 }
 
 // keyOf makes the per-source key of a source of class c.
-func keyOf(c cac.Class, ps PerSource, s fsol.Source) sourceKey {
+func keyOf(c cac.Class, ps policy.PerSource, s classify.Source) sourceKey {
 	k := sourceKey{class: c, family: s.Family}
 	switch {
 	case s.Family == 4:
@@ -82,10 +83,10 @@ func keyOf(c cac.Class, ps PerSource, s fsol.Source) sourceKey {
 			}
 		}
 	default: // PPPoE
-		if ps.Key != SourceVLAN {
+		if ps.Key != policy.SourceVLAN {
 			copy(k.addr[:6], s.MAC[:])
 		}
-		if ps.Key != SourceMAC {
+		if ps.Key != policy.SourceMAC {
 			k.vlans = s.VLANs
 		}
 	}
@@ -94,7 +95,7 @@ func keyOf(c cac.Class, ps PerSource, s fsol.Source) sourceKey {
 
 // Decision is what the fast path does with one frame.
 type Decision struct {
-	fsol.Result
+	classify.Result
 	Verdict  cac.Verdict
 	Rejected bool
 	Reason   cac.Reason // when Rejected
@@ -141,7 +142,7 @@ func (d Decision) String() string {
 // by their per-source and class buckets alone; a known source (an account,
 // an agent) skips the per-source one of in-dialog requests, and an agent's
 // are never held. Either bucket of malformed rejects for one reason.
-func (m *Model) Admit(c cac.Class, src fsol.Source, now uint64) (reason cac.Reason, rejected bool) {
+func (m *Model) Admit(c cac.Class, src classify.Source, now uint64) (reason cac.Reason, rejected bool) {
 	reason, rejected = m.admit(c, src, now)
 	if rejected && c == cac.ClassMalformed {
 		reason = cac.ReasonMalformed
@@ -149,10 +150,10 @@ func (m *Model) Admit(c cac.Class, src fsol.Source, now uint64) (reason cac.Reas
 	return reason, rejected
 }
 
-func (m *Model) admit(c cac.Class, src fsol.Source, now uint64) (reason cac.Reason, rejected bool) {
+func (m *Model) admit(c cac.Class, src classify.Source, now uint64) (reason cac.Reason, rejected bool) {
 	_, call := cac.CallTypeOf(c)
 	charged := call && m.policy.CallAdmission.Operational()
-	var in Inputs
+	var in policy.Inputs
 	if charged {
 		var r cac.Reason
 		if in, r, rejected = m.gates(now); rejected {
@@ -168,7 +169,7 @@ func (m *Model) admit(c cac.Class, src fsol.Source, now uint64) (reason cac.Reas
 	var levels []level
 	acct := -1
 	if len(m.policy.Accounts) > 0 && src.Family != 0 && c != cac.ClassMalformed {
-		acct = m.policy.accountOf(addrOf(src))
+		acct = accountOf(&m.policy, addrOf(src))
 	}
 	// A known SIP peer has its agent's bucket instead of a per-source one.
 	agent := -1
@@ -208,7 +209,7 @@ func (m *Model) admit(c cac.Class, src fsol.Source, now uint64) (reason cac.Reas
 	}
 	levels = append(levels, level{m.policy.Levels[c], &m.levels[c], cac.ReasonClass, reserve(int(c))})
 	if !c.Sessionless() {
-		levels = append(levels, level{m.policy.Levels[LevelEnvironment], &m.levels[LevelEnvironment], cac.ReasonEnvironment, reserve(LevelEnvironment)})
+		levels = append(levels, level{m.policy.Levels[policy.LevelEnvironment], &m.levels[policy.LevelEnvironment], cac.ReasonEnvironment, reserve(policy.LevelEnvironment)})
 	}
 
 	for _, l := range levels {
@@ -235,9 +236,21 @@ func (m *Model) admit(c cac.Class, src fsol.Source, now uint64) (reason cac.Reas
 	return 0, false
 }
 
+// accountOf returns the index of the account of p whose prefix holds addr
+// (an IPv6 or mapped address) most specifically, as the LPM trie does, or -1.
+func accountOf(p *policy.Policy, addr netip.Addr) int {
+	best, bits := -1, -1
+	for i, a := range p.Accounts {
+		if m := policy.Mapped(a.Prefix); m.Contains(addr) && m.Bits() > bits {
+			best, bits = i, m.Bits()
+		}
+	}
+	return best
+}
+
 // addrOf is the IP address of an IP source, IPv4 mapped into IPv6 as the
 // account trie keys it.
-func addrOf(s fsol.Source) netip.Addr {
+func addrOf(s classify.Source) netip.Addr {
 	if s.Family == 4 {
 		return netip.AddrFrom16(netip.AddrFrom4([4]byte(s.Addr[:4])).As16())
 	}
@@ -246,7 +259,7 @@ func addrOf(s fsol.Source) netip.Addr {
 
 // Decide classifies frame and, for a first packet, admits or rejects it.
 func (m *Model) Decide(frame []byte, now uint64) Decision {
-	r, msg := fsol.ClassifySIP(frame, m.Ports)
+	r, msg := classify.ClassifySIP(frame, m.Ports)
 	d := Decision{Result: r, Verdict: cac.Pass}
 	c, held := cac.ClassOf(d.Kind)
 	if d.Kind == cac.Session {
@@ -261,10 +274,10 @@ func (m *Model) Decide(frame []byte, now uint64) Decision {
 	var callid, txn uint64
 	switch c {
 	case cac.SIPInDialog:
-		callid = fsol.CallID(msg)
+		callid = classify.CallID(msg)
 	case cac.SIPInvite:
-		callid, txn = fsol.Txn(msg)
-		txn = fsol.FromSource(txn, fsol.SourceOf(frame))
+		callid, txn = classify.Txn(msg)
+		txn = classify.FromSource(txn, classify.SourceOf(frame))
 	}
 	// A request of a dialog the filter admitted passes uncharged.
 	if c == cac.SIPInDialog && m.dialogs.known(callid) {
@@ -290,7 +303,7 @@ func (m *Model) Decide(frame []byte, now uint64) Decision {
 	if done {
 		return d
 	}
-	d.Reason, d.Rejected = m.Admit(c, fsol.SourceOf(frame), now)
+	d.Reason, d.Rejected = m.Admit(c, classify.SourceOf(frame), now)
 	if c == cac.L2TPICRQ {
 		m.l2tpJudged(&d, lac)
 	}

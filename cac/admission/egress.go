@@ -2,7 +2,7 @@ package admission
 
 import (
 	"github.com/xdpcac/xdpcac/cac"
-	"github.com/xdpcac/xdpcac/cac/fsol"
+	"github.com/xdpcac/xdpcac/cac/classify"
 )
 
 // Egress is the egress program bpf/tc_dialogs.c: a frame the SIP server
@@ -18,15 +18,15 @@ import (
 // An L2TP control message the LNS sends goes to the tunnel table, and may
 // have its Nr translated in frame (docs/design.md "Refusing an ICRQ").
 func (m *Model) Egress(frame []byte, now uint64) {
-	if at, ok := fsol.FindL2TP(frame, m.Ports, true); ok {
+	if at, ok := classify.FindL2TP(frame, m.Ports, true); ok {
 		m.table().FromLNS(frame, at, now)
 		return
 	}
-	r, msg := fsol.ClassifySIPEgress(frame, m.Ports)
+	r, msg := classify.ClassifySIPEgress(frame, m.Ports)
 	if r.Kind != cac.Session || r.Class != cac.SIPInvite {
 		return
 	}
-	if callid := fsol.CallID(msg); !m.dialogs.known(callid) {
+	if callid := classify.CallID(msg); !m.dialogs.known(callid) {
 		m.learnDialog(callid, now)
 	}
 }

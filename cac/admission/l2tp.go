@@ -2,7 +2,7 @@ package admission
 
 import (
 	"github.com/xdpcac/xdpcac/cac"
-	"github.com/xdpcac/xdpcac/cac/fsol"
+	"github.com/xdpcac/xdpcac/cac/classify"
 	"github.com/xdpcac/xdpcac/cac/l2tp"
 )
 
@@ -21,7 +21,7 @@ func (m *Model) table() l2tp.Table {
 
 // l2tpPass translates a LAC's control message that opens nothing.
 func (m *Model) l2tpPass(frame []byte, now uint64) {
-	if at, ok := fsol.FindL2TP(frame, m.Ports, false); ok {
+	if at, ok := classify.FindL2TP(frame, m.Ports, false); ok {
 		m.table().FromLAC(frame, at, now).Pass()
 	}
 }
@@ -34,7 +34,7 @@ func (m *Model) l2tpCheck(d *Decision, frame []byte, now uint64) (lac *l2tp.LAC,
 	if d.Kind != cac.Session || d.Class != cac.L2TPICRQ {
 		return nil, false
 	}
-	at, ok := fsol.FindL2TP(frame, m.Ports, false)
+	at, ok := classify.FindL2TP(frame, m.Ports, false)
 	if !ok {
 		return nil, false
 	}

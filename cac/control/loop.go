@@ -7,8 +7,8 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/xdpcac/xdpcac/cac/admission"
 	"github.com/xdpcac/xdpcac/cac/cpu"
+	"github.com/xdpcac/xdpcac/cac/policy"
 	"github.com/xdpcac/xdpcac/cac/sockbuf"
 	"golang.org/x/sys/unix"
 )
@@ -26,7 +26,7 @@ type Loop struct {
 	Multiplier uint32
 	Interval   time.Duration
 	// Write puts measurements in force (maps.WriteInputs).
-	Write func(admission.Inputs) error
+	Write func(policy.Inputs) error
 	// Clock is the fast path's clock, in ns; default CLOCK_MONOTONIC_COARSE,
 	// what bpf_ktime_get_coarse_ns reads.
 	Clock func() uint64
@@ -38,7 +38,7 @@ const FirstInterval = 100 * time.Millisecond
 
 // Measurement is what one step measured and wrote.
 type Measurement struct {
-	Inputs   admission.Inputs
+	Inputs   policy.Inputs
 	Average  float64 // Pcpu over the load lifetime, percent
 	Current  float64 // Pcpu of the last interval, percent
 	Load     float64 // the load charge
@@ -86,13 +86,13 @@ func (l *Loop) Step() (Measurement, error) {
 	if clock == nil {
 		clock = MonotonicCoarse
 	}
-	m.Inputs = admission.Inputs{
+	m.Inputs = policy.Inputs{
 		HeartbeatNS: clock(),
-		LoadMilli:   admission.Milli(m.Load),
-		CPUMilli:    uint32(admission.Milli(m.Current)),
+		LoadMilli:   policy.Milli(m.Load),
+		CPUMilli:    uint32(policy.Milli(m.Current)),
 		BuffersFull: m.Pressure.Full,
 
-		CPUAverageMilli: uint32(admission.Milli(m.Average)),
+		CPUAverageMilli: uint32(policy.Milli(m.Average)),
 	}
 	if err := l.Write(m.Inputs); err != nil {
 		return m, fmt.Errorf("write measurements: %w", err)

@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/xdpcac/xdpcac/cac/admission"
 	"github.com/xdpcac/xdpcac/cac/cpu"
+	"github.com/xdpcac/xdpcac/cac/policy"
 )
 
 // procStat writes a /proc/stat whose cpu line has these counters:
@@ -31,10 +31,10 @@ func TestStepSeed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var wrote []admission.Inputs
+	var wrote []policy.Inputs
 	l := &Loop{
 		Sampler: s, Window: cpu.NewWindow(time.Second), Multiplier: 100, Interval: time.Second,
-		Write: func(in admission.Inputs) error { wrote = append(wrote, in); return nil },
+		Write: func(in policy.Inputs) error { wrote = append(wrote, in); return nil },
 		Clock: func() uint64 { return 42 },
 	}
 	if err := l.Prime(); err != nil {
@@ -47,7 +47,7 @@ func TestStepSeed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := admission.Inputs{HeartbeatNS: 42, LoadMilli: 72_500, CPUMilli: 50_000, CPUAverageMilli: 50_000}
+	want := policy.Inputs{HeartbeatNS: 42, LoadMilli: 72_500, CPUMilli: 50_000, CPUAverageMilli: 50_000}
 	if len(wrote) != 1 || wrote[0] != want || m.Load != 72.5 {
 		t.Fatalf("wrote %+v (load %v), want %+v", wrote, m.Load, want)
 	}
@@ -64,7 +64,7 @@ func TestStepSeed(t *testing.T) {
 
 	// A failed write is reported.
 	procStat(t, root, "160 0 140 200 0 10 10 0")
-	l.Write = func(admission.Inputs) error { return errors.New("map gone") }
+	l.Write = func(policy.Inputs) error { return errors.New("map gone") }
 	if _, err := l.Step(); err == nil || !strings.Contains(err.Error(), "map gone") {
 		t.Fatalf("step with a failing write: %v", err)
 	}
@@ -79,9 +79,9 @@ func TestNoLoadLine(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var got admission.Inputs
+	var got policy.Inputs
 	l := &Loop{Sampler: s, Window: cpu.NewWindow(0), Interval: time.Second,
-		Write: func(in admission.Inputs) error { got = in; return nil }}
+		Write: func(in policy.Inputs) error { got = in; return nil }}
 	if err := l.Prime(); err != nil {
 		t.Fatal(err)
 	}

@@ -4,7 +4,7 @@ import (
 	"encoding/binary"
 
 	"github.com/xdpcac/xdpcac/cac"
-	"github.com/xdpcac/xdpcac/cac/fsol"
+	"github.com/xdpcac/xdpcac/cac/classify"
 )
 
 // Check is what FromLAC finds of an ICRQ before admission (L2TP_CHECK).
@@ -31,7 +31,7 @@ type LAC struct {
 // FromLAC looks up the tunnel of the control message at at in frame, as
 // l2tp_from_lac does first; a tunnel gone is forgotten. Each method below
 // is one op of l2tp_from_lac on what it found.
-func (tb Table) FromLAC(frame []byte, at fsol.L2TPAt, now uint64) *LAC {
+func (tb Table) FromLAC(frame []byte, at classify.L2TPAt, now uint64) *LAC {
 	l := &LAC{tb: tb, m: msg{frame: frame, at: at}, now: now}
 	l.k = l.m.lacKey()
 	t := tb[l.k]

@@ -1,7 +1,7 @@
 package l2tp
 
 import (
-	"github.com/xdpcac/xdpcac/cac/fsol"
+	"github.com/xdpcac/xdpcac/cac/classify"
 )
 
 // avpsMax is L2TP_AVPS_MAX: the AVPs looked through for an SCCRP's
@@ -12,7 +12,7 @@ const avpsMax = 24
 // at in a frame the LNS sends: an SCCRP makes its tunnel's two entries; a
 // later message of a tunnel with ICRQs answered has its Nr put up by them
 // (the frame is changed), and a StopCCN starts the tunnel's close.
-func (tb Table) FromLNS(frame []byte, at fsol.L2TPAt, now uint64) {
+func (tb Table) FromLNS(frame []byte, at classify.L2TPAt, now uint64) {
 	m := msg{frame: frame, at: at}
 	typ := m.msgType()
 	k := m.lnsKey()

@@ -4,7 +4,7 @@ import (
 	"encoding/binary"
 
 	"github.com/xdpcac/xdpcac/cac"
-	"github.com/xdpcac/xdpcac/cac/fsol"
+	"github.com/xdpcac/xdpcac/cac/classify"
 )
 
 // Directions of an entry, as struct cac_l2tp_key's dir.
@@ -61,7 +61,7 @@ func (tb Table) forget(k Key, lacID uint32) {
 // msg is a control message in a frame, as the programs read it.
 type msg struct {
 	frame []byte
-	at    fsol.L2TPAt
+	at    classify.L2TPAt
 }
 
 func be16(b []byte) uint16 { return binary.BigEndian.Uint16(b) }

@@ -33,7 +33,7 @@ type topSample struct {
 func readTop(stateDir string) (topSample, error) {
 	s := topSample{at: time.Now()}
 	var err error
-	if s.snap, err = loader.Snapshot(stateDir, control.MonotonicCoarse()); err != nil {
+	if s.snap, err = collector.ReadPinned(stateDir, control.MonotonicCoarse()); err != nil {
 		return s, err
 	}
 	for _, st := range s.snap.Interfaces {

@@ -3,7 +3,7 @@ package collector
 import "github.com/xdpcac/xdpcac/maps"
 
 // Reader reads what one scrape exports; the daemon passes one that reads
-// the pinned BPF maps. Read may return a partial Snapshot together with an
+// the pinned BPF maps with ReadPinned. Read may return a partial Snapshot together with an
 // error: the collector exports what the Snapshot holds and counts the error.
 type Reader interface {
 	Read() (Snapshot, error)

@@ -1,4 +1,4 @@
-package fsol
+package classify
 
 import "github.com/xdpcac/xdpcac/cac"
 

@@ -1,4 +1,4 @@
-package admission
+package policy
 
 import (
 	"fmt"
@@ -90,8 +90,8 @@ func limitOf(what string, lim config.Limit) (bucket.Limit, error) {
 
 var sourceKeys = map[string]SourceKey{"ip": SourceIP, "mac": SourceMAC, "mac-vlan": SourceMACVLAN, "vlan": SourceVLAN}
 
-// PolicyOf converts the limits of a config.
-func PolicyOf(cfg *config.Config) (Policy, error) {
+// Of converts the limits of a config.
+func Of(cfg *config.Config) (Policy, error) {
 	var p Policy
 	var err error
 	for c, cl := range cfg.Classes {
@@ -170,18 +170,6 @@ func Mapped(p netip.Prefix) netip.Prefix {
 		return netip.PrefixFrom(netip.AddrFrom16(p.Addr().As16()), p.Bits()+96)
 	}
 	return p
-}
-
-// accountOf returns the index of the account whose prefix holds addr (an
-// IPv6 or mapped address) most specifically, as the LPM trie does, or -1.
-func (p *Policy) accountOf(addr netip.Addr) int {
-	best, bits := -1, -1
-	for i, a := range p.Accounts {
-		if m := Mapped(a.Prefix); m.Contains(addr) && m.Bits() > bits {
-			best, bits = i, m.Bits()
-		}
-	}
-	return best
 }
 
 // Limits reports whether some level of p limits class c, call admission

@@ -1,21 +1,22 @@
-package loader
+package collector
 
 import (
 	"fmt"
 
 	"github.com/xdpcac/xdpcac/bpf"
 	"github.com/xdpcac/xdpcac/cac"
-	"github.com/xdpcac/xdpcac/cac/admission"
+	"github.com/xdpcac/xdpcac/cac/policy"
+	"github.com/xdpcac/xdpcac/loader"
 	"github.com/xdpcac/xdpcac/maps"
-	"github.com/xdpcac/xdpcac/maps/collector"
 )
 
-// Snapshot reads what a metrics scrape exports from the pinned maps of
+// ReadPinned reads what a metrics scrape exports from the pinned maps of
 // stateDir at monotonic time now: counters per attachment, and the shared
-// buckets and call admission once.
-func Snapshot(stateDir string, now uint64) (collector.Snapshot, error) {
-	snap := collector.Snapshot{Interfaces: map[string]maps.Stats{}}
-	st, err := ReadCallAdmission(stateDir)
+// buckets and call admission once. The loader opens the maps and knows
+// nothing of a scrape, so the dependency runs from here to it, never back.
+func ReadPinned(stateDir string, now uint64) (Snapshot, error) {
+	snap := Snapshot{Interfaces: map[string]maps.Stats{}}
+	st, err := loader.ReadCallAdmission(stateDir)
 	if err != nil {
 		return snap, err
 	}
@@ -29,7 +30,7 @@ func Snapshot(stateDir string, now uint64) (collector.Snapshot, error) {
 	v := maps.CallAdmissionViewOf(st.CallAdmission, st.Inputs, st.Rings, st.Stats, now, ifaces)
 	snap.CallAdmission = &v
 	first := true
-	err = eachPinned(stateDir, func(p *Pinned) error {
+	err = loader.EachPinned(stateDir, func(p *loader.Pinned) error {
 		s, err := maps.ReadStats(p.Stats)
 		if err != nil {
 			return err
@@ -46,9 +47,9 @@ func Snapshot(stateDir string, now uint64) (collector.Snapshot, error) {
 		snap.MalformedDrop = set.MalformedDrop != 0
 		levels, err := maps.ReadLevelTokens(maps.PolicyMapsOf(&p.XdpMaps), p.Buckets, now)
 		for _, l := range levels {
-			b := collector.Bucket{Level: collector.LevelEnvironment, Tokens: l.Tokens, Burst: l.Burst}
-			if l.Level != admission.LevelEnvironment {
-				b.Level, b.Class = collector.LevelClass, cac.Class(l.Level).String()
+			b := Bucket{Level: LevelEnvironment, Tokens: l.Tokens, Burst: l.Burst}
+			if l.Level != policy.LevelEnvironment {
+				b.Level, b.Class = LevelClass, cac.Class(l.Level).String()
 			}
 			snap.Buckets = append(snap.Buckets, b)
 		}

@@ -1,4 +1,4 @@
-package admission
+package policy
 
 import (
 	"testing"
@@ -25,7 +25,7 @@ func TestAgentReserve(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", c.name, err)
 		}
-		p, err := PolicyOf(cfg)
+		p, err := Of(cfg)
 		if err != nil {
 			t.Fatalf("%s: %v", c.name, err)
 		}

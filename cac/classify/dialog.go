@@ -1,4 +1,4 @@
-package fsol
+package classify
 
 // The header that names a dialog, found and hashed as bpf/sip_hdr.h does:
 // the dialog table knows a dialog by the hash of its Call-ID.
