@@ -2,6 +2,7 @@ package cac
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -227,6 +228,14 @@ func (t CallType) String() string {
 	}
 	return fmt.Sprintf("call-type(%d)", uint8(t))
 }
+
+// CallTypeNames are the call types as IOS spells them, in the order of
+// their values.
+func CallTypeNames() []string { return slices.Clone(callTypeNames[:]) }
+
+// OnStaleNames are the on-stale policies as the configuration spells
+// them, in the order of their values (policy.OnStale).
+func OnStaleNames() []string { return []string{"static", "open", "closed"} }
 
 // ParseCallType returns the call type of an IOS name such as "vpdn".
 func ParseCallType(name string) (CallType, error) {

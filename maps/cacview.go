@@ -48,8 +48,6 @@ func CallAdmissionReasons() []cac.Reason {
 	return []cac.Reason{cac.ReasonStale, cac.ReasonCPULimit, cac.ReasonBuffers, cac.ReasonSessionCharges, cac.ReasonTotalCharge}
 }
 
-var onStaleNames = [...]string{policy.StaleStatic: "static", policy.StaleOpen: "open", policy.StaleClosed: "closed"}
-
 func fromMilli(v uint64) float64 { return float64(v) / 1000 }
 
 // CallAdmissionViewOf builds the view at monotonic time now from what the
@@ -71,9 +69,7 @@ func CallAdmissionViewOf(ca policy.CallAdmission, in policy.Inputs, rings [cac.N
 		StaleAfterMS:    int64(ca.StaleAfterNS / 1e6),
 		Interfaces:      ifaces,
 	}
-	if int(ca.OnStale) < len(onStaleNames) {
-		v.OnStale = onStaleNames[ca.OnStale]
-	}
+	v.OnStale = ca.OnStale.String()
 	v.SessionCharges = fromMilli(policy.SessionCharges(ca, &rings, now))
 	v.TotalCharges = v.SessionCharges + v.LoadCharge
 	tick := now / policy.TickNS

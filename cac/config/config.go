@@ -245,7 +245,7 @@ func (c *Config) fields(d *decoder) fields {
 				c.DialogTable = uint32(n)
 			}
 		},
-		"on-stale": func(p string, v *yaml.Node) { d.oneOf(v, p, &c.OnStale, "static", "open", "closed") },
+		"on-stale": func(p string, v *yaml.Node) { d.oneOf(v, p, &c.OnStale, cac.OnStaleNames()...) },
 		"realms": func(p string, v *yaml.Node) {
 			d.sequence(v, p, func(p string, v *yaml.Node) { c.Realms = append(c.Realms, d.realm(p, v)) })
 		},

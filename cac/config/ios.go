@@ -5,6 +5,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/xdpcac/xdpcac/cac"
 	"go.yaml.in/yaml/v3"
 )
 
@@ -29,9 +30,6 @@ type Charge struct {
 // that holds 300 s of them (bpf/cac.h).
 const MaxChargeLifetime = 300
 
-// The call types of `call admission <type> <charge> <lifetime>`.
-var callTypes = []string{"pppoe", "vpdn", "sip"}
-
 // Lines are the IOS lines that give ca, one per setting in a fixed order:
 // what a block of pasted lines, abbreviations and `no` lines came to.
 func (ca CallAdmission) Lines() []string {
@@ -45,7 +43,7 @@ func (ca CallAdmission) Lines() []string {
 	if ca.CPULimit != nil {
 		out = append(out, fmt.Sprintf("call admission cpu-limit %d", *ca.CPULimit))
 	}
-	for _, t := range callTypes {
+	for _, t := range cac.CallTypeNames() {
 		if c, ok := ca.Charges[t]; ok {
 			out = append(out, fmt.Sprintf("call admission %s %d %d", t, c.Charge, int(c.Lifetime.Seconds())))
 		}
@@ -126,7 +124,7 @@ func (d *decoder) neverActs(path string, b *iosBlock) {
 	if b.ca.Limit != nil {
 		return
 	}
-	for _, key := range append([]string{"new-model", "cpu-limit", "load"}, callTypes...) {
+	for _, key := range append([]string{"new-model", "cpu-limit", "load"}, cac.CallTypeNames()...) {
 		if at := b.at[key]; at != nil {
 			d.errorf(at, path, "`call admission %s` never acts without `call admission limit <1-1000000000>`, which this block lacks: add the limit line, or drop this one", key)
 		}

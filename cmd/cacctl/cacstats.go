@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+	"github.com/xdpcac/xdpcac/cac"
 	"github.com/xdpcac/xdpcac/cac/control"
 	"github.com/xdpcac/xdpcac/loader"
 	"github.com/xdpcac/xdpcac/maps"
@@ -90,7 +91,7 @@ func writeCallAdmission(w io.Writer, v maps.CallAdmissionView) {
 	if v.BuffersFull {
 		fmt.Fprintln(w, "Receive buffers: full, rejecting every call until they drain")
 	}
-	for _, t := range []string{"pppoe", "vpdn", "sip"} {
+	for _, t := range cac.CallTypeNames() {
 		if c, ok := v.Charges[t]; ok {
 			fmt.Fprintf(w, "Charge %s: %d for %ss, %d calls in force\n", t, c.Charge, num(c.LifetimeS), c.InForce)
 		}
