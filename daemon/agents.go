@@ -222,21 +222,14 @@ func (a *sipAgents) resolve(ctx context.Context, prev map[agents.TargetKey]agent
 // run pings what is due and follows the agents' requests until ctx ends.
 func (a *sipAgents) run(ctx context.Context) {
 	defer a.wg.Done()
-	tick := time.NewTicker(agentTick)
-	defer tick.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-tick.C:
-		}
+	every(ctx, agentTick, func() {
 		if time.Since(a.resolved) > agentResolve {
 			a.resolve(ctx, nil)
 		}
 		a.requestsSeen()
 		a.pingDue(ctx)
 		a.save()
-	}
+	})
 }
 
 // requestsSeen applies the fast path's last-request stamps: any request

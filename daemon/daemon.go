@@ -267,3 +267,18 @@ func (d *Daemon) wait(cfg *config.Config, opts loader.Options, done chan error, 
 		}
 	}
 }
+
+// every calls fn each interval until ctx ends, the first time an
+// interval from now.
+func every(ctx context.Context, interval time.Duration, fn func()) {
+	tick := time.NewTicker(interval)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+			fn()
+		}
+	}
+}

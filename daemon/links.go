@@ -36,30 +36,21 @@ func (d *Daemon) watchLinks(ctx context.Context) (<-chan linkEvent, error) {
 	if d.cfg.Netns == "" {
 		return events, nil
 	}
-	go func() {
-		tick := time.NewTicker(netnsCheckEvery)
-		defer tick.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-tick.C:
-			}
-			now, err := netnsID(d.cfg.Netns)
-			if err != nil || now == id {
-				continue // gone for now, or the same: the subscription stands
-			}
-			nstop, nid, err := d.subscribeLinks(ctx, events)
-			if err != nil {
-				d.log.Warn("follow the network namespace made again", "netns", d.cfg.Netns, "err", err)
-				continue
-			}
-			close(stop)
-			stop, id = nstop, nid
-			d.log.Info("network namespace made again; following the new one", "netns", d.cfg.Netns)
-			d.reportLinks(ctx, events)
+	go every(ctx, netnsCheckEvery, func() {
+		now, err := netnsID(d.cfg.Netns)
+		if err != nil || now == id {
+			return // gone for now, or the same: the subscription stands
 		}
-	}()
+		nstop, nid, err := d.subscribeLinks(ctx, events)
+		if err != nil {
+			d.log.Warn("follow the network namespace made again", "netns", d.cfg.Netns, "err", err)
+			return
+		}
+		close(stop)
+		stop, id = nstop, nid
+		d.log.Info("network namespace made again; following the new one", "netns", d.cfg.Netns)
+		d.reportLinks(ctx, events)
+	})
 	return events, nil
 }
 
