@@ -31,7 +31,7 @@ func (a *sipAgents) pingDue(ctx context.Context) {
 				return
 			}
 			if err != nil && !errors.Is(err, sipd.ErrTimeout) {
-				a.d.log.Warn("ping session agent", "agent", k.Agent, "destination", k.Destination, "realm", k.Realm, "err", err)
+				a.log.Warn("ping session agent", "agent", k.Agent, "destination", k.Destination, "realm", k.Realm, "err", err)
 			}
 			a.mu.Lock()
 			defer a.mu.Unlock()

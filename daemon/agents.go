@@ -10,6 +10,7 @@ import (
 	"github.com/xdpcac/xdpcac/cac/sipd"
 	"github.com/xdpcac/xdpcac/loader"
 	"github.com/xdpcac/xdpcac/maps"
+	"log/slog"
 	"net/netip"
 	"os"
 	"sync"
@@ -29,7 +30,9 @@ const (
 // answers the SIP events of the fast path (out-service responses, and
 // refused requests to answer with 503).
 type sipAgents struct {
-	d        *Daemon
+	stateDir string
+	log      *slog.Logger
+	counts   *answerCounts // the daemon's, across reloads
 	cfg      *config.Config
 	realms   map[string]config.Realm
 	resolver *sipd.Resolver
@@ -79,7 +82,7 @@ func (d *Daemon) startAgents(ctx context.Context, cfg *config.Config, prev map[a
 		return nil, fmt.Errorf("session agents: %w", err)
 	}
 	a := &sipAgents{
-		d: d, cfg: cfg, realms: map[string]config.Realm{}, pinned: p,
+		stateDir: d.cfg.StateDir, log: d.log, counts: &d.answers, cfg: cfg, realms: map[string]config.Realm{}, pinned: p,
 		resolver: agentResolver(cfg.DNSServer, d.cfg.Netns),
 		pingers:  map[string]*sipd.Pinger{},
 		targets:  map[agents.TargetKey]*agents.Target{}, index: map[agents.TargetKey]int{},
@@ -162,7 +165,7 @@ func (a *sipAgents) resolve(ctx context.Context, prev map[agents.TargetKey]agent
 	for i, ag := range a.cfg.SessionAgents {
 		dests, err := a.resolver.Resolve(ctx, ag.Hostname, ag.Port, ag.PingAllAddresses)
 		if err != nil {
-			a.d.log.Warn("resolve session agent", "agent", ag.Name, "hostname", ag.Hostname, "err", err)
+			a.log.Warn("resolve session agent", "agent", ag.Name, "hostname", ag.Hostname, "err", err)
 			// Keep what was resolved before rather than forget the agent.
 			a.mu.Lock()
 			for k := range a.targets {
@@ -201,7 +204,7 @@ func (a *sipAgents) resolve(ctx context.Context, prev map[agents.TargetKey]agent
 		if kept < len(dests) {
 			// A name of thousands of addresses must not make the table,
 			// and so every apply after it, fail: it keeps what fits.
-			a.d.log.Warn("session agent has more addresses than the agents table holds; the first are kept, the rest are strangers",
+			a.log.Warn("session agent has more addresses than the agents table holds; the first are kept, the rest are strangers",
 				"agent", ag.Name, "hostname", ag.Hostname, "addresses", len(dests), "kept", kept, "table", maps.MaxAgentAddrs)
 		}
 	}
@@ -215,7 +218,7 @@ func (a *sipAgents) resolve(ctx context.Context, prev map[agents.TargetKey]agent
 	a.resolved = now
 	a.mu.Unlock()
 	if err := maps.WriteAgentAddrs(a.pinned.Agents, addrs); err != nil {
-		a.d.log.Error("write the session agents table", "err", err)
+		a.log.Error("write the session agents table", "err", err)
 	}
 }
 
@@ -259,7 +262,7 @@ func (a *sipAgents) requestsSeen() {
 func (a *sipAgents) changed(k agents.TargetKey, t *agents.Target) {
 	st := t.Status()
 	a.dirty = true
-	a.d.log.Info("session agent target", "agent", k.Agent, "destination", k.Destination.String(), "realm", k.Realm,
+	a.log.Info("session agent target", "agent", k.Agent, "destination", k.Destination.String(), "realm", k.Realm,
 		"in_service", st.InService, "reason", st.Reason)
 }
 
@@ -301,11 +304,11 @@ func (a *sipAgents) save() {
 	a.mu.Unlock()
 	b, err := json.Marshal(out)
 	if err == nil {
-		path := api.PathsOf(a.d.cfg.StateDir).Agents
+		path := api.PathsOf(a.stateDir).Agents
 		err = writeOwn(path, b)
 	}
 	if err != nil {
-		a.d.log.Warn("save session agent statuses", "err", err)
+		a.log.Warn("save session agent statuses", "err", err)
 	}
 }
 

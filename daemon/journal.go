@@ -8,6 +8,7 @@ import (
 	"github.com/xdpcac/xdpcac/cac/control"
 	"github.com/xdpcac/xdpcac/loader"
 	"github.com/xdpcac/xdpcac/maps"
+	"log/slog"
 	"os"
 	"sync"
 	"time"
@@ -21,9 +22,10 @@ const journalKeep = 4096
 // rejects table, once a second, writes them as JSON lines to a file, and
 // keeps the newest for `show rejects` (docs/design.md, "Reject records").
 type journal struct {
-	d     *Daemon
-	path  string        // "" writes no file
-	clock func() uint64 // the fast path's clock
+	stateDir string
+	log      *slog.Logger
+	path     string        // "" writes no file
+	clock    func() uint64 // the fast path's clock
 
 	// mu is held across a sweep, so that `show rejects` sees each record
 	// once: in a table or among the finished, never in both.
@@ -53,7 +55,7 @@ const sweepSlack = 20 * time.Millisecond
 // come and go, sweeping their tables just after each second begins, until
 // ctx ends.
 func (d *Daemon) startJournal(ctx context.Context, path string) (*journal, error) {
-	j := &journal{d: d, path: path, clock: control.MonotonicCoarse, tables: map[string]*journalTable{}}
+	j := &journal{stateDir: d.cfg.StateDir, log: d.log, path: path, clock: control.MonotonicCoarse, tables: map[string]*journalTable{}}
 	if err := j.reopen(); err != nil {
 		return nil, err
 	}
@@ -99,7 +101,7 @@ func (j *journal) reopen() error {
 // its finished seconds, and empties and closes those of attachments that
 // are gone.
 func (j *journal) follow() {
-	atts, err := loader.List(j.d.cfg.StateDir)
+	atts, err := loader.List(j.stateDir)
 	if err != nil {
 		return
 	}
@@ -112,7 +114,7 @@ func (j *journal) follow() {
 		if known {
 			continue
 		}
-		p, err := loader.Open(j.d.cfg.StateDir, a)
+		p, err := loader.Open(j.stateDir, a)
 		if err != nil {
 			continue // being detached
 		}
@@ -146,7 +148,7 @@ func (j *journal) follow() {
 func (j *journal) sweep(t *journalTable, now uint64, all bool) {
 	recs, err := maps.SweepRejects(t.p.Rejects, now, all)
 	if err != nil {
-		j.d.log.Warn("sweep reject records", "interface", t.a.String(), "err", err)
+		j.log.Warn("sweep reject records", "interface", t.a.String(), "err", err)
 	}
 	wall, mono := time.Now(), api.MonotonicNow()
 	for _, r := range recs {
@@ -165,12 +167,12 @@ func (j *journal) checkLost(t *journalTable) {
 		return
 	}
 	if st.RejectRecordsLost > t.lost {
-		j.d.log.Warn("the rejects table was full: rejects are missing from the rejects log",
+		j.log.Warn("the rejects table was full: rejects are missing from the rejects log",
 			"interface", t.a.String(), "lost", st.RejectRecordsLost-t.lost)
 		t.lost = st.RejectRecordsLost
 	}
 	if st.L2TPUnanswered > t.unanswered {
-		j.d.log.Warn("refused ICRQs could only be dropped: the filter did not see their tunnels set up "+
+		j.log.Warn("refused ICRQs could only be dropped: the filter did not see their tunnels set up "+
 			"(set up before the filter was attached, an SCCRP with a hidden Assigned Tunnel ID, or an LNS that "+
 			"answers through another interface); their LACs may close those tunnels",
 			"interface", t.a.String(), "dropped", st.L2TPUnanswered-t.unanswered)
@@ -188,7 +190,7 @@ func (j *journal) addLocked(l api.RejectLine) {
 	if j.f != nil {
 		b, _ := json.Marshal(l)
 		if _, err := j.f.Write(append(b, '\n')); err != nil {
-			j.d.log.Warn("write rejects log", "path", j.path, "err", err)
+			j.log.Warn("write rejects log", "path", j.path, "err", err)
 		}
 	}
 }
@@ -203,7 +205,7 @@ func (j *journal) lines() []api.RejectLine {
 	for _, t := range j.tables {
 		recs, err := maps.ReadRejects(t.p.Rejects)
 		if err != nil {
-			j.d.log.Warn("read reject records", "interface", t.a.String(), "err", err)
+			j.log.Warn("read reject records", "interface", t.a.String(), "err", err)
 		}
 		for _, r := range recs {
 			r.Interface = t.a.Key()

@@ -64,16 +64,16 @@ func (d *Daemon) newMeasure(cfg *config.Config) (*measure, error) {
 	}
 	m.loop = &control.Loop{
 		Sampler: sampler, Window: cpu.NewWindow(span), Buffers: m.watcher, Multiplier: mult,
-		Interval: cfg.CPU.SampleInterval, Log: d.log, Write: func(in policy.Inputs) error { return m.write(d, in) },
+		Interval: cfg.CPU.SampleInterval, Log: d.log, Write: func(in policy.Inputs) error { return m.write(d.cfg.StateDir, in) },
 	}
 	return m, nil
 }
 
 // write puts measurements into the maps every attachment shares; any
 // attachment's do. None may be attached yet, while interfaces come up.
-func (m *measure) write(d *Daemon, in policy.Inputs) error {
+func (m *measure) write(stateDir string, in policy.Inputs) error {
 	if m.pinned == nil {
-		p, err := loader.OpenShared(d.cfg.StateDir)
+		p, err := loader.OpenShared(stateDir)
 		if err != nil {
 			return err
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/netip"
 	"sync"
 	"sync/atomic"
@@ -38,7 +39,7 @@ func (a *sipAgents) readEvents(ctx context.Context) (func(), error) {
 			}
 			ev, err := maps.DecodeSIPEvent(rec.RawSample)
 			if err != nil {
-				a.d.log.Warn("SIP event", "err", err)
+				a.log.Warn("SIP event", "err", err)
 				continue
 			}
 			switch ev.Kind {
@@ -46,9 +47,9 @@ func (a *sipAgents) readEvents(ctx context.Context) (func(), error) {
 				a.agentResponse(ev)
 			case maps.SIPRejected:
 				if a.answers != nil { // one refused before an apply turned answers off
-					a.answers.answer(a.d, ev)
+					a.answers.answer(a.log, ev)
 				} else {
-					a.d.answers.suppressed.Add(1)
+					a.counts.suppressed.Add(1)
 				}
 			}
 		}
@@ -124,7 +125,7 @@ func (d *Daemon) newAnswerer(cfg *config.Config, _ *loader.Pinned) (*answerer, e
 // answer sends the 503 for one refused request, from the address and port
 // it was sent to, or counts it suppressed when over the rate or not
 // answerable.
-func (w *answerer) answer(d *Daemon, ev maps.SIPEvent) {
+func (w *answerer) answer(log *slog.Logger, ev maps.SIPEvent) {
 	msg := sipd.HeadersOnly(ev.Message)
 	w.mu.Lock()
 	ok := w.b.Take(w.limit, control.MonotonicCoarse())
@@ -149,7 +150,7 @@ func (w *answerer) answer(d *Daemon, ev maps.SIPEvent) {
 	to = netip.AddrPortFrom(ev.Src.Addr(), to.Port())
 	if err := w.raw.Send(ev.Dst, to, resp); err != nil {
 		w.counts.suppressed.Add(1)
-		d.log.Warn("answer a refused SIP request", "from", ev.Dst.String(), "to", to.String(), "err", err)
+		log.Warn("answer a refused SIP request", "from", ev.Dst.String(), "to", to.String(), "err", err)
 		return
 	}
 	w.counts.answered.Add(1)
