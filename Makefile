@@ -21,7 +21,7 @@ BENCH_PACKAGES := nftables ethtool
 all: build
 
 build:
-	$(GO) build -o bin/cacctl ./cmd/cacctl
+	$(GO) build -buildvcs=auto -o bin/cacctl ./cmd/cacctl
 
 # deps installs what is missing, so that a fresh machine needs only Go.
 deps:
@@ -96,7 +96,7 @@ kernels:
 # minute of storms; everything it makes goes when it ends or is stopped.
 demo:
 	@dpkg -s iproute2 >/dev/null 2>&1 || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq iproute2; }
-	$(GO) build -o bin/cacctl ./cmd/cacctl
+	$(GO) build -buildvcs=auto -o bin/cacctl ./cmd/cacctl
 	bin/cacctl demo
 
 clean:

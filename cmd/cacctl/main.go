@@ -6,8 +6,9 @@ import (
 )
 
 func main() {
-	if err := newRootCmd().Execute(); err != nil {
+	err := newRootCmd().Execute()
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "cacctl:", err)
-		os.Exit(1)
 	}
+	os.Exit(exitCode(err))
 }

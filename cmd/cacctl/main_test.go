@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"os"
 	"strings"
 	"testing"
@@ -88,6 +89,58 @@ func TestValidateRefuses(t *testing.T) {
 	} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("missing %q in:\n%v", want, err)
+		}
+	}
+}
+
+// TestExitCodes: a usage error is 2 and never help with 0; a failure is
+// 1; what needs no attachment succeeds with 0.
+func TestExitCodes(t *testing.T) {
+	state := t.TempDir()
+	cases := []struct {
+		args []string
+		want int
+	}{
+		{[]string{"show", "bogus"}, exitUsage},
+		{[]string{"show"}, exitUsage},
+		{[]string{"show", "call", "bogus"}, exitUsage},
+		{[]string{"bogus"}, exitUsage},
+		{[]string{}, exitUsage},
+		{[]string{"completion"}, exitUsage},
+		{[]string{"status", "--bogus"}, exitUsage},
+		{[]string{"show", "stats", "-o", "yaml"}, exitUsage},
+		{[]string{"attach"}, exitUsage},
+		{[]string{"attach", "eth0"}, exitUsage},
+		{[]string{"validate", "--config"}, exitUsage},
+		{[]string{"validate", "--config", "/nonexistent/cac.yaml"}, exitFailed},
+		{[]string{"validate", "--config", "../../cac/config/testdata/full.yaml"}, exitOK},
+		{[]string{"version"}, exitOK},
+		{[]string{"--version"}, exitOK},
+		{[]string{"completion", "bash"}, exitOK},
+		{[]string{"sh", "call", "adm", "stat", "--state-dir", state}, exitOK}, // IOS abbreviations
+		{[]string{"s", "stats"}, exitUsage},                                   // s: show or status
+	}
+	for _, c := range cases {
+		_, err := run(c.args...)
+		if got := exitCode(err); got != c.want {
+			t.Errorf("cacctl %s: exit %d (%v), want %d", strings.Join(c.args, " "), got, err, c.want)
+		}
+	}
+}
+
+// TestVersionJSON: version -o json has every key.
+func TestVersionJSON(t *testing.T) {
+	out, err := run("version", "-o", "json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var v map[string]any
+	if err := json.Unmarshal([]byte(out), &v); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	for _, k := range []string{"version", "commit", "commit_time", "modified", "go_version", "platform"} {
+		if _, ok := v[k]; !ok {
+			t.Errorf("version -o json has no %q: %s", k, out)
 		}
 	}
 }

@@ -29,7 +29,7 @@ func neededCaps() []capability {
 func checkPrivilege(cmd *cobra.Command) error {
 	for c := cmd; c != nil; c = c.Parent() {
 		switch c.Name() {
-		case "validate", "help", "completion", "__complete":
+		case "validate", "version", "help", "completion", "__complete":
 			return nil
 		}
 	}

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+	"github.com/xdpcac/xdpcac/internal/version"
 	"github.com/xdpcac/xdpcac/loader"
 )
 
@@ -25,6 +26,7 @@ func newRootCmd() *cobra.Command {
 		Long: `cacctl loads xdpcac's XDP filter, which recognises the first packet of every
 new PPPoE, L2TP and SIP session (PADI/PADR, SCCRQ/ICRQ, INVITE/OPTIONS) and
 admits or drops it, and shows what it counted.`,
+		Version:       version.String(),
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		PersistentPreRunE: func(cmd *cobra.Command, args []string) error {
@@ -33,7 +35,12 @@ admits or drops it, and shows what it counted.`,
 	}
 	root.PersistentFlags().StringVar(&g.netns, "netns", "", "act on an interface in this named network namespace (pins stay in this one)")
 	root.PersistentFlags().StringVar(&g.stateDir, "state-dir", loader.DefaultStateDir, "bpffs directory holding the pinned state of each attachment")
+	// IOS abbreviations: `sh call adm stat` as on the router, where
+	// the prefix names one command only.
+	cobra.EnablePrefixMatching = true
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
 	root.AddCommand(
+		newVersionCmd(),
 		newRunCmd(g),
 		newAttachCmd(g),
 		newApplyCmd(g),
@@ -44,6 +51,8 @@ admits or drops it, and shows what it counted.`,
 		newDemoCmd(g),
 		newTopCmd(g),
 	)
+	root.InitDefaultCompletionCmd()
+	groupsRefuseStrays(root)
 	return root
 }
 
@@ -70,7 +79,7 @@ func addOutputFlag(cmd *cobra.Command) *outputFlag {
 func exactArgs(names ...string) cobra.PositionalArgs {
 	return func(cmd *cobra.Command, args []string) error {
 		if len(args) != len(names) {
-			return fmt.Errorf("%s takes %d argument(s): %s (got %d)", cmd.CommandPath(), len(names), strings.Join(names, " "), len(args))
+			return usagef("%s takes %d argument(s): %s (got %d)", cmd.CommandPath(), len(names), strings.Join(names, " "), len(args))
 		}
 		return nil
 	}

@@ -2,7 +2,6 @@ package main
 
 import (
 	"errors"
-	"fmt"
 
 	"github.com/spf13/cobra"
 	"github.com/xdpcac/xdpcac/api"
@@ -17,7 +16,7 @@ func newShowSipdCmd(g *globals) *cobra.Command {
 		Short: "Session agents: in or out of service, per destination and realm",
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) > 1 {
-				return fmt.Errorf("%s takes at most one argument: NAME (got %d)", cmd.CommandPath(), len(args))
+				return usagef("%s takes at most one argument: NAME (got %d)", cmd.CommandPath(), len(args))
 			}
 			return nil
 		},
