@@ -155,12 +155,11 @@ func (d *Daemon) Run(ctx context.Context) error {
 		return err
 	}
 	defer stopAPI()
-	// The metrics address is read at start; a reload keeps it.
-	stopMetrics, err := d.serveMetrics(cfg.Metrics.Listen)
+	metrics, err := d.serveMetrics(cfg.Metrics.Listen)
 	if err != nil {
 		return err
 	}
-	defer stopMetrics()
+	defer func() { metrics.stop() }()
 	links, err := d.watchLinks(ctx)
 	if err != nil {
 		return err
@@ -190,6 +189,18 @@ func (d *Daemon) Run(ctx context.Context) error {
 					call.reply <- err
 				}
 				continue // the loop and the configuration in force stay
+			}
+			if next.Metrics.Listen != cfg.Metrics.Listen {
+				// A new address is listened on before the old one closes:
+				// one that cannot be keeps the old, and says so.
+				if nmx, merr := d.serveMetrics(next.Metrics.Listen); merr != nil {
+					d.log.Error("metrics address of the new configuration; the old one stays", "err", merr)
+					err = fmt.Errorf("%s is in force, but not its metrics address: %w (metrics stay on %s)", call.file, merr, metrics.listen)
+					next.Metrics.Listen = cfg.Metrics.Listen
+				} else {
+					metrics.stop()
+					metrics = nmx
+				}
 			}
 			cfg, opts = next, nextOpts
 			if aerr := d.swapAgents(ctx, cfg); aerr != nil {

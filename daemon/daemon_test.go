@@ -232,3 +232,37 @@ func TestDaemonRefusesSecond(t *testing.T) {
 		t.Errorf("the second daemon changed the first: %+v", st)
 	}
 }
+
+// TestDaemonMetricsMove: an apply with another metrics address serves
+// there and closes the old one; one that cannot be listened on keeps the
+// old and says so.
+func TestDaemonMetricsMove(t *testing.T) {
+	r, dir := start(t, "")
+	old := r.status(t).Metrics
+	moved := writeFile(t, dir, "moved.yaml", strings.Replace(config(r.iface, ""), `"127.0.0.1:0"`, `"localhost:0"`, 1))
+	if err := api.Dial(r.state).Apply(moved); err != nil {
+		t.Fatalf("apply with another metrics address: %v", err)
+	}
+	now := r.status(t).Metrics
+	if now == "" || now == old {
+		t.Fatalf("metrics on %q after the apply, were on %q", now, old)
+	}
+	if resp, err := http.Get("http://" + now + "/metrics"); err != nil {
+		t.Errorf("the new address: %v", err)
+	} else {
+		resp.Body.Close()
+	}
+	if resp, err := http.Get("http://" + old + "/metrics"); err == nil {
+		resp.Body.Close()
+		t.Errorf("the old address %s still serves", old)
+	}
+	// Taken: the apply is in force, but its address is not, and says so.
+	taken := writeFile(t, dir, "taken.yaml", strings.Replace(config(r.iface, ""), `"127.0.0.1:0"`, `"`+now+`"`, 1))
+	err := api.Dial(r.state).Apply(taken)
+	if err == nil || !strings.Contains(err.Error(), "metrics") {
+		t.Fatalf("apply with a metrics address in use: %v, want it said", err)
+	}
+	if st := r.status(t); st.Metrics != now || st.Config != taken {
+		t.Errorf("after it: %+v, want %s in force with metrics on %s", st, taken, now)
+	}
+}

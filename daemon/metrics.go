@@ -14,12 +14,28 @@ import (
 	"github.com/xdpcac/xdpcac/maps/collector"
 )
 
-// serveMetrics serves /metrics on listen until the returned function is
-// called; every scrape reads the pinned maps and what only the daemon
-// knows: the session agents' state and the 503s it sent.
-func (d *Daemon) serveMetrics(listen string) (func(), error) {
+// metricsServer is /metrics on one address; listen "" serves nothing.
+type metricsServer struct {
+	listen string
+	srv    *http.Server
+}
+
+// stop closes the server.
+func (m *metricsServer) stop() {
+	if m.srv != nil {
+		m.srv.Close()
+	}
+}
+
+// serveMetrics serves /metrics on listen until stopped; every scrape
+// reads the pinned maps and what only the daemon knows: the session
+// agents' state and the 503s it sent.
+func (d *Daemon) serveMetrics(listen string) (*metricsServer, error) {
 	if listen == "" {
-		return func() {}, nil
+		d.mu.Lock()
+		d.status.Metrics = ""
+		d.mu.Unlock()
+		return &metricsServer{}, nil
 	}
 	c := collector.New(collector.ReaderFunc(func() (collector.Snapshot, error) {
 		s, err := collector.ReadPinned(d.cfg.StateDir, control.MonotonicCoarse())
@@ -50,7 +66,7 @@ func (d *Daemon) serveMetrics(listen string) (func(), error) {
 	d.status.Metrics = l.Addr().String()
 	d.mu.Unlock()
 	d.log.Info("serving metrics", "listen", l.Addr().String())
-	return func() { srv.Close() }, nil
+	return &metricsServer{listen: listen, srv: srv}, nil
 }
 
 // errorLog puts promhttp's errors into the daemon's log.

@@ -149,7 +149,28 @@ func (d *decoder) sipReject(path string, n *yaml.Node, r *SIPReject) {
 // hostPort decodes an "address:port" such as 127.0.0.1:9477.
 func (d *decoder) hostPort(n *yaml.Node, path string, dst *string) {
 	d.str(n, path, dst)
-	if _, _, err := net.SplitHostPort(*dst); *dst != "" && err != nil {
+	if *dst == "" {
+		return
+	}
+	host, port, err := net.SplitHostPort(*dst)
+	if err != nil {
 		d.errorf(n, path, "must be host:port such as 127.0.0.1:9477, got %q", *dst)
+		return
+	}
+	// What listens or is dialled later must not fail only then: a daemon
+	// that attaches and dies on its metrics address loops under
+	// Restart=on-failure.
+	if p, err := strconv.ParseUint(port, 10, 16); err != nil || p == 0 && !d.portZeroOK(path) {
+		d.errorf(n, path, "port must be a number from 1 to 65535, got %q", port)
+		return
+	}
+	if host != "" && host != "localhost" {
+		if _, err := netip.ParseAddr(host); err != nil {
+			d.errorf(n, path, "host must be an IP address (or empty for every address), got %q", host)
+		}
 	}
 }
+
+// portZeroOK: a listen address may ask for any free port (port 0, for
+// tests); an address dialled may not.
+func (d *decoder) portZeroOK(path string) bool { return strings.HasSuffix(path, ".listen") }
