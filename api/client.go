@@ -55,11 +55,12 @@ func (c *Client) Rejects() ([]RejectLine, error) {
 	return lines, c.call(http.MethodGet, PathRejects, nil, &lines)
 }
 
-// Apply asks the daemon to put file (an absolute path) in force; its
-// refusal comes back as the error.
-func (c *Client) Apply(file string) error {
+// Apply asks the daemon to put file (an absolute path) in force, and with
+// adopt to read it on SIGHUP from now on; its refusal comes back as the
+// error.
+func (c *Client) Apply(file string, adopt bool) error {
 	var out Applied
-	return c.call(http.MethodPost, PathApply, ApplyRequest{Config: file}, &out)
+	return c.call(http.MethodPost, PathApply, ApplyRequest{Config: file, Adopt: adopt}, &out)
 }
 
 // call sends a request and decodes the answer into out; an error answer

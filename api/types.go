@@ -17,20 +17,25 @@ const (
 
 // Status is what only the running daemon knows of itself.
 type Status struct {
-	PID       int       `json:"pid"`
-	Config    string    `json:"config"`
-	Since     time.Time `json:"since"`
-	LoadedAt  time.Time `json:"loaded_at"`
-	StateDir  string    `json:"state_dir"`
-	Netns     string    `json:"netns,omitempty"`
-	Metrics   string    `json:"metrics,omitempty"`
-	LastError string    `json:"last_error,omitempty"`
+	PID    int    `json:"pid"`
+	Config string `json:"config"`
+	// ReloadConfig is the file SIGHUP reads: the one the daemon was
+	// started with, or the last applied with adopt.
+	ReloadConfig string    `json:"reload_config"`
+	Since        time.Time `json:"since"`
+	LoadedAt     time.Time `json:"loaded_at"`
+	StateDir     string    `json:"state_dir"`
+	Netns        string    `json:"netns,omitempty"`
+	Metrics      string    `json:"metrics,omitempty"`
+	LastError    string    `json:"last_error,omitempty"`
 }
 
-// ApplyRequest asks the daemon to put a file in force, and to read it
-// again on SIGHUP.
+// ApplyRequest asks the daemon to put a file in force.
 type ApplyRequest struct {
 	Config string `json:"config"`
+	// Adopt makes Config the file SIGHUP reads from now on; without it
+	// SIGHUP goes on reading the file the daemon was started with.
+	Adopt bool `json:"adopt"`
 }
 
 // Applied answers an apply the daemon put in force.

@@ -68,9 +68,11 @@ type Daemon struct {
 	status api.Status
 }
 
-// applyCall is one apply through the API, with where its answer goes.
+// applyCall is one apply through the API, or a reload, with where its
+// answer goes.
 type applyCall struct {
 	file  string
+	adopt bool // the file SIGHUP reads from now on
 	reply chan error
 }
 
@@ -84,7 +86,7 @@ func New(cfg Config) *Daemon {
 	}
 	return &Daemon{
 		cfg: cfg, log: cfg.Log, applies: make(chan applyCall), reloads: make(chan struct{}, 1),
-		status: api.Status{PID: os.Getpid(), Config: cfg.File, Since: cfg.Now(), StateDir: cfg.StateDir, Netns: cfg.Netns},
+		status: api.Status{PID: os.Getpid(), Config: cfg.File, ReloadConfig: cfg.File, Since: cfg.Now(), StateDir: cfg.StateDir, Netns: cfg.Netns},
 	}
 }
 
@@ -98,10 +100,11 @@ func (d *Daemon) Reload() {
 	}
 }
 
-func (d *Daemon) cfgFile() string {
+// reloadFile is the file a reload reads.
+func (d *Daemon) reloadFile() string {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	return d.status.Config
+	return d.status.ReloadConfig
 }
 
 // Run runs the daemon until ctx ends, or the control loop fails. What it
@@ -115,9 +118,9 @@ func (d *Daemon) Run(ctx context.Context) error {
 		return err
 	}
 	defer lk.unlock()
-	cfg, opts, err := LoadOptions(d.cfgFile())
+	cfg, opts, err := LoadOptions(d.cfg.File)
 	if err == nil && len(cfg.Interfaces) == 0 {
-		err = fmt.Errorf("%s lists no interfaces: add interfaces: [{name: IFACE}]", d.cfgFile())
+		err = fmt.Errorf("%s lists no interfaces: add interfaces: [{name: IFACE}]", d.cfg.File)
 	}
 	if err == nil {
 		err = d.checkInterfaces(cfg)
@@ -183,7 +186,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 			if err := d.journal.reopen(); err != nil {
 				d.log.Warn("reopen the rejects log", "err", err)
 			}
-			next, nextOpts, nm, err := d.reload(call.file, cfg)
+			next, nextOpts, nm, err := d.reload(*call, cfg)
 			if err != nil {
 				if call.reply != nil {
 					call.reply <- err
@@ -224,7 +227,8 @@ func (d *Daemon) Run(ctx context.Context) error {
 // the loop measures changed (nil when it did not). On any error nothing
 // changes: the measure is built before anything is attached or applied,
 // and attachAll takes back what it attached.
-func (d *Daemon) reload(file string, cur *config.Config) (*config.Config, loader.Options, *measure, error) {
+func (d *Daemon) reload(call applyCall, cur *config.Config) (*config.Config, loader.Options, *measure, error) {
+	file := call.file
 	next, opts, err := LoadOptions(file)
 	if err == nil && len(next.Interfaces) == 0 {
 		err = fmt.Errorf("%s lists no interfaces: add interfaces: [{name: IFACE}]", file)
@@ -253,6 +257,9 @@ func (d *Daemon) reload(file string, cur *config.Config) (*config.Config, loader
 		return nil, opts, nil, err
 	}
 	d.status.Config, d.status.LoadedAt, d.status.LastError = file, d.cfg.Now(), ""
+	if call.adopt {
+		d.status.ReloadConfig = file
+	}
 	d.log.Info("reloaded", "config", file)
 	return next, opts, nm, nil
 }
@@ -272,7 +279,7 @@ func (d *Daemon) wait(cfg *config.Config, opts loader.Options, done chan error, 
 		case ev := <-links:
 			d.linkEvent(cfg, opts, ev)
 		case <-d.reloads:
-			return &applyCall{file: d.cfgFile()}
+			return &applyCall{file: d.reloadFile()}
 		case c := <-d.applies:
 			return &c
 		}

@@ -135,15 +135,26 @@ func TestDaemonLife(t *testing.T) {
 	}
 
 	second := writeFile(t, dir, "second.yaml", config(r.iface, "classes: {pppoe-padi: {cps: 50, burst: 50}}\n"))
-	if err := api.Dial(r.state).Apply(second); err != nil {
+	if err := api.Dial(r.state).Apply(second, false); err != nil {
 		t.Fatalf("apply over the API: %v", err)
 	}
-	if st := r.status(t); st.Config != second || !st.LoadedAt.After(first.LoadedAt) || st.LastError != "" {
+	if st := r.status(t); st.Config != second || st.ReloadConfig != first.Config || !st.LoadedAt.After(first.LoadedAt) || st.LastError != "" {
 		t.Errorf("after the apply: %+v", st)
+	}
+	// A reload reads the file the daemon was started with, not the one
+	// applied last...
+	r.d.Reload()
+	until(t, 10*time.Second, "the reload of the first file", func() bool { return r.status(t).Config == first.Config })
+	// ... unless the apply adopted it.
+	if err := api.Dial(r.state).Apply(second, true); err != nil {
+		t.Fatalf("apply --adopt over the API: %v", err)
+	}
+	if st := r.status(t); st.Config != second || st.ReloadConfig != second {
+		t.Errorf("after the adopting apply: %+v", st)
 	}
 
 	bad := writeFile(t, dir, "bad.yaml", config(r.iface, "classes: {pppoe-padi: {cps: fast}}\n"))
-	err := api.Dial(r.state).Apply(bad)
+	err := api.Dial(r.state).Apply(bad, false)
 	if err == nil || !strings.Contains(err.Error(), "bad.yaml") {
 		t.Fatalf("a bad file over the API: %v, want a refusal naming it", err)
 	}
@@ -240,7 +251,7 @@ func TestDaemonMetricsMove(t *testing.T) {
 	r, dir := start(t, "")
 	old := r.status(t).Metrics
 	moved := writeFile(t, dir, "moved.yaml", strings.Replace(config(r.iface, ""), `"127.0.0.1:0"`, `"localhost:0"`, 1))
-	if err := api.Dial(r.state).Apply(moved); err != nil {
+	if err := api.Dial(r.state).Apply(moved, false); err != nil {
 		t.Fatalf("apply with another metrics address: %v", err)
 	}
 	now := r.status(t).Metrics
@@ -258,7 +269,7 @@ func TestDaemonMetricsMove(t *testing.T) {
 	}
 	// Taken: the apply is in force, but its address is not, and says so.
 	taken := writeFile(t, dir, "taken.yaml", strings.Replace(config(r.iface, ""), `"127.0.0.1:0"`, `"`+now+`"`, 1))
-	err := api.Dial(r.state).Apply(taken)
+	err := api.Dial(r.state).Apply(taken, false)
 	if err == nil || !strings.Contains(err.Error(), "metrics") {
 		t.Fatalf("apply with a metrics address in use: %v, want it said", err)
 	}

@@ -101,7 +101,7 @@ func (d *Daemon) serveAPI() (func(), error) {
 			writeJSON(w, http.StatusBadRequest, api.Error{Error: `want {"config": "/path/to/cac.yaml"}`})
 			return
 		}
-		call := applyCall{file: req.Config, reply: make(chan error, 1)}
+		call := applyCall{file: req.Config, adopt: req.Adopt, reply: make(chan error, 1)}
 		select {
 		case d.applies <- call:
 		case <-r.Context().Done():

@@ -62,13 +62,16 @@ func newAttachCmd(g *globals) *cobra.Command {
 
 func newApplyCmd(g *globals) *cobra.Command {
 	var cfgFile string
+	var adopt bool
 	cmd := &cobra.Command{
-		Use:   "apply --config FILE",
+		Use:   "apply --config FILE [--adopt]",
 		Short: "Put new limits in force on every attached interface, keeping buckets and counters",
 		Long: `apply checks FILE and puts it in force on every attached interface while
 traffic flows: buckets, charges and counters are kept. When cacctl run is
-running for the state directory, apply hands FILE to it, and the daemon
-adopts FILE (SIGHUP reads it again); a bad file changes nothing either way.`,
+running for the state directory, apply hands FILE to it and the daemon
+puts it in force and measures for it; a bad file changes nothing either
+way. SIGHUP (systemctl reload) goes on reading the file the daemon was
+started with, unless --adopt makes FILE the one it reads from now on.`,
 		Args: exactArgs(),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			cfg, opts, err := daemon.LoadOptions(cfgFile)
@@ -79,17 +82,23 @@ adopts FILE (SIGHUP reads it again); a bad file changes nothing either way.`,
 				return err
 			}
 			// A running daemon owns the configuration: it puts the file in
-			// force, adopts it for SIGHUP and for its control loop.
+			// force and measures for it.
 			if c := api.Dial(g.stateDir); c != nil {
 				abs, err := filepath.Abs(cfgFile)
 				if err != nil {
 					return err
 				}
-				if err := c.Apply(abs); err != nil {
+				if err := c.Apply(abs, adopt); err != nil {
 					return err
 				}
 				fmt.Fprintf(cmd.OutOrStdout(), "applied %s through the running cacctl run\n", cfgFile)
+				if adopt {
+					fmt.Fprintf(cmd.OutOrStdout(), "SIGHUP reads %s from now on\n", abs)
+				}
 				return nil
+			}
+			if adopt {
+				return usagef("--adopt: no cacctl run serves %s, and a reload is the daemon's", g.stateDir)
 			}
 			done, err := loader.Apply(g.stateDir, opts)
 			for _, a := range done {
@@ -99,6 +108,7 @@ adopts FILE (SIGHUP reads it again); a bad file changes nothing either way.`,
 		},
 	}
 	cmd.Flags().StringVar(&cfgFile, "config", "", "configuration file (required)")
+	cmd.Flags().BoolVar(&adopt, "adopt", false, "make FILE the file the running daemon reads on SIGHUP")
 	cmd.MarkFlagRequired("config")
 	return cmd
 }
