@@ -224,6 +224,13 @@ struct cac_charge_ring {
 	__u64 snap[CAC_RING]; /* at tick % CAC_RING */
 };
 
+/* A CPU's budget of new entries for the second it names (reject.h,
+ * invite.h, and the refused SIP requests of stats.h). */
+struct reject_budget {
+	__u64 second;
+	__u64 used;
+};
+
 /* Rejects of one source, class and reason, within one second. */
 struct cac_reject_key {
 	struct cac_source source; /* the full source: whole address, MAC and VLANs */

@@ -9,13 +9,7 @@
 #include "uapi.h"
 #include "bpf_helpers.h"
 #include "cac.h"
-
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, struct cac_stats);
-} stats SEC(".maps");
+#include "maps.h"
 
 /* lost_reject_record counts a reject the records table took in no record
  * (it had no room): the reject itself is counted as always, but the log

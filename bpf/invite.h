@@ -8,6 +8,7 @@
  */
 #pragma once
 
+#include "maps.h"
 #include "dialog.h"
 #include "reject.h"
 #include "sip_txn.h"
@@ -17,20 +18,6 @@
  * churn the table and cost a header walk more each. Past it, a
  * retransmission of a refused INVITE is judged as a new one. */
 #define REFUSED_NEW_PER_SECOND 512
-
-struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, 65536);
-	__type(key, __u64); /* the transaction's hash (sip_txn.h) */
-	__type(value, struct cac_refused);
-} refused SEC(".maps");
-
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, struct reject_budget);
-} refused_budget SEC(".maps");
 
 /* What invite_retransmit says of an INVITE that repeats no transaction the
  * filter saw. */

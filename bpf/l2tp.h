@@ -17,6 +17,7 @@
 #include "bpf_helpers.h"
 #include "bpf_endian.h"
 #include "cac.h"
+#include "maps.h"
 #include "parse.h"
 
 #define L2TP_T 0x8000 /* control message */
@@ -52,13 +53,6 @@ struct l2tp_ctrl {
 	__be16 avp_type;
 	__be16 msg_type;
 };
-
-struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, 65536);
-	__type(key, struct cac_l2tp_key);
-	__type(value, struct cac_l2tp_tunnel);
-} l2tp_tunnels SEC(".maps");
 
 /* l2tp_id is the ID a control header names its receiver by. */
 static __always_inline __u32 l2tp_id(struct l2tp_ctrl *c, __u32 version)

@@ -10,15 +10,7 @@
 #include "bpf_helpers.h"
 #include "bpf_endian.h"
 #include "cac.h"
-
-/* UDP destination ports and what they carry, written by the control plane.
- * Looked up only for UDP, so other traffic reads no map at all. */
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, struct cac_ports);
-} udp_ports SEC(".maps");
+#include "maps.h"
 
 /* udp_port_kind returns what a UDP destination port carries. */
 static __always_inline __u8 udp_port_kind(__be16 dest)

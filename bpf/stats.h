@@ -8,19 +8,13 @@
 #pragma once
 
 #include "bpf_helpers.h"
+#include "maps.h"
 #include "parse.h"
 #include "admit.h"
 #include "reject.h"
 #include "counters.h"
 #include "invite.h"
 #include "l2tp_lac.h"
-
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, struct cac_settings);
-} settings SEC(".maps");
 
 /*
  * admit_call admits or rejects one first packet and records a reject. It
@@ -89,13 +83,6 @@ __noinline int agent_stamp(struct xdp_md *ctx, __u64 where)
 
 /* A CPU's budget of refused SIP requests handed up, per second. */
 #define SIP_REJECTED_PER_SECOND 256
-
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, struct reject_budget);
-} sip_reject_budget SEC(".maps");
 
 /* sip_frame unpacks what agent_response and sip_rejected are given. */
 static __always_inline struct frame sip_frame(struct xdp_md *ctx, __u64 where)

@@ -24,7 +24,9 @@
 #include "bpf_helpers.h"
 
 /* The SIP readers read an skb here, and a datagram from a SIP port counts
- * as one to it (parse.h, sip_msg.h). */
+ * as one to it (parse.h, sip_msg.h). Of the maps, the program has those it
+ * shares with the XDP program (maps.h). */
+#define CAC_EGRESS
 #define CAC_CTX struct __sk_buff
 #define UDP_KIND(udp) udp_kind_egress(udp)
 
