@@ -16,7 +16,7 @@
 #include "maps.h"
 #include "parse.h"
 #include "source.h"
-#include "counters.h"
+#include "stats.h"
 
 /* policy_slot says, besides the slot and the limited classes, whether any
  * agent is configured: then every SIP request is looked up. */

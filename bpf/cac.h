@@ -225,7 +225,7 @@ struct cac_charge_ring {
 };
 
 /* A CPU's budget of new entries for the second it names (reject.h,
- * invite.h, and the refused SIP requests of stats.h). */
+ * invite.h, and the refused SIP requests of verdict.h). */
 struct reject_budget {
 	__u64 second;
 	__u64 used;

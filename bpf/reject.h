@@ -14,7 +14,7 @@
 
 #include "maps.h"
 #include "source.h"
-#include "counters.h"
+#include "stats.h"
 
 /*
  * New records per CPU per second. A flood from spoofed sources would
