@@ -18,11 +18,6 @@
 #include "source.h"
 #include "stats.h"
 
-/* policy_slot says, besides the slot and the limited classes, whether any
- * agent is configured: then every SIP request is looked up. */
-#define POLICY_AGENTS 0x10000
-_Static_assert(POLICY_AGENTS > (0x2u << CAC_NUM_CLASSES), "agents above the limited classes");
-
 #define NO_AGENT 0xffffffff
 
 /* agent_of is the agent an IP source is, or NO_AGENT. */

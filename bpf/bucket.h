@@ -23,8 +23,7 @@
  * word says which classes any level limits (POLICY_LIMITED), so a class with
  * no limit costs one lookup.
  */
-#define POLICY_SLOT 0x1
-#define POLICY_LIMITED(class) (0x2u << (class))
+#define POLICY_LIMITED(class) ((__u32)POLICY_LIMITED_FIRST << (class))
 
 /* bucket_normalize brings a TAT back to one interval past a full tolerance.
  * In steady operation it never is further ahead; after an apply shrank the

@@ -16,8 +16,8 @@
 /* A CPU's budget of refused INVITE transactions remembered, per second:
  * a flood of refused INVITEs, each its own transaction, would otherwise
  * churn the table and cost a header walk more each. Past it, a
- * retransmission of a refused INVITE is judged as a new one. */
-#define REFUSED_NEW_PER_SECOND 512
+ * retransmission of a refused INVITE is judged as a new one
+ * (REFUSED_NEW_PER_SECOND, shared.h). */
 
 /* What invite_retransmit says of an INVITE that repeats no transaction the
  * filter saw. */

@@ -37,10 +37,6 @@
 #define L2TP_AVP_TUNNEL_ID 9
 #define L2TP_AVP_CCID 61
 
-/* A classifier result of an L2TP control message of a tunnel (T, L and S
- * set, v2 or v3): the message's offset and length are in the frame. */
-#define RESULT_L2TP (1 << 26)
-
 /* The control header and the Message Type AVP that must follow it. */
 struct l2tp_ctrl {
 	__be16 flags;

@@ -12,9 +12,6 @@
 #include "l2tp.h"
 #include "clock.h"
 
-/* AVPs looked through for the SCCRP's assigned ID: an SCCRP has a dozen. */
-#define L2TP_AVPS_MAX 24
-
 /* An AVP's header: M and H bits and the length, vendor, attribute. */
 struct l2tp_avp {
 	__be16 flags_len;

@@ -24,10 +24,9 @@
  * CAC_SOURCE_OTHERS), without looking for its own: the counts still add
  * up, and a spoofed flood costs what a single-source one does. It also
  * bounds the table: the daemon empties it of every second but the last
- * two, so it holds at most three seconds of each CPU's budget.
+ * two, so it holds at most three seconds of each CPU's budget. Both
+ * numbers are in shared.h.
  */
-#define REJECT_NEW_PER_SECOND 1024
-#define CAC_SOURCE_OTHERS 0xff
 
 /* this_cpu_budget returns this CPU's new-record budget for the second. */
 static __always_inline struct reject_budget *this_cpu_budget(__u64 second)

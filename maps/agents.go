@@ -11,13 +11,9 @@ import (
 	"github.com/xdpcac/xdpcac/cac/admission"
 )
 
-// policyAgents is POLICY_AGENTS of bpf/agent.h: some session agent is
-// configured, so SIP requests are looked up in the agents table.
-const policyAgents = 0x10000
-
-// MaxAgentAddrs is CAC_MAX_AGENT_ADDRS of bpf/cac.h: how many addresses
-// the agents table holds, for all the session agents together.
-const MaxAgentAddrs = 1024
+// MaxAgentAddrs is CAC_MAX_AGENT_ADDRS of bpf/shared.h: how many
+// addresses the agents table holds, for all the session agents together.
+const MaxAgentAddrs = int(bpf.XdpCacCapacityCAC_MAX_AGENT_ADDRS)
 
 func agentOf(a admission.Agent) bpf.XdpCacAgent {
 	v := bpf.XdpCacAgent{Limit: limitOf(a.Limit)}
@@ -86,8 +82,8 @@ func ReadAgentSeen(m *ebpf.Map, n int) ([]uint64, error) {
 
 // The kinds of SIP event: enum cac_sip_event_kind.
 const (
-	SIPAgentResponse = 1 // an agent's response with an out-service code
-	SIPRejected      = 2 // a refused request to answer with 503
+	SIPAgentResponse = uint8(bpf.XdpCacSipEventKindCAC_SIP_AGENT_RESPONSE) // an agent's response with an out-service code
+	SIPRejected      = uint8(bpf.XdpCacSipEventKindCAC_SIP_REJECTED)       // a refused request to answer with 503
 )
 
 // SIPEvent is a SIP message the fast path handed up: struct cac_sip_event.
