@@ -269,3 +269,30 @@ struct cac_l2tp_tunnel {
 struct cac_ports {
 	__u8 kind[65536];
 };
+
+/* Every type Go reads that no map holds, as one struct: the records of
+ * the sip_events ring and the enums of shared.h. bpf2go exports only the
+ * types of the object's BTF, which holds only what the object defines, so
+ * xdp_cac.c defines one of these where no loader looks. */
+struct cac_exported {
+	struct cac_sip_event sip_event;
+	enum cac_class class;
+	enum cac_reason reason;
+	enum cac_verdict_kind kind;
+	enum cac_result_flag result_flag;
+	enum cac_port_kind port_kind;
+	enum cac_level level;
+	enum cac_policy policy;
+	enum cac_source_key source_key;
+	enum cac_call_type call_type;
+	enum cac_charge_ring_size charge_ring_size;
+	enum cac_on_stale on_stale;
+	enum cac_capacity capacity;
+	enum cac_frame_bound frame_bound;
+	enum cac_sip_bound sip_bound;
+	enum cac_sip_event_kind sip_event_kind;
+	enum cac_reject_record reject_record;
+	enum cac_retransmit retransmit;
+	enum cac_l2tp_dir l2tp_dir;
+	enum cac_l2tp_bound l2tp_bound;
+};

@@ -5,7 +5,8 @@
  * bpf2go exports as a Go type with its constants (-type, bpf/gen.go), and a
  * Go test (maps/shared_test.go) holds the Go side's numbers to them. What
  * is wider than an int is kept here in a coarser unit, with the macro the
- * C side uses beside it. The structs Go reads are in cac.h.
+ * C side uses beside it. The structs Go reads are in cac.h, and so is
+ * struct cac_exported, which puts these enums in the object for bpf2go.
  */
 #pragma once
 
@@ -214,28 +215,3 @@ enum cac_l2tp_bound {
 };
 #define CAC_L2TP_IDLE_NS (CAC_L2TP_IDLE_S * 1000000000ULL)
 #define CAC_L2TP_CLOSE_HOLD_NS (CAC_L2TP_CLOSE_HOLD_S * 1000000000ULL)
-
-/* Every enum above, as one struct: bpf2go exports only the types of the
- * object's BTF, which holds only what the object defines, so xdp_cac.c
- * defines one of these where no loader looks. */
-struct cac_enums {
-	enum cac_class class;
-	enum cac_reason reason;
-	enum cac_verdict_kind kind;
-	enum cac_result_flag result_flag;
-	enum cac_port_kind port_kind;
-	enum cac_level level;
-	enum cac_policy policy;
-	enum cac_source_key source_key;
-	enum cac_call_type call_type;
-	enum cac_charge_ring_size charge_ring_size;
-	enum cac_on_stale on_stale;
-	enum cac_capacity capacity;
-	enum cac_frame_bound frame_bound;
-	enum cac_sip_bound sip_bound;
-	enum cac_sip_event_kind sip_event_kind;
-	enum cac_reject_record reject_record;
-	enum cac_retransmit retransmit;
-	enum cac_l2tp_dir l2tp_dir;
-	enum cac_l2tp_bound l2tp_bound;
-};

@@ -20,14 +20,10 @@ type XdpCacAccount struct {
 }
 
 type XdpCacAdmission struct {
-	_            structs.HostLayout
-	LimitMilli   uint64
-	StaleAfterNs uint64
-	Type         [3]struct {
-		_             structs.HostLayout
-		Charge        uint32
-		LifetimeTicks uint32
-	}
+	_             structs.HostLayout
+	LimitMilli    uint64
+	StaleAfterNs  uint64
+	Type          [3]XdpCacCharge
 	CpuLimitMilli uint32
 	NewModel      uint8
 	OnStale       uint8
@@ -70,6 +66,12 @@ const (
 	XdpCacCapacityCAC_SIP_COPY        XdpCacCapacity = 1472
 )
 
+type XdpCacCharge struct {
+	_             structs.HostLayout
+	Charge        uint32
+	LifetimeTicks uint32
+}
+
 type XdpCacChargeRing struct {
 	_     structs.HostLayout
 	Total uint64
@@ -100,6 +102,20 @@ const (
 	XdpCacClassCAC_CLASS_MALFORMED    XdpCacClass = 9
 	XdpCacClassCAC_NUM_CLASSES        XdpCacClass = 10
 )
+
+type XdpCacClassLimits struct {
+	_          structs.HostLayout
+	PerSource  XdpCacLimit
+	SourceKey  uint8
+	Ipv6Prefix uint8
+	Pad        [6]uint8
+}
+
+type XdpCacClassStats struct {
+	_        structs.HostLayout
+	Admitted uint64
+	Rejected [12]uint64
+}
 
 type XdpCacDialog struct {
 	_           structs.HostLayout
@@ -180,16 +196,10 @@ type XdpCacLimits struct {
 	_         structs.HostLayout
 	Level     [11]XdpCacLimit
 	ReserveNs [11]uint64
-	Classes   [10]struct {
-		_          structs.HostLayout
-		PerSource  XdpCacLimit
-		SourceKey  uint8
-		Ipv6Prefix uint8
-		Pad        [6]uint8
-	}
-	Accounts uint32
-	Agents   uint32
-	Cac      XdpCacAdmission
+	Classes   [10]XdpCacClassLimits
+	Accounts  uint32
+	Agents    uint32
+	Cac       XdpCacAdmission
 }
 
 type XdpCacOnStale uint32
@@ -310,6 +320,21 @@ const (
 	XdpCacSipBoundSIP_HASH_MAX  XdpCacSipBound = 128
 )
 
+type XdpCacSipEvent struct {
+	_      structs.HostLayout
+	Kind   uint8
+	Family uint8
+	Len    uint16
+	Agent  uint32
+	Sport  uint16
+	Dport  uint16
+	Code   uint16
+	Pad    [2]uint8
+	Saddr  [16]uint8
+	Daddr  [16]uint8
+	Data   [1472]uint8
+}
+
 type XdpCacSipEventKind uint32
 
 const (
@@ -336,12 +361,8 @@ const (
 )
 
 type XdpCacStats struct {
-	_       structs.HostLayout
-	Classes [10]struct {
-		_        structs.HostLayout
-		Admitted uint64
-		Rejected [12]uint64
-	}
+	_                     structs.HostLayout
+	Classes               [10]XdpCacClassStats
 	Fragment              uint64
 	PassedOther           uint64
 	SipOddForms           uint64

@@ -16,10 +16,10 @@
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
-/* Never read: it puts the enums of shared.h in the object's BTF, for
- * bpf2go to export (-type). Its section is one that neither cilium/ebpf
- * nor the kernel loads. */
-struct cac_enums cac_enums SEC(".cac_enums") __attribute__((used));
+/* Never read: it puts the types of struct cac_exported (cac.h) in the
+ * object's BTF, for bpf2go to export (-type). Its section is one that
+ * neither cilium/ebpf nor the kernel loads. */
+struct cac_exported cac_exported SEC(".cac_exported") __attribute__((used));
 
 SEC("xdp")
 int xdp_cac(struct xdp_md *ctx)

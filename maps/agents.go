@@ -95,38 +95,27 @@ type SIPEvent struct {
 	Message  []byte
 }
 
-// sipEventHeader is the fixed part of struct cac_sip_event.
-type sipEventHeader struct {
-	Kind, Family uint8
-	Len          uint16
-	Agent        uint32
-	Sport, Dport uint16
-	Code         uint16
-	Pad          [2]uint8
-	Saddr, Daddr [16]byte
-}
-
-// DecodeSIPEvent reads a struct cac_sip_event from the ring buffer.
+// DecodeSIPEvent reads a struct cac_sip_event from the ring buffer: a
+// record of that size, whose message fits its data.
 func DecodeSIPEvent(raw []byte) (SIPEvent, error) {
-	var h sipEventHeader
-	n, err := binary.Decode(raw, binary.NativeEndian, &h)
-	if err != nil {
-		return SIPEvent{}, fmt.Errorf("decode SIP event: %w", err)
+	var ev bpf.XdpCacSipEvent
+	if _, err := binary.Decode(raw, binary.NativeEndian, &ev); err != nil {
+		return SIPEvent{}, fmt.Errorf("decode SIP event of %d bytes: %w", len(raw), err)
 	}
-	if int(h.Len) > len(raw)-n {
-		return SIPEvent{}, fmt.Errorf("decode SIP event: message of %d bytes in %d", h.Len, len(raw)-n)
+	if int(ev.Len) > len(ev.Data) {
+		return SIPEvent{}, fmt.Errorf("decode SIP event: message of %d bytes in %d", ev.Len, len(ev.Data))
 	}
 	addr := func(b [16]byte) netip.Addr {
 		a := netip.AddrFrom16(b)
-		if h.Family == 4 {
+		if ev.Family == 4 {
 			return a.Unmap()
 		}
 		return a
 	}
 	return SIPEvent{
-		Kind: h.Kind, Agent: h.Agent, Code: h.Code,
-		Src: netip.AddrPortFrom(addr(h.Saddr), h.Sport), Dst: netip.AddrPortFrom(addr(h.Daddr), h.Dport),
-		Message: append([]byte(nil), raw[n:n+int(h.Len)]...),
+		Kind: ev.Kind, Agent: ev.Agent, Code: ev.Code,
+		Src: netip.AddrPortFrom(addr(ev.Saddr), ev.Sport), Dst: netip.AddrPortFrom(addr(ev.Daddr), ev.Dport),
+		Message: append([]byte(nil), ev.Data[:ev.Len]...),
 	}, nil
 }
 
