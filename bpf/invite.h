@@ -12,6 +12,7 @@
 #include "dialog.h"
 #include "reject.h"
 #include "sip_txn.h"
+#include "where.h"
 
 /* A CPU's budget of refused INVITE transactions remembered, per second:
  * a flood of refused INVITEs, each its own transaction, would otherwise
@@ -30,14 +31,14 @@
  * an admitted INVITE from another address is a new call. */
 static __always_inline __u64 msg_txn(struct xdp_md *ctx, __u64 msg, __u64 l3, __u64 *callid)
 {
-	__u64 txn = sip_txn(ctx, msg & 0xffff, (msg >> 16) & 0xffff, callid);
+	__u64 txn = sip_txn(ctx, msg_off(msg), msg_len(msg), callid);
 	if (!txn)
 		return 0;
 	struct frame f = {
 		.data = (void *)(long)ctx->data,
 		.data_end = (void *)(long)ctx->data_end,
-		.l3off = l3 & 0xffff,
-		.family = (l3 >> 16) & 0xff,
+		.l3off = where_l3off(l3),
+		.family = where_family(l3),
 	};
 	struct cac_prefix p;
 	prefix_of(&f, &p);

@@ -37,6 +37,7 @@
 #include "clock.h"
 #include "dialog.h"
 #include "l2tp_lns.h"
+#include "where.h"
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
@@ -93,8 +94,7 @@ static __always_inline void learn_frame(struct __sk_buff *skb)
 	if (egress_parse(skb, &f, &msg) != UDP_MSG_READY)
 		return;
 	if (msg.kind == CAC_PORT_L2TP) {
-		l2tp_from_lns(skb, (__u64)f.l3off | (__u64)f.family << 16 | (__u64)msg.fragmented << 32 |
-				       (__u64)(msg.off & 0x3fff) << 34 | (__u64)(msg.len & 0xffff) << 48);
+		l2tp_from_lns(skb, where_pack_egress(f.l3off, f.family, msg.fragmented, msg.off, msg.len));
 		return;
 	}
 	__u32 want = skb->len < EGRESS_PULL ? skb->len : EGRESS_PULL;

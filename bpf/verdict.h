@@ -15,13 +15,14 @@
 #include "stats.h"
 #include "invite.h"
 #include "l2tp_lac.h"
+#include "where.h"
 
 /*
  * admit_call admits or rejects one first packet and records a reject. It
  * is a global function, so the verifier checks the admission pipeline once
  * instead of once for every way through the parsers; where packs the
- * class, where the source is and the slot of limits in force (a BPF
- * function has five arguments).
+ * class, where the source is and the slot of limits in force (admit_pack,
+ * where.h; a BPF function has five arguments).
  */
 __noinline int admit_call(struct xdp_md *ctx, __u64 where)
 {
@@ -29,13 +30,13 @@ __noinline int admit_call(struct xdp_md *ctx, __u64 where)
 		.data = (void *)(long)ctx->data,
 		.data_end = (void *)(long)ctx->data_end,
 		.len = ctx->data_end - ctx->data,
-		.l3off = (where >> 8) & 0xffff,
-		.vlans = (where >> 24) & 0xff,
-		.family = (where >> 32) & 0xff,
+		.l3off = admit_l3off(where),
+		.vlans = admit_vlans(where),
+		.family = admit_family(where),
 	};
-	__u32 class = where & 0xff;
+	__u32 class = admit_class(where);
 	__u64 now = 0;
-	int reason = admit(ctx, &f, class, (where >> 40) & POLICY_SLOT, (where >> 41) & 1, &now);
+	int reason = admit(ctx, &f, class, admit_slot(where), admit_agents(where), &now);
 	/* Either of its two buckets holds a malformed frame for one reason. */
 	if (reason != ADMITTED && class == CAC_CLASS_MALFORMED)
 		reason = CAC_REASON_MALFORMED;
@@ -49,15 +50,15 @@ __noinline int admit_call(struct xdp_md *ctx, __u64 where)
  * of its own, so that admit_call stays one path. */
 __noinline int refused_again(struct xdp_md *ctx, __u64 where, __u32 reason)
 {
-	__u32 class = reason >> 8;
-	reason &= 0xff;
+	__u32 class = code_arg(reason);
+	reason = code_of(reason);
 	struct frame f = {
 		.data = (void *)(long)ctx->data,
 		.data_end = (void *)(long)ctx->data_end,
 		.len = ctx->data_end - ctx->data,
-		.l3off = where & 0xffff,
-		.family = (where >> 16) & 0xff,
-		.vlans = (where >> 24) & 0xff,
+		.l3off = where_l3off(where),
+		.family = where_family(where),
+		.vlans = where_vlans(where),
 	};
 	if (reason < CAC_NUM_REASONS && class < CAC_NUM_CLASSES)
 		record_reject(ctx, &f, class, reason, now_ns());
@@ -72,8 +73,8 @@ __noinline int agent_stamp(struct xdp_md *ctx, __u64 where)
 	struct frame f = {
 		.data = (void *)(long)ctx->data,
 		.data_end = (void *)(long)ctx->data_end,
-		.l3off = where & 0xffff,
-		.family = (where >> 16) & 0xff,
+		.l3off = where_l3off(where),
+		.family = where_family(where),
 	};
 	__u32 agent = agent_of(&f);
 	if (agent != NO_AGENT)
@@ -90,10 +91,10 @@ static __always_inline struct frame sip_frame(struct xdp_md *ctx, __u64 where)
 	struct frame f = {
 		.data = (void *)(long)ctx->data,
 		.data_end = (void *)(long)ctx->data_end,
-		.l3off = where & 0xffff,
-		.family = (where >> 16) & 0xff,
-		.msgoff = (where >> 34) & 0x3fff,
-		.msglen = (where >> 48) & 0xffff,
+		.l3off = where_l3off(where),
+		.family = where_family(where),
+		.msgoff = where_msgoff(where),
+		.msglen = where_msglen(where),
 	};
 	return f;
 }
@@ -129,7 +130,7 @@ __noinline int sip_rejected(struct xdp_md *ctx, __u64 where)
 __noinline int agent_response(struct xdp_md *ctx, __u64 where, __u32 slot)
 {
 	struct frame f = sip_frame(ctx, where);
-	__u32 code = (where >> 24) & 0x3ff;
+	__u32 code = where_code(where);
 	__u32 agent = agent_of(&f);
 	if (agent == NO_AGENT)
 		return 0;
@@ -150,8 +151,7 @@ static __always_inline int is_sip_request(int class)
 /* verdict_where packs what verdict needs of a frame besides its bytes. */
 static __always_inline __u64 verdict_where(struct frame *f)
 {
-	return (__u64)f->l3off | (__u64)f->family << 16 | (__u64)f->vlans << 24 |
-	       (__u64)(f->msgoff & 0x3fff) << 34 | (__u64)f->msglen << 48;
+	return where_pack(f->l3off, f->family, f->vlans, f->msgoff, f->msglen);
 }
 
 /*
@@ -174,8 +174,7 @@ static __always_inline int verdict(struct xdp_md *ctx, __u64 where, __u32 result
 		else
 			st->sip_odd_forms++;
 	}
-	__u64 l3 = where & 0xffffff; /* l3off, family */
-	__u64 msg = where & (0xffffffffULL << 32);
+	__u64 l3 = where_ip(where);
 
 	__u32 class = RESULT_CLASS(result);
 	switch (RESULT_KIND(result)) {
@@ -202,8 +201,7 @@ static __always_inline int verdict(struct xdp_md *ctx, __u64 where, __u32 result
 		if (RESULT_CODE(result) >= 300) {
 			__u32 policy = policy_word();
 			if (policy & POLICY_AGENTS)
-				agent_response(ctx, (l3 & 0xffffff) | (__u64)RESULT_CODE(result) << 24 | msg,
-					       policy & POLICY_SLOT);
+				agent_response(ctx, where_with_code(where, RESULT_CODE(result)), policy & POLICY_SLOT);
 		}
 		return XDP_PASS;
 	}
@@ -217,12 +215,12 @@ static __always_inline int verdict(struct xdp_md *ctx, __u64 where, __u32 result
 
 	/* The dialog table knows dialogs by Call-ID (dialog.h): a request of
 	 * a dialog the filter admitted passes uncharged. */
-	__u64 msgoff = (where >> 34) & 0x3fff, msglen = (where >> 48) & 0xffff;
+	__u64 msgoff = where_msgoff(where), msglen = where_msglen(where);
 	if (class == CAC_CLASS_SIP_INDIALOG && dialog_known(sip_callid(ctx, msgoff, msglen))) {
 		st->sip_indialog_verified++;
 		cs->admitted++;
 		if (policy_word() & POLICY_AGENTS) /* a request all the same */
-			agent_stamp(ctx, where & 0xffffff);
+			agent_stamp(ctx, l3);
 		return XDP_PASS;
 	}
 	int reason = ADMITTED;
@@ -230,7 +228,7 @@ static __always_inline int verdict(struct xdp_md *ctx, __u64 where, __u32 result
 	int sip = is_sip_request(class);
 	int agents = sip && (policy & POLICY_AGENTS);
 	int limited = (policy & POLICY_LIMITED(class)) || agents;
-	__u64 txmsg = msgoff | msglen << 16;
+	__u64 txmsg = msg_pack(msgoff, msglen);
 	/* A retransmission of an INVITE transaction takes nothing: passed if
 	 * the filter admitted it, refused again if not (invite.h). Looked for
 	 * only where a limit would charge it. */
@@ -247,7 +245,7 @@ static __always_inline int verdict(struct xdp_md *ctx, __u64 where, __u32 result
 	}
 	if (again != RETRANSMIT_NONE) {
 		if (sip && (policy & POLICY_AGENTS)) /* a request all the same */
-			agent_stamp(ctx, where & 0xffffff);
+			agent_stamp(ctx, l3);
 		if (again == ADMITTED) {
 			if (sip)
 				st->sip_retransmits++;
@@ -261,11 +259,10 @@ static __always_inline int verdict(struct xdp_md *ctx, __u64 where, __u32 result
 		else
 			st->l2tp_retransmits++;
 		reason = again;
-		refused_again(ctx, where & 0xffffffff, reason | class << 8);
+		refused_again(ctx, where_source(where), code_pack(reason, class));
 	} else if (limited) {
-		__u64 l3off = where & 0xffff, family = (where >> 16) & 0xff, vlans = (where >> 24) & 0xff;
-		reason = admit_call(ctx, class | l3off << 8 | vlans << 24 | family << 32 |
-						 (__u64)(policy & POLICY_SLOT) << 40 | (__u64)agents << 41);
+		__u64 l3off = where_l3off(where), family = where_family(where), vlans = where_vlans(where);
+		reason = admit_call(ctx, admit_pack(class, l3off, vlans, family, policy & POLICY_SLOT, agents));
 		/* A refused INVITE is remembered for its retransmissions. */
 		if (reason != ADMITTED && class == CAC_CLASS_SIP_INVITE)
 			invite_refused(ctx, txmsg, l3, now_ns(), reason);
@@ -289,7 +286,7 @@ static __always_inline int verdict(struct xdp_md *ctx, __u64 where, __u32 result
 	/* A refused ICRQ is answered with a ZLB in the LNS's name, so that
 	 * the LAC does not retransmit it until it closes the tunnel. */
 	if (tunnel != L2TP_UNKNOWN && tunnel != L2TP_AHEAD) {
-		int act = l2tp_from_lac(ctx, where, again != RETRANSMIT_NONE ? L2TP_AGAIN : L2TP_REFUSE | r << 8);
+		int act = l2tp_from_lac(ctx, where, again != RETRANSMIT_NONE ? L2TP_AGAIN : code_pack(L2TP_REFUSE, r));
 		if (act == XDP_TX) {
 			st->l2tp_answered++;
 			return XDP_TX;
@@ -301,7 +298,7 @@ static __always_inline int verdict(struct xdp_md *ctx, __u64 where, __u32 result
 		/* A refused SIP request user space answers with 503. */
 		struct cac_settings *set = bpf_map_lookup_elem(&settings, &zero);
 		if (set && (set->sip_reject >> (class - CAC_CLASS_SIP_INVITE)) & 1)
-			sip_rejected(ctx, (l3 & 0xffffff) | msg);
+			sip_rejected(ctx, l3 | where_msg(where));
 	}
 	return XDP_DROP;
 }
