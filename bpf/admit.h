@@ -11,6 +11,7 @@
  */
 #pragma once
 
+#include "maps.h"
 #include "agent.h"
 #include "bucket.h"
 #include "charge.h"
@@ -18,40 +19,6 @@
 #include "source.h"
 
 #define EEXIST 17
-
-struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, 262144); /* the loader sets the configured size */
-	__type(key, struct cac_source);
-	__type(value, struct cac_bucket);
-} sources SEC(".maps");
-
-/* One trie of account prefixes for each slot of limits. */
-#define ACCOUNT_TRIE(name)                                                                         \
-	struct {                                                                                   \
-		__uint(type, BPF_MAP_TYPE_LPM_TRIE);                                               \
-		__uint(max_entries, CAC_MAX_ACCOUNTS);                                             \
-		__uint(map_flags, BPF_F_NO_PREALLOC);                                              \
-		__type(key, struct cac_prefix);                                                    \
-		__type(value, struct cac_account);                                                 \
-	} name SEC(".maps")
-
-ACCOUNT_TRIE(accounts0);
-ACCOUNT_TRIE(accounts1);
-
-#define LEVEL_ARRAY(name, vtype, n)                                                                 \
-	struct {                                                                                   \
-		__uint(type, BPF_MAP_TYPE_ARRAY);                                                  \
-		__uint(max_entries, n);                                                            \
-		__type(key, __u32);                                                                \
-		__type(value, vtype);                                                               \
-	} name SEC(".maps")
-
-/* Limits by slot (slot * CAC_MAX_... + index); buckets by index alone. */
-LEVEL_ARRAY(account_limits, struct cac_limit, 2 * CAC_MAX_ACCOUNTS);
-LEVEL_ARRAY(account_buckets, struct cac_bucket, CAC_MAX_ACCOUNTS);
-LEVEL_ARRAY(customer_limits, struct cac_limit, 2 * CAC_MAX_CUSTOMERS);
-LEVEL_ARRAY(customer_buckets, struct cac_bucket, CAC_MAX_CUSTOMERS);
 
 /* A level that applies to this call: its limit and bucket. */
 struct level {

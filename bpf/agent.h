@@ -13,49 +13,10 @@
 #include "uapi.h"
 #include "bpf_helpers.h"
 #include "cac.h"
+#include "maps.h"
 #include "parse.h"
 #include "source.h"
-#include "counters.h"
-
-/* policy_slot says, besides the slot and the limited classes, whether any
- * agent is configured: then every SIP request is looked up. */
-#define POLICY_AGENTS 0x10000
-_Static_assert(POLICY_AGENTS > (0x2u << CAC_NUM_CLASSES), "agents above the limited classes");
-
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, CAC_MAX_AGENT_ADDRS);
-	__type(key, struct cac_prefix); /* prefixlen 128 */
-	__type(value, __u32);           /* agent index */
-} agents SEC(".maps");
-
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, 2 * CAC_MAX_AGENTS); /* slot * CAC_MAX_AGENTS + agent */
-	__type(key, __u32);
-	__type(value, struct cac_agent);
-} agent_limits SEC(".maps");
-
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, CAC_MAX_AGENTS);
-	__type(key, __u32);
-	__type(value, struct cac_bucket);
-} agent_buckets SEC(".maps");
-
-/* The monotonic time of each agent's last SIP request. */
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, CAC_MAX_AGENTS);
-	__type(key, __u32);
-	__type(value, __u64);
-} agent_seen SEC(".maps");
-
-/* Responses for the agents' state, and refused requests to answer. */
-struct {
-	__uint(type, BPF_MAP_TYPE_RINGBUF);
-	__uint(max_entries, 1 << 20);
-} sip_events SEC(".maps");
+#include "stats.h"
 
 #define NO_AGENT 0xffffffff
 

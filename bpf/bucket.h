@@ -12,6 +12,7 @@
 #include "uapi.h"
 #include "bpf_helpers.h"
 #include "cac.h"
+#include "maps.h"
 #include "clock.h"
 
 /*
@@ -22,30 +23,7 @@
  * word says which classes any level limits (POLICY_LIMITED), so a class with
  * no limit costs one lookup.
  */
-#define POLICY_SLOT 0x1
-#define POLICY_LIMITED(class) (0x2u << (class))
-
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, __u32);
-} policy_slot SEC(".maps");
-
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, 2);
-	__type(key, __u32);
-	__type(value, struct cac_limits);
-} limits SEC(".maps");
-
-/* Buckets are written by the fast path; an apply keeps them. */
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, struct cac_buckets);
-} buckets SEC(".maps");
+#define POLICY_LIMITED(class) ((__u32)POLICY_LIMITED_FIRST << (class))
 
 /* bucket_normalize brings a TAT back to one interval past a full tolerance.
  * In steady operation it never is further ahead; after an apply shrank the

@@ -1,67 +1,17 @@
 /* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
 /*
- * Types shared with Go. bpf2go turns each of them into a Go type (-type), and
- * a Go test holds the Go names of classes and reasons to these numbers.
+ * Types shared with Go. bpf2go turns each of them into a Go type (-type);
+ * the numbers they are sized and filled by are in shared.h.
  */
 #pragma once
 
 #include "uapi.h"
+#include "shared.h"
 
-/* The first packets of a new session that xdpcac admits or drops. */
-enum cac_class {
-	CAC_CLASS_PPPOE_PADI = 0,
-	CAC_CLASS_PPPOE_PADR = 1,
-	CAC_CLASS_L2TP_SCCRQ = 2,
-	CAC_CLASS_L2TP_ICRQ = 3,
-	CAC_CLASS_SIP_INVITE = 4,
-	CAC_CLASS_SIP_OPTIONS = 5,
-	CAC_CLASS_SIP_REGISTER = 6,
-	CAC_CLASS_SIP_OTHER = 7,    /* any other SIP request method out of dialog */
-	/* Not first packets, but held by limits all the same: an in-dialog
-	 * request (To tag), and a frame of a watched carrier that cannot be
-	 * classified to the end. Only their per-source and class buckets
-	 * apply (docs/design.md, "Unclassifiable is limited"). */
-	CAC_CLASS_SIP_INDIALOG = 8,
-	CAC_CLASS_MALFORMED = 9,
-	CAC_NUM_CLASSES = 10,
-};
-
-/* Why a call was rejected, in the order the admission pipeline checks. */
-enum cac_reason {
-	CAC_REASON_STALE = 0,
-	CAC_REASON_CPU_LIMIT = 1,
-	CAC_REASON_BUFFERS = 2,
-	CAC_REASON_SOURCE = 3,
-	CAC_REASON_ACCOUNT = 4,
-	CAC_REASON_CUSTOMER = 5,
-	CAC_REASON_AGENT = 6,
-	CAC_REASON_CLASS = 7,
-	CAC_REASON_ENVIRONMENT = 8,
-	CAC_REASON_SESSION_CHARGES = 9,
-	CAC_REASON_TOTAL_CHARGE = 10,
-	CAC_REASON_MALFORMED = 11, /* a malformed limit: class malformed only */
-	CAC_NUM_REASONS = 12,
-};
 
 /* No reason: the call is admitted. */
 #define ADMITTED (-1)
 
-/* What the classifier made of a frame. */
-enum cac_verdict_kind {
-	CAC_KIND_UNWATCHED = 0,  /* not on a watched carrier: passed, never counted */
-	CAC_KIND_CLASS = 1,      /* first packet of a session of a class */
-	CAC_KIND_OTHER = 2,      /* on a watched carrier, but opens no session */
-	CAC_KIND_INDIALOG = 3,   /* SIP request inside an existing dialog */
-	CAC_KIND_FRAGMENT = 4,   /* non-first fragment of a UDP datagram */
-	CAC_KIND_MALFORMED = 5,  /* a watched carrier, truncated or inconsistent */
-};
-
-/* What a UDP destination port carries. */
-enum cac_port_kind {
-	CAC_PORT_NONE = 0,
-	CAC_PORT_L2TP = 1,
-	CAC_PORT_SIP = 2,
-};
 
 struct cac_class_stats {
 	__u64 admitted;
@@ -102,13 +52,6 @@ struct cac_stats {
 	__u64 sip_events_lost;
 };
 
-/* Index of each bucket in the limits and buckets maps: one per class,
- * then the environment's. Source, account and customer buckets come later. */
-enum cac_level {
-	CAC_LEVEL_ENVIRONMENT = 10,
-	CAC_NUM_LEVELS = 11,
-};
-_Static_assert(CAC_LEVEL_ENVIRONMENT == CAC_NUM_CLASSES, "levels: one per class, then environment");
 
 /* A token bucket as GCRA sees it: one call per interval_ns, and a call
  * conforms while the theoretical arrival time is at most tolerance_ns
@@ -124,13 +67,6 @@ struct cac_bucket {
 	__u64 tat_ns;
 };
 
-/* How the automatic per-source bucket of a class tells sources apart. */
-enum cac_source_key {
-	CAC_SOURCE_IP = 0,       /* source address; IPv6 cut to a prefix */
-	CAC_SOURCE_MAC = 1,      /* PPPoE: source MAC */
-	CAC_SOURCE_MAC_VLAN = 2, /* PPPoE: source MAC and VLAN IDs */
-	CAC_SOURCE_VLAN = 3,     /* PPPoE: VLAN IDs only */
-};
 
 /* A source as the per-source LRU knows it: also the key of that map. */
 struct cac_source {
@@ -149,21 +85,6 @@ struct cac_class_limits {
 	__u8 _pad[6];
 };
 
-/* The Cisco call types of the charge budget, and the classes each holds. */
-enum cac_call_type {
-	CAC_CALL_PPPOE = 0, /* pppoe-padi, pppoe-padr */
-	CAC_CALL_VPDN = 1,  /* l2tp-sccrq, l2tp-icrq */
-	CAC_CALL_SIP = 2,   /* sip-invite; no other SIP class is a call */
-	CAC_NUM_CALL_TYPES = 3,
-};
-
-/* Charges in force are summed per tick of 100 ms; a ring remembers 4096
- * ticks, and lifetimes reach 300 s (3000 ticks), so the whole window of
- * the longest lifetime is always in the ring. */
-#define CAC_TICK_NS 100000000ULL
-#define CAC_RING 4096
-#define CAC_MAX_LIFETIME_TICKS 3000
-_Static_assert(CAC_MAX_LIFETIME_TICKS < CAC_RING, "a lifetime fits the ring");
 
 /* What each admitted call of a type costs, and for how many ticks. */
 struct cac_charge {
@@ -171,12 +92,6 @@ struct cac_charge {
 	__u32 lifetime_ticks;
 };
 
-/* What the fast path does while the control plane is stale. */
-enum cac_on_stale {
-	CAC_STALE_STATIC = 0, /* keep the last measurements */
-	CAC_STALE_OPEN = 1,   /* ignore CPU and buffer measurements */
-	CAC_STALE_CLOSED = 2, /* reject every call */
-};
 
 /* Cisco call admission (the charge budget), part of the limits so that an
  * apply switches it with them. Charges are in thousandths. */
@@ -224,6 +139,13 @@ struct cac_charge_ring {
 	__u64 snap[CAC_RING]; /* at tick % CAC_RING */
 };
 
+/* A CPU's budget of new entries for the second it names (reject.h,
+ * invite.h, and the refused SIP requests of verdict.h). */
+struct reject_budget {
+	__u64 second;
+	__u64 used;
+};
+
 /* Rejects of one source, class and reason, within one second. */
 struct cac_reject_key {
 	struct cac_source source; /* the full source: whole address, MAC and VLANs */
@@ -241,8 +163,6 @@ struct cac_reject {
 	__u32 _pad;
 };
 
-#define CAC_MAX_ACCOUNTS 4096
-#define CAC_MAX_CUSTOMERS 1024
 
 /* An LPM key: IPv4 is mapped into IPv6 (::ffff:a.b.c.d), one trie for both. */
 struct cac_prefix {
@@ -269,13 +189,6 @@ struct cac_settings {
 	__u8 _pad[6];
 };
 
-/* Session agents: known SIP peers, by address (a cac_prefix of 128 bits). */
-#define CAC_MAX_AGENTS 256
-#define CAC_MAX_AGENT_ADDRS 1024
-
-/* The response codes an agent's out-service list holds, from 300 to 699:
- * bit (code - 300). */
-#define CAC_OUT_CODES_WORDS 7
 
 /* An agent's own limit and out-service codes, by slot like the limits. */
 struct cac_agent {
@@ -284,8 +197,6 @@ struct cac_agent {
 };
 _Static_assert(__builtin_offsetof(struct cac_agent, limit) == 0, "the limit opens struct cac_agent");
 
-/* How much of a SIP message goes to user space with an event. */
-#define CAC_SIP_COPY 1472
 
 /* A SIP message user space must see: a response from an agent with an
  * out-service code, or a request the filter refused and user space answers
@@ -304,10 +215,6 @@ struct cac_sip_event {
 	__u8 data[CAC_SIP_COPY];
 };
 
-enum cac_sip_event_kind {
-	CAC_SIP_AGENT_RESPONSE = 1,
-	CAC_SIP_REJECTED = 2,
-};
 
 /* A dialog whose INVITE the filter admitted, by the hash of its Call-ID,
  * with the INVITE's transaction (sip_txn.h) for its retransmissions. */
@@ -326,11 +233,6 @@ struct cac_refused {
 	__u32 pad;
 };
 
-/* RFC 3261 Timer B (64 * T1): how long a client retransmits an INVITE. */
-#define CAC_TIMER_B_NS (32ULL * 1000000000ULL)
-/* Retransmissions of an admitted INVITE passed uncharged: a client over
- * UDP sends six within Timer B; past this, a replay is charged anew. */
-#define CAC_RETRANSMITS_MAX 10
 
 /* An L2TP tunnel as one side's control messages name it: by the LAC's
  * address (IPv4 mapped into IPv6) and UDP port, and the tunnel ID (v2) or
@@ -346,10 +248,6 @@ struct cac_l2tp_key {
 	__u8 dir;
 };
 
-enum cac_l2tp_dir {
-	CAC_L2TP_TO_LNS = 0,
-	CAC_L2TP_TO_LAC = 1,
-};
 
 /* A tunnel's translation. Only the CAC_L2TP_TO_LNS entry keeps the
  * sequence state; the other names it (peer_id, the LNS's ID). */
@@ -366,14 +264,35 @@ struct cac_l2tp_tunnel {
 	__u8 _pad[5];
 };
 
-/* A tunnel with no control message for this long is gone (a tunnel's
- * Hello comes every 60 s by default); one that saw a StopCCN keeps its
- * translation this long for the acknowledgements and retransmissions of
- * the StopCCN (RFC 2661 holds the tunnel 31 s). */
-#define CAC_L2TP_IDLE_NS (600ULL * 1000000000ULL)
-#define CAC_L2TP_CLOSE_HOLD_NS (60ULL * 1000000000ULL)
 
 /* One byte per UDP destination port: an enum cac_port_kind. */
 struct cac_ports {
 	__u8 kind[65536];
+};
+
+/* Every type Go reads that no map holds, as one struct: the records of
+ * the sip_events ring and the enums of shared.h. bpf2go exports only the
+ * types of the object's BTF, which holds only what the object defines, so
+ * xdp_cac.c defines one of these where no loader looks. */
+struct cac_exported {
+	struct cac_sip_event sip_event;
+	enum cac_class class;
+	enum cac_reason reason;
+	enum cac_verdict_kind kind;
+	enum cac_result_flag result_flag;
+	enum cac_port_kind port_kind;
+	enum cac_level level;
+	enum cac_policy policy;
+	enum cac_source_key source_key;
+	enum cac_call_type call_type;
+	enum cac_charge_ring_size charge_ring_size;
+	enum cac_on_stale on_stale;
+	enum cac_capacity capacity;
+	enum cac_frame_bound frame_bound;
+	enum cac_sip_bound sip_bound;
+	enum cac_sip_event_kind sip_event_kind;
+	enum cac_reject_record reject_record;
+	enum cac_retransmit retransmit;
+	enum cac_l2tp_dir l2tp_dir;
+	enum cac_l2tp_bound l2tp_bound;
 };

@@ -12,31 +12,7 @@
 #include "uapi.h"
 #include "bpf_helpers.h"
 #include "cac.h"
-
-/* Measurements, in two slots like the limits: the control plane fills the
- * slot not in use and then switches inputs_slot, so no check sees a
- * heartbeat from one write and a load from another. */
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, 2);
-	__type(key, __u32);
-	__type(value, struct cac_inputs);
-} inputs SEC(".maps");
-
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, __u32);
-} inputs_slot SEC(".maps");
-
-/* One ring per call type; written by the fast path, kept by an apply. */
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, CAC_NUM_CALL_TYPES);
-	__type(key, __u32);
-	__type(value, struct cac_charge_ring);
-} charge_rings SEC(".maps");
+#include "maps.h"
 
 /* The measurements a check uses, after the on-stale rule. */
 struct measured {

@@ -9,16 +9,10 @@
 
 #include "uapi.h"
 #include "bpf_helpers.h"
+#include "maps.h"
 
 /* Set before load; the verifier drops the branch not taken. */
 volatile const __u8 use_test_clock = 0;
-
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, __u64);
-} test_clock SEC(".maps");
 
 static __always_inline __u64 now_ns(void)
 {

@@ -14,14 +14,8 @@
 
 #include "bpf_helpers.h"
 #include "cac.h"
+#include "maps.h"
 #include "sip_hdr.h"
-
-struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, 65536); /* the loader sets the configured size */
-	__type(key, __u64);         /* hash of the Call-ID */
-	__type(value, struct cac_dialog);
-} dialogs SEC(".maps");
 
 /* dialog_known reports whether callid names a dialog the filter admitted;
  * the lookup keeps it among the recently used. A global function: its key

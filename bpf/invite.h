@@ -8,29 +8,17 @@
  */
 #pragma once
 
+#include "maps.h"
 #include "dialog.h"
 #include "reject.h"
 #include "sip_txn.h"
+#include "where.h"
 
 /* A CPU's budget of refused INVITE transactions remembered, per second:
  * a flood of refused INVITEs, each its own transaction, would otherwise
  * churn the table and cost a header walk more each. Past it, a
- * retransmission of a refused INVITE is judged as a new one. */
-#define REFUSED_NEW_PER_SECOND 512
-
-struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, 65536);
-	__type(key, __u64); /* the transaction's hash (sip_txn.h) */
-	__type(value, struct cac_refused);
-} refused SEC(".maps");
-
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, struct reject_budget);
-} refused_budget SEC(".maps");
+ * retransmission of a refused INVITE is judged as a new one
+ * (REFUSED_NEW_PER_SECOND, shared.h). */
 
 /* What invite_retransmit says of an INVITE that repeats no transaction the
  * filter saw. */
@@ -43,14 +31,14 @@ struct {
  * an admitted INVITE from another address is a new call. */
 static __always_inline __u64 msg_txn(struct xdp_md *ctx, __u64 msg, __u64 l3, __u64 *callid)
 {
-	__u64 txn = sip_txn(ctx, msg & 0xffff, (msg >> 16) & 0xffff, callid);
+	__u64 txn = sip_txn(ctx, msg_off(msg), msg_len(msg), callid);
 	if (!txn)
 		return 0;
 	struct frame f = {
 		.data = (void *)(long)ctx->data,
 		.data_end = (void *)(long)ctx->data_end,
-		.l3off = l3 & 0xffff,
-		.family = (l3 >> 16) & 0xff,
+		.l3off = where_l3off(l3),
+		.family = where_family(l3),
 	};
 	struct cac_prefix p;
 	prefix_of(&f, &p);

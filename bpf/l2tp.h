@@ -17,6 +17,7 @@
 #include "bpf_helpers.h"
 #include "bpf_endian.h"
 #include "cac.h"
+#include "maps.h"
 #include "parse.h"
 
 #define L2TP_T 0x8000 /* control message */
@@ -36,10 +37,6 @@
 #define L2TP_AVP_TUNNEL_ID 9
 #define L2TP_AVP_CCID 61
 
-/* A classifier result of an L2TP control message of a tunnel (T, L and S
- * set, v2 or v3): the message's offset and length are in the frame. */
-#define RESULT_L2TP (1 << 26)
-
 /* The control header and the Message Type AVP that must follow it. */
 struct l2tp_ctrl {
 	__be16 flags;
@@ -52,13 +49,6 @@ struct l2tp_ctrl {
 	__be16 avp_type;
 	__be16 msg_type;
 };
-
-struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, 65536);
-	__type(key, struct cac_l2tp_key);
-	__type(value, struct cac_l2tp_tunnel);
-} l2tp_tunnels SEC(".maps");
 
 /* l2tp_id is the ID a control header names its receiver by. */
 static __always_inline __u32 l2tp_id(struct l2tp_ctrl *c, __u32 version)

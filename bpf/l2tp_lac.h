@@ -9,8 +9,10 @@
 
 #include "l2tp.h"
 #include "clock.h"
+#include "where.h"
 
-/* What l2tp_from_lac is asked to do (op's low byte; a reason above it). */
+/* What l2tp_from_lac is asked to do (op's code; a reason its argument,
+ * code_pack of where.h). */
 enum l2tp_op {
 	L2TP_CHECK = 0,  /* an ICRQ before admission: new, or a copy? */
 	L2TP_PASS = 1,   /* a message going on to the LNS */
@@ -139,7 +141,7 @@ static __always_inline int lac_answer(struct lac_msg *m, __u32 family, __u32 ver
 __noinline int l2tp_from_lac(struct xdp_md *ctx, __u64 where, __u32 op)
 {
 	void *data = (void *)(long)ctx->data, *data_end = (void *)(long)ctx->data_end;
-	__u32 l3off = where & 0x3f, family = (where >> 16) & 0xff, off = (where >> 34) & 0x3fff;
+	__u32 l3off = where_l3off(where) & 0x3f, family = where_family(where), off = where_msgoff(where);
 	struct lac_msg m = {.eth = data, .ip = data + l3off};
 	if (off < sizeof(struct udphdr) || (void *)(m.eth + 1) > data_end)
 		return L2TP_UNKNOWN;
@@ -181,7 +183,7 @@ __noinline int l2tp_from_lac(struct xdp_md *ctx, __u64 where, __u32 op)
 	__u16 ns = bpf_ntohs(m.c->ns);
 	__u16 ahead = ns - t->next_ns;
 
-	switch (op & 0xff) {
+	switch (code_of(op)) {
 	case L2TP_CHECK:
 		if (!ahead)
 			return L2TP_NEW;
@@ -218,7 +220,7 @@ __noinline int l2tp_from_lac(struct xdp_md *ctx, __u64 where, __u32 op)
 			return XDP_DROP;
 		t->next_ns = ns + 1;
 		t->refused = t->refused << 1 | 1;
-		t->reason = op >> 8;
+		t->reason = code_arg(op);
 		__sync_fetch_and_add(&t->skipped, 1);
 		return XDP_TX;
 	case L2TP_AGAIN:

@@ -11,9 +11,7 @@
 
 #include "l2tp.h"
 #include "clock.h"
-
-/* AVPs looked through for the SCCRP's assigned ID: an SCCRP has a dozen. */
-#define L2TP_AVPS_MAX 24
+#include "where.h"
 
 /* An AVP's header: M and H bits and the length, vendor, attribute. */
 struct l2tp_avp {
@@ -77,7 +75,7 @@ static __always_inline void lns_learn(struct cac_l2tp_key *k, __u32 lns_id, __u1
  */
 __noinline int l2tp_from_lns(struct __sk_buff *skb, __u64 where)
 {
-	__u32 l3off = where & 0x3f, family = (where >> 16) & 0xff, off = (where >> 34) & 0x3fff;
+	__u32 l3off = where_l3off(where) & 0x3f, family = where_family(where), off = where_msgoff(where);
 	struct l2tp_ctrl c = {};
 	struct udphdr udp;
 	if (off < sizeof(udp) || bpf_skb_load_bytes(skb, off - sizeof(udp), &udp, sizeof(udp)) < 0 ||
@@ -86,7 +84,7 @@ __noinline int l2tp_from_lns(struct __sk_buff *skb, __u64 where)
 	__u16 flags = bpf_ntohs(c.flags), length = bpf_ntohs(c.length);
 	__u32 version = flags & L2TP_VER;
 	/* A control message of a tunnel, as the XDP side reads one. */
-	__u32 present = where >> 48, fragmented = (where >> 32) & 1;
+	__u32 present = where_msglen(where), fragmented = where_fragmented(where);
 	if ((flags & (L2TP_T | L2TP_L | L2TP_S)) != (L2TP_T | L2TP_L | L2TP_S) || (version != 2 && version != 3) ||
 	    (version == 2 && (flags & L2TP_O)) || length < L2TP_CTRL_HDR || (length > present && !fragmented))
 		return 0;

@@ -10,15 +10,7 @@
 #include "bpf_helpers.h"
 #include "bpf_endian.h"
 #include "cac.h"
-
-/* UDP destination ports and what they carry, written by the control plane.
- * Looked up only for UDP, so other traffic reads no map at all. */
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, struct cac_ports);
-} udp_ports SEC(".maps");
+#include "maps.h"
 
 /* udp_port_kind returns what a UDP destination port carries. */
 static __always_inline __u8 udp_port_kind(__be16 dest)
@@ -55,29 +47,17 @@ static __always_inline __u8 udp_port_kind(__be16 dest)
 #define IPPROTO_FRAGMENT 44
 #define IPPROTO_DSTOPTS 60
 
-/* VLAN tags a per-source key holds (the outer two), and tags walked to
- * find the EtherType: a subscriber three tags deep is still one a
- * pppoe-server on a stacked VLAN device answers, so it is classified, not
- * passed unseen. Each depth is a path of its own to the verifier, with an
- * offset it knows, for all that follows: eight cost Linux 6.1's verifier
- * 290,000 instructions more than two, three cost about 48,000. A frame
- * with more is no network's doing. */
-#define CAC_MAX_VLANS 2
-#define CAC_MAX_TAGS 3
-/* IPv6 extension headers walked before the UDP header; a frame with more is
- * malformed, never unseen (five or more are no real peer's doing). */
-#define CAC_MAX_EXTHDRS 8
+/* CAC_MAX_VLANS, CAC_MAX_TAGS and CAC_MAX_EXTHDRS, how far a frame is
+ * walked, are in shared.h. */
 
-/* A classifier result: the kind in the low byte, the class above it. */
+/* A classifier result: the kind in the low byte, the class above it, and
+ * the flags of enum cac_result_flag (shared.h) higher up. */
 #define RESULT(kind, class) ((kind) | ((class) << 8))
 #define RESULT_KIND(r) ((r) & 0xff)
 #define RESULT_CLASS(r) (((r) >> 8) & 0xff)
 /* A SIP response is kind other, with its status code above the class. */
 #define RESULT_SIP_RESPONSE(code) (RESULT(CAC_KIND_OTHER, 0) | ((code) << 16))
 #define RESULT_CODE(r) (((r) >> 16) & 0x3ff)
-/* A request in a form stricter parsers miss (a SIP method not in upper
- * case, a PADI with a session ID): classified all the same, and counted. */
-#define RESULT_ODD (1 << 28)
 
 /* The frame under classification; len is data_end - data as a scalar. */
 struct frame {

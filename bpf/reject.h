@@ -12,15 +12,9 @@
  */
 #pragma once
 
+#include "maps.h"
 #include "source.h"
-#include "counters.h"
-
-struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, 65536);
-	__type(key, struct cac_reject_key);
-	__type(value, struct cac_reject);
-} rejects SEC(".maps");
+#include "stats.h"
 
 /*
  * New records per CPU per second. A flood from spoofed sources would
@@ -30,22 +24,9 @@ struct {
  * CAC_SOURCE_OTHERS), without looking for its own: the counts still add
  * up, and a spoofed flood costs what a single-source one does. It also
  * bounds the table: the daemon empties it of every second but the last
- * two, so it holds at most three seconds of each CPU's budget.
+ * two, so it holds at most three seconds of each CPU's budget. Both
+ * numbers are in shared.h.
  */
-#define REJECT_NEW_PER_SECOND 1024
-#define CAC_SOURCE_OTHERS 0xff
-
-struct reject_budget {
-	__u64 second;
-	__u64 used;
-};
-
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, struct reject_budget);
-} reject_budget SEC(".maps");
 
 /* this_cpu_budget returns this CPU's new-record budget for the second. */
 static __always_inline struct reject_budget *this_cpu_budget(__u64 second)

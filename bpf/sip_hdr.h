@@ -9,7 +9,6 @@
 
 #include "sip_msg.h"
 
-#define SIP_HASH_MAX 128
 #define FNV_OFFSET 0xcbf29ce484222325ULL
 #define FNV_PRIME 0x100000001b3ULL
 

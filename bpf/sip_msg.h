@@ -14,11 +14,8 @@
 #include "bpf_helpers.h"
 #include "parse.h"
 
-#define SIP_SCAN_MAX 2048
-#define SIP_MAX_LINES 64
-#define SIP_TO_MAX 256
-#define SIP_WS_MAX 4
-/* No valid read goes past this offset; it only bounds offsets for the verifier. */
+/* The bounds are in shared.h. No valid read goes past this offset; it
+ * only bounds offsets for the verifier. */
 #define SIP_READ_LIMIT (SIP_SCAN_MAX + SIP_TO_MAX + 64)
 
 /* How a search through the header lines ended, when it found no To header
@@ -31,8 +28,7 @@
 
 /* Leading CR and LF bytes skipped before the request line (servers ignore
  * them, RFC 3261 §7.5; an RFC 5626 keep-alive is nothing else). More than
- * this, and then something, is malformed. */
-#define SIP_CRLF_MAX 16
+ * SIP_CRLF_MAX, and then something, is malformed. */
 
 #define WORD_ONES 0x0101010101010101ULL
 #define WORD_HIGHS 0x8080808080808080ULL

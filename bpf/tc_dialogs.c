@@ -24,7 +24,9 @@
 #include "bpf_helpers.h"
 
 /* The SIP readers read an skb here, and a datagram from a SIP port counts
- * as one to it (parse.h, sip_msg.h). */
+ * as one to it (parse.h, sip_msg.h). Of the maps, the program has those it
+ * shares with the XDP program (maps.h). */
+#define CAC_EGRESS
 #define CAC_CTX struct __sk_buff
 #define UDP_KIND(udp) udp_kind_egress(udp)
 
@@ -35,6 +37,7 @@
 #include "clock.h"
 #include "dialog.h"
 #include "l2tp_lns.h"
+#include "where.h"
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
@@ -91,8 +94,7 @@ static __always_inline void learn_frame(struct __sk_buff *skb)
 	if (egress_parse(skb, &f, &msg) != UDP_MSG_READY)
 		return;
 	if (msg.kind == CAC_PORT_L2TP) {
-		l2tp_from_lns(skb, (__u64)f.l3off | (__u64)f.family << 16 | (__u64)msg.fragmented << 32 |
-				       (__u64)(msg.off & 0x3fff) << 34 | (__u64)(msg.len & 0xffff) << 48);
+		l2tp_from_lns(skb, where_pack_egress(f.l3off, f.family, msg.fragmented, msg.off, msg.len));
 		return;
 	}
 	__u32 want = skb->len < EGRESS_PULL ? skb->len : EGRESS_PULL;

@@ -20,14 +20,10 @@ type XdpCacAccount struct {
 }
 
 type XdpCacAdmission struct {
-	_            structs.HostLayout
-	LimitMilli   uint64
-	StaleAfterNs uint64
-	Type         [3]struct {
-		_             structs.HostLayout
-		Charge        uint32
-		LifetimeTicks uint32
-	}
+	_             structs.HostLayout
+	LimitMilli    uint64
+	StaleAfterNs  uint64
+	Type          [3]XdpCacCharge
 	CpuLimitMilli uint32
 	NewModel      uint8
 	OnStale       uint8
@@ -50,11 +46,75 @@ type XdpCacBuckets struct {
 	Level [11]XdpCacBucket
 }
 
+type XdpCacCallType uint32
+
+const (
+	XdpCacCallTypeCAC_CALL_PPPOE     XdpCacCallType = 0
+	XdpCacCallTypeCAC_CALL_VPDN      XdpCacCallType = 1
+	XdpCacCallTypeCAC_CALL_SIP       XdpCacCallType = 2
+	XdpCacCallTypeCAC_NUM_CALL_TYPES XdpCacCallType = 3
+)
+
+type XdpCacCapacity uint32
+
+const (
+	XdpCacCapacityCAC_MAX_ACCOUNTS    XdpCacCapacity = 4096
+	XdpCacCapacityCAC_MAX_CUSTOMERS   XdpCacCapacity = 1024
+	XdpCacCapacityCAC_MAX_AGENTS      XdpCacCapacity = 256
+	XdpCacCapacityCAC_MAX_AGENT_ADDRS XdpCacCapacity = 1024
+	XdpCacCapacityCAC_OUT_CODES_WORDS XdpCacCapacity = 7
+	XdpCacCapacityCAC_SIP_COPY        XdpCacCapacity = 1472
+)
+
+type XdpCacCharge struct {
+	_             structs.HostLayout
+	Charge        uint32
+	LifetimeTicks uint32
+}
+
 type XdpCacChargeRing struct {
 	_     structs.HostLayout
 	Total uint64
 	Tick  uint64
 	Snap  [4096]uint64
+}
+
+type XdpCacChargeRingSize uint32
+
+const (
+	XdpCacChargeRingSizeCAC_TICK_NS            XdpCacChargeRingSize = 100000000
+	XdpCacChargeRingSizeCAC_RING               XdpCacChargeRingSize = 4096
+	XdpCacChargeRingSizeCAC_MAX_LIFETIME_TICKS XdpCacChargeRingSize = 3000
+)
+
+type XdpCacClass uint32
+
+const (
+	XdpCacClassCAC_CLASS_PPPOE_PADI   XdpCacClass = 0
+	XdpCacClassCAC_CLASS_PPPOE_PADR   XdpCacClass = 1
+	XdpCacClassCAC_CLASS_L2TP_SCCRQ   XdpCacClass = 2
+	XdpCacClassCAC_CLASS_L2TP_ICRQ    XdpCacClass = 3
+	XdpCacClassCAC_CLASS_SIP_INVITE   XdpCacClass = 4
+	XdpCacClassCAC_CLASS_SIP_OPTIONS  XdpCacClass = 5
+	XdpCacClassCAC_CLASS_SIP_REGISTER XdpCacClass = 6
+	XdpCacClassCAC_CLASS_SIP_OTHER    XdpCacClass = 7
+	XdpCacClassCAC_CLASS_SIP_INDIALOG XdpCacClass = 8
+	XdpCacClassCAC_CLASS_MALFORMED    XdpCacClass = 9
+	XdpCacClassCAC_NUM_CLASSES        XdpCacClass = 10
+)
+
+type XdpCacClassLimits struct {
+	_          structs.HostLayout
+	PerSource  XdpCacLimit
+	SourceKey  uint8
+	Ipv6Prefix uint8
+	Pad        [6]uint8
+}
+
+type XdpCacClassStats struct {
+	_        structs.HostLayout
+	Admitted uint64
+	Rejected [12]uint64
 }
 
 type XdpCacDialog struct {
@@ -65,6 +125,14 @@ type XdpCacDialog struct {
 	Pad         uint32
 }
 
+type XdpCacFrameBound uint32
+
+const (
+	XdpCacFrameBoundCAC_MAX_VLANS   XdpCacFrameBound = 2
+	XdpCacFrameBoundCAC_MAX_TAGS    XdpCacFrameBound = 3
+	XdpCacFrameBoundCAC_MAX_EXTHDRS XdpCacFrameBound = 8
+)
+
 type XdpCacInputs struct {
 	_           structs.HostLayout
 	HeartbeatNs uint64
@@ -74,6 +142,21 @@ type XdpCacInputs struct {
 	CpuAvgMilli uint32
 	Pad         uint32
 }
+
+type XdpCacL2tpBound uint32
+
+const (
+	XdpCacL2tpBoundCAC_L2TP_IDLE_S       XdpCacL2tpBound = 600
+	XdpCacL2tpBoundCAC_L2TP_CLOSE_HOLD_S XdpCacL2tpBound = 60
+	XdpCacL2tpBoundL2TP_AVPS_MAX         XdpCacL2tpBound = 24
+)
+
+type XdpCacL2tpDir uint32
+
+const (
+	XdpCacL2tpDirCAC_L2TP_TO_LNS XdpCacL2tpDir = 0
+	XdpCacL2tpDirCAC_L2TP_TO_LAC XdpCacL2tpDir = 1
+)
 
 type XdpCacL2tpKey struct {
 	_       structs.HostLayout
@@ -96,6 +179,13 @@ type XdpCacL2tpTunnel struct {
 	Pad      [5]uint8
 }
 
+type XdpCacLevel uint32
+
+const (
+	XdpCacLevelCAC_LEVEL_ENVIRONMENT XdpCacLevel = 10
+	XdpCacLevelCAC_NUM_LEVELS        XdpCacLevel = 11
+)
+
 type XdpCacLimit struct {
 	_           structs.HostLayout
 	IntervalNs  uint64
@@ -106,17 +196,35 @@ type XdpCacLimits struct {
 	_         structs.HostLayout
 	Level     [11]XdpCacLimit
 	ReserveNs [11]uint64
-	Classes   [10]struct {
-		_          structs.HostLayout
-		PerSource  XdpCacLimit
-		SourceKey  uint8
-		Ipv6Prefix uint8
-		Pad        [6]uint8
-	}
-	Accounts uint32
-	Agents   uint32
-	Cac      XdpCacAdmission
+	Classes   [10]XdpCacClassLimits
+	Accounts  uint32
+	Agents    uint32
+	Cac       XdpCacAdmission
 }
+
+type XdpCacOnStale uint32
+
+const (
+	XdpCacOnStaleCAC_STALE_STATIC XdpCacOnStale = 0
+	XdpCacOnStaleCAC_STALE_OPEN   XdpCacOnStale = 1
+	XdpCacOnStaleCAC_STALE_CLOSED XdpCacOnStale = 2
+)
+
+type XdpCacPolicy uint32
+
+const (
+	XdpCacPolicyPOLICY_SLOT          XdpCacPolicy = 1
+	XdpCacPolicyPOLICY_LIMITED_FIRST XdpCacPolicy = 2
+	XdpCacPolicyPOLICY_AGENTS        XdpCacPolicy = 65536
+)
+
+type XdpCacPortKind uint32
+
+const (
+	XdpCacPortKindCAC_PORT_NONE XdpCacPortKind = 0
+	XdpCacPortKindCAC_PORT_L2TP XdpCacPortKind = 1
+	XdpCacPortKindCAC_PORT_SIP  XdpCacPortKind = 2
+)
 
 type XdpCacPorts struct {
 	_    structs.HostLayout
@@ -128,6 +236,24 @@ type XdpCacPrefix struct {
 	Prefixlen uint32
 	Addr      [16]uint8
 }
+
+type XdpCacReason uint32
+
+const (
+	XdpCacReasonCAC_REASON_STALE           XdpCacReason = 0
+	XdpCacReasonCAC_REASON_CPU_LIMIT       XdpCacReason = 1
+	XdpCacReasonCAC_REASON_BUFFERS         XdpCacReason = 2
+	XdpCacReasonCAC_REASON_SOURCE          XdpCacReason = 3
+	XdpCacReasonCAC_REASON_ACCOUNT         XdpCacReason = 4
+	XdpCacReasonCAC_REASON_CUSTOMER        XdpCacReason = 5
+	XdpCacReasonCAC_REASON_AGENT           XdpCacReason = 6
+	XdpCacReasonCAC_REASON_CLASS           XdpCacReason = 7
+	XdpCacReasonCAC_REASON_ENVIRONMENT     XdpCacReason = 8
+	XdpCacReasonCAC_REASON_SESSION_CHARGES XdpCacReason = 9
+	XdpCacReasonCAC_REASON_TOTAL_CHARGE    XdpCacReason = 10
+	XdpCacReasonCAC_REASON_MALFORMED       XdpCacReason = 11
+	XdpCacReasonCAC_NUM_REASONS            XdpCacReason = 12
+)
 
 type XdpCacRefused struct {
 	_         structs.HostLayout
@@ -154,12 +280,67 @@ type XdpCacRejectKey struct {
 	Second uint32
 }
 
+type XdpCacRejectRecord uint32
+
+const (
+	XdpCacRejectRecordREJECT_NEW_PER_SECOND XdpCacRejectRecord = 1024
+	XdpCacRejectRecordCAC_SOURCE_OTHERS     XdpCacRejectRecord = 255
+)
+
+type XdpCacResultFlag uint32
+
+const (
+	XdpCacResultFlagRESULT_L2TP XdpCacResultFlag = 67108864
+	XdpCacResultFlagRESULT_ODD  XdpCacResultFlag = 268435456
+)
+
+type XdpCacRetransmit uint32
+
+const (
+	XdpCacRetransmitCAC_TIMER_B_S          XdpCacRetransmit = 32
+	XdpCacRetransmitCAC_RETRANSMITS_MAX    XdpCacRetransmit = 10
+	XdpCacRetransmitREFUSED_NEW_PER_SECOND XdpCacRetransmit = 512
+)
+
 type XdpCacSettings struct {
 	_             structs.HostLayout
 	MalformedDrop uint8
 	SipReject     uint8
 	Pad           [6]uint8
 }
+
+type XdpCacSipBound uint32
+
+const (
+	XdpCacSipBoundSIP_SCAN_MAX  XdpCacSipBound = 2048
+	XdpCacSipBoundSIP_MAX_LINES XdpCacSipBound = 64
+	XdpCacSipBoundSIP_TO_MAX    XdpCacSipBound = 256
+	XdpCacSipBoundSIP_WS_MAX    XdpCacSipBound = 4
+	XdpCacSipBoundSIP_CRLF_MAX  XdpCacSipBound = 16
+	XdpCacSipBoundSIP_HASH_MAX  XdpCacSipBound = 128
+)
+
+type XdpCacSipEvent struct {
+	_      structs.HostLayout
+	Kind   uint8
+	Family uint8
+	Len    uint16
+	Agent  uint32
+	Sport  uint16
+	Dport  uint16
+	Code   uint16
+	Pad    [2]uint8
+	Saddr  [16]uint8
+	Daddr  [16]uint8
+	Data   [1472]uint8
+}
+
+type XdpCacSipEventKind uint32
+
+const (
+	XdpCacSipEventKindCAC_SIP_AGENT_RESPONSE XdpCacSipEventKind = 1
+	XdpCacSipEventKindCAC_SIP_REJECTED       XdpCacSipEventKind = 2
+)
 
 type XdpCacSource struct {
 	_      structs.HostLayout
@@ -170,13 +351,18 @@ type XdpCacSource struct {
 	Pad    [2]uint8
 }
 
+type XdpCacSourceKey uint32
+
+const (
+	XdpCacSourceKeyCAC_SOURCE_IP       XdpCacSourceKey = 0
+	XdpCacSourceKeyCAC_SOURCE_MAC      XdpCacSourceKey = 1
+	XdpCacSourceKeyCAC_SOURCE_MAC_VLAN XdpCacSourceKey = 2
+	XdpCacSourceKeyCAC_SOURCE_VLAN     XdpCacSourceKey = 3
+)
+
 type XdpCacStats struct {
-	_       structs.HostLayout
-	Classes [10]struct {
-		_        structs.HostLayout
-		Admitted uint64
-		Rejected [12]uint64
-	}
+	_                     structs.HostLayout
+	Classes               [10]XdpCacClassStats
 	Fragment              uint64
 	PassedOther           uint64
 	SipOddForms           uint64
@@ -190,6 +376,17 @@ type XdpCacStats struct {
 	RejectRecordsLost     uint64
 	SipEventsLost         uint64
 }
+
+type XdpCacVerdictKind uint32
+
+const (
+	XdpCacVerdictKindCAC_KIND_UNWATCHED XdpCacVerdictKind = 0
+	XdpCacVerdictKindCAC_KIND_CLASS     XdpCacVerdictKind = 1
+	XdpCacVerdictKindCAC_KIND_OTHER     XdpCacVerdictKind = 2
+	XdpCacVerdictKindCAC_KIND_INDIALOG  XdpCacVerdictKind = 3
+	XdpCacVerdictKindCAC_KIND_FRAGMENT  XdpCacVerdictKind = 4
+	XdpCacVerdictKindCAC_KIND_MALFORMED XdpCacVerdictKind = 5
+)
 
 type XdpRejectBudget struct {
 	_      structs.HostLayout

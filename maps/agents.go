@@ -11,13 +11,9 @@ import (
 	"github.com/xdpcac/xdpcac/cac/policy"
 )
 
-// policyAgents is POLICY_AGENTS of bpf/agent.h: some session agent is
-// configured, so SIP requests are looked up in the agents table.
-const policyAgents = 0x10000
-
-// MaxAgentAddrs is CAC_MAX_AGENT_ADDRS of bpf/cac.h: how many addresses
-// the agents table holds, for all the session agents together.
-const MaxAgentAddrs = 1024
+// MaxAgentAddrs is CAC_MAX_AGENT_ADDRS of bpf/shared.h: how many
+// addresses the agents table holds, for all the session agents together.
+const MaxAgentAddrs = int(bpf.XdpCacCapacityCAC_MAX_AGENT_ADDRS)
 
 func agentOf(a policy.Agent) bpf.XdpCacAgent {
 	v := bpf.XdpCacAgent{Limit: limitOf(a.Limit)}
@@ -86,8 +82,8 @@ func ReadAgentSeen(m *ebpf.Map, n int) ([]uint64, error) {
 
 // The kinds of SIP event: enum cac_sip_event_kind.
 const (
-	SIPAgentResponse = 1 // an agent's response with an out-service code
-	SIPRejected      = 2 // a refused request to answer with 503
+	SIPAgentResponse = uint8(bpf.XdpCacSipEventKindCAC_SIP_AGENT_RESPONSE) // an agent's response with an out-service code
+	SIPRejected      = uint8(bpf.XdpCacSipEventKindCAC_SIP_REJECTED)       // a refused request to answer with 503
 )
 
 // SIPEvent is a SIP message the fast path handed up: struct cac_sip_event.
@@ -99,38 +95,27 @@ type SIPEvent struct {
 	Message  []byte
 }
 
-// sipEventHeader is the fixed part of struct cac_sip_event.
-type sipEventHeader struct {
-	Kind, Family uint8
-	Len          uint16
-	Agent        uint32
-	Sport, Dport uint16
-	Code         uint16
-	Pad          [2]uint8
-	Saddr, Daddr [16]byte
-}
-
-// DecodeSIPEvent reads a struct cac_sip_event from the ring buffer.
+// DecodeSIPEvent reads a struct cac_sip_event from the ring buffer: a
+// record of that size, whose message fits its data.
 func DecodeSIPEvent(raw []byte) (SIPEvent, error) {
-	var h sipEventHeader
-	n, err := binary.Decode(raw, binary.NativeEndian, &h)
-	if err != nil {
-		return SIPEvent{}, fmt.Errorf("decode SIP event: %w", err)
+	var ev bpf.XdpCacSipEvent
+	if _, err := binary.Decode(raw, binary.NativeEndian, &ev); err != nil {
+		return SIPEvent{}, fmt.Errorf("decode SIP event of %d bytes: %w", len(raw), err)
 	}
-	if int(h.Len) > len(raw)-n {
-		return SIPEvent{}, fmt.Errorf("decode SIP event: message of %d bytes in %d", h.Len, len(raw)-n)
+	if int(ev.Len) > len(ev.Data) {
+		return SIPEvent{}, fmt.Errorf("decode SIP event: message of %d bytes in %d", ev.Len, len(ev.Data))
 	}
 	addr := func(b [16]byte) netip.Addr {
 		a := netip.AddrFrom16(b)
-		if h.Family == 4 {
+		if ev.Family == 4 {
 			return a.Unmap()
 		}
 		return a
 	}
 	return SIPEvent{
-		Kind: h.Kind, Agent: h.Agent, Code: h.Code,
-		Src: netip.AddrPortFrom(addr(h.Saddr), h.Sport), Dst: netip.AddrPortFrom(addr(h.Daddr), h.Dport),
-		Message: append([]byte(nil), raw[n:n+int(h.Len)]...),
+		Kind: ev.Kind, Agent: ev.Agent, Code: ev.Code,
+		Src: netip.AddrPortFrom(addr(ev.Saddr), ev.Sport), Dst: netip.AddrPortFrom(addr(ev.Daddr), ev.Dport),
+		Message: append([]byte(nil), ev.Data[:ev.Len]...),
 	}, nil
 }
 

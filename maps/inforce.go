@@ -31,8 +31,8 @@ func ReadInForce(pm PolicyMaps) (InForce, error) {
 	if err := pm.Slot.Lookup(uint32(0), &word); err != nil {
 		return InForce{}, fmt.Errorf("read policy slot: %w", err)
 	}
-	slot := word & 1
-	in := InForce{Word: word &^ 1, Accounts: map[netip.Prefix]AccountInForce{}}
+	slot := wordSlot(word)
+	in := InForce{Word: word &^ policySlot, Accounts: map[netip.Prefix]AccountInForce{}}
 	if err := pm.Limits.Lookup(slot, &in.Limits); err != nil {
 		return in, fmt.Errorf("read limits: %w", err)
 	}

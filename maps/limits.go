@@ -55,7 +55,7 @@ func WritePolicy(pm PolicyMaps, p policy.Policy) error {
 	if err := pm.Slot.Lookup(uint32(0), &active); err != nil {
 		return fmt.Errorf("read policy slot: %w", err)
 	}
-	active &= 1 // the other bits say which classes are limited
+	active = wordSlot(active) // the other bits say which classes are limited
 	next := 1 - active
 
 	old, err := readAccounts(pm.Accounts[active])
@@ -123,10 +123,7 @@ func WritePolicy(pm PolicyMaps, p policy.Policy) error {
 		}
 	}
 
-	word := next | limitedClasses(p)
-	if len(p.Agents) > 0 {
-		word |= policyAgents
-	}
+	word := policyWord(next, limitedClasses(p), len(p.Agents) > 0)
 	if err := pm.Slot.Update(uint32(0), word, ebpf.UpdateAny); err != nil {
 		return fmt.Errorf("switch policy slot: %w", err)
 	}
@@ -134,13 +131,39 @@ func WritePolicy(pm PolicyMaps, p policy.Policy) error {
 	return nil
 }
 
-// limitedClasses are the POLICY_LIMITED bits (bpf/bucket.h) of the classes
-// that some level of p limits, call admission included.
+// The word of the policy_slot map, enum cac_policy of bpf/shared.h: the
+// slot in force, a bit per class that some level limits, and whether any
+// session agent is configured.
+const (
+	policySlot   = uint32(bpf.XdpCacPolicyPOLICY_SLOT)
+	policyAgents = uint32(bpf.XdpCacPolicyPOLICY_AGENTS)
+)
+
+// policyLimited is class c's bit, POLICY_LIMITED(c) of bpf/bucket.h.
+func policyLimited(c cac.Class) uint32 {
+	return uint32(bpf.XdpCacPolicyPOLICY_LIMITED_FIRST) << c
+}
+
+// policyWord packs the word that puts slot in force, with the bits of
+// the classes limited and of the agents.
+func policyWord(slot, limited uint32, agents bool) uint32 {
+	word := slot&policySlot | limited
+	if agents {
+		word |= policyAgents
+	}
+	return word
+}
+
+// wordSlot is the slot a policy word puts in force.
+func wordSlot(word uint32) uint32 { return word & policySlot }
+
+// limitedClasses are the policyLimited bits of the classes that some
+// level of p limits, call admission included.
 func limitedClasses(p policy.Policy) uint32 {
 	var bits uint32
 	for _, c := range cac.Classes() {
 		if p.Limits(c) {
-			bits |= 2 << c
+			bits |= policyLimited(c)
 		}
 	}
 	return bits
@@ -229,7 +252,7 @@ func readLimits(pm PolicyMaps) (bpf.XdpCacLimits, error) {
 	if err := pm.Slot.Lookup(uint32(0), &slot); err != nil {
 		return v, fmt.Errorf("read policy slot: %w", err)
 	}
-	if err := pm.Limits.Lookup(slot&1, &v); err != nil {
+	if err := pm.Limits.Lookup(wordSlot(slot), &v); err != nil {
 		return v, fmt.Errorf("read limits: %w", err)
 	}
 	return v, nil

@@ -31,7 +31,7 @@ type Reject struct {
 // sourceOthers is CAC_SOURCE_OTHERS: the record of rejects from sources that
 // got no record of their own, when a CPU had made its new records for the
 // second (bpf/reject.h).
-const sourceOthers = 0xff
+const sourceOthers = uint8(bpf.XdpCacRejectRecordCAC_SOURCE_OTHERS)
 
 // SourceString names a source as a record shows it.
 func SourceString(s bpf.XdpCacSource) string {

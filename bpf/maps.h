@@ -1,0 +1,250 @@
+/* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
+/*
+ * Every map of the two programs, in one place. An attachment is one
+ * interface's XDP program with its egress program; the loader gives every
+ * attachment of a state directory the same maps but for the few that are
+ * its own (loader.Shared), and the egress program the XDP program's maps
+ * in place of its own, so that what one learns the other reads.
+ *
+ * The egress program (tc_dialogs.c defines CAC_EGRESS) has only the first
+ * group: an object carries every map it defines, and the loader would make
+ * the rest for nothing.
+ */
+#pragma once
+
+#include "uapi.h"
+#include "bpf_helpers.h"
+#include "cac.h"
+
+/* Maps shared by every attachment, and by the egress program. */
+
+/* UDP destination ports and what they carry (parse.h), written by the
+ * control plane. Looked up only for UDP, so other traffic reads no map. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct cac_ports);
+} udp_ports SEC(".maps");
+
+/* The dialogs the filter admitted or the server opened, by the hash of
+ * their Call-ID (dialog.h); an LRU forgets the least recently used. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 65536); /* the loader sets the configured size */
+	__type(key, __u64);         /* hash of the Call-ID */
+	__type(value, struct cac_dialog);
+} dialogs SEC(".maps");
+
+/* The L2TP tunnels whose sequence numbers the filter translates, two
+ * entries each, made from the LNS's SCCRP (l2tp.h). */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 65536);
+	__type(key, struct cac_l2tp_key);
+	__type(value, struct cac_l2tp_tunnel);
+} l2tp_tunnels SEC(".maps");
+
+/* The time a test sets, read instead of the kernel's clock when the
+ * program is loaded with use_test_clock (clock.h). */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u64);
+} test_clock SEC(".maps");
+
+#ifndef CAC_EGRESS
+
+/* Maps shared by every attachment: one admission budget and one rate per
+ * class, however many interfaces. */
+
+/* The slot of limits in force, the classes any level limits and whether
+ * agents are configured, in one word (bucket.h). */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u32);
+} policy_slot SEC(".maps");
+
+/* Every level's limits, in two slots the control plane switches between. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 2);
+	__type(key, __u32);
+	__type(value, struct cac_limits);
+} limits SEC(".maps");
+
+/* The class and environment buckets, written by the fast path; an apply
+ * keeps them. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct cac_buckets);
+} buckets SEC(".maps");
+
+/* The per-source buckets, entered only by an admitted call (admit.h). */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 262144); /* the loader sets the configured size */
+	__type(key, struct cac_source);
+	__type(value, struct cac_bucket);
+} sources SEC(".maps");
+
+/* One trie of account prefixes for each slot of limits. */
+#define ACCOUNT_TRIE(name)                                                                         \
+	struct {                                                                                   \
+		__uint(type, BPF_MAP_TYPE_LPM_TRIE);                                               \
+		__uint(max_entries, CAC_MAX_ACCOUNTS);                                             \
+		__uint(map_flags, BPF_F_NO_PREALLOC);                                              \
+		__type(key, struct cac_prefix);                                                    \
+		__type(value, struct cac_account);                                                 \
+	} name SEC(".maps")
+
+/* A source prefix's account and customer, in slot 0 and slot 1. */
+ACCOUNT_TRIE(accounts0);
+ACCOUNT_TRIE(accounts1);
+
+#define LEVEL_ARRAY(name, vtype, n)                                                                 \
+	struct {                                                                                   \
+		__uint(type, BPF_MAP_TYPE_ARRAY);                                                  \
+		__uint(max_entries, n);                                                            \
+		__type(key, __u32);                                                                \
+		__type(value, vtype);                                                               \
+	} name SEC(".maps")
+
+/* Limits by slot (slot * CAC_MAX_... + index); buckets by index alone. */
+LEVEL_ARRAY(account_limits, struct cac_limit, 2 * CAC_MAX_ACCOUNTS);
+LEVEL_ARRAY(account_buckets, struct cac_bucket, CAC_MAX_ACCOUNTS);
+LEVEL_ARRAY(customer_limits, struct cac_limit, 2 * CAC_MAX_CUSTOMERS);
+LEVEL_ARRAY(customer_buckets, struct cac_bucket, CAC_MAX_CUSTOMERS);
+
+/* The session agents' addresses, each to its agent's index (agent.h). */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, CAC_MAX_AGENT_ADDRS);
+	__type(key, struct cac_prefix); /* prefixlen 128 */
+	__type(value, __u32);           /* agent index */
+} agents SEC(".maps");
+
+/* Each agent's limit and out-service codes, by slot like the limits. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 2 * CAC_MAX_AGENTS); /* slot * CAC_MAX_AGENTS + agent */
+	__type(key, __u32);
+	__type(value, struct cac_agent);
+} agent_limits SEC(".maps");
+
+/* Each agent's bucket. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, CAC_MAX_AGENTS);
+	__type(key, __u32);
+	__type(value, struct cac_bucket);
+} agent_buckets SEC(".maps");
+
+/* The monotonic time of each agent's last SIP request. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, CAC_MAX_AGENTS);
+	__type(key, __u32);
+	__type(value, __u64);
+} agent_seen SEC(".maps");
+
+/* Responses for the agents' state, and refused requests to answer
+ * (struct cac_sip_event). */
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 1 << 20);
+} sip_events SEC(".maps");
+
+/* What the control plane measured, in two slots like the limits, so no
+ * check sees a heartbeat from one write and a load from another
+ * (charge.h). */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 2);
+	__type(key, __u32);
+	__type(value, struct cac_inputs);
+} inputs SEC(".maps");
+
+/* The slot of measurements in force. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u32);
+} inputs_slot SEC(".maps");
+
+/* One charge ring per call type; written by the fast path, kept by an
+ * apply. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, CAC_NUM_CALL_TYPES);
+	__type(key, __u32);
+	__type(value, struct cac_charge_ring);
+} charge_rings SEC(".maps");
+
+/* The run-time settings, written whole by the control plane. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct cac_settings);
+} settings SEC(".maps");
+
+/* The INVITE transactions the filter refused, by hash, for their
+ * retransmissions (invite.h). */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 65536);
+	__type(key, __u64); /* the transaction's hash (sip_txn.h) */
+	__type(value, struct cac_refused);
+} refused SEC(".maps");
+
+/* A CPU's budget of refused INVITE transactions remembered this second. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct reject_budget);
+} refused_budget SEC(".maps");
+
+/* A CPU's budget of refused SIP requests handed up this second. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct reject_budget);
+} sip_reject_budget SEC(".maps");
+
+/* Maps per attachment: each interface counts and logs its own. */
+
+/* The per-CPU counters (stats.h). */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct cac_stats);
+} stats SEC(".maps");
+
+/* The reject records, by source, class, reason and second (reject.h). */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 65536);
+	__type(key, struct cac_reject_key);
+	__type(value, struct cac_reject);
+} rejects SEC(".maps");
+
+/* A CPU's budget of new reject records this second, so that a flood on
+ * one interface leaves the others theirs. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct reject_budget);
+} reject_budget SEC(".maps");
+
+#endif /* CAC_EGRESS */

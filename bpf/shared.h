@@ -1,0 +1,217 @@
+/* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
+/*
+ * Every number the programs and Go must agree on: classes, reasons, kinds,
+ * flags, table sizes and bounds. Each is a member of a named enum, which
+ * bpf2go exports as a Go type with its constants (-type, bpf/gen.go), and a
+ * Go test (maps/shared_test.go) holds the Go side's numbers to them. What
+ * is wider than an int is kept here in a coarser unit, with the macro the
+ * C side uses beside it. The structs Go reads are in cac.h, and so is
+ * struct cac_exported, which puts these enums in the object for bpf2go.
+ */
+#pragma once
+
+/* The first packets of a new session that xdpcac admits or drops. */
+enum cac_class {
+	CAC_CLASS_PPPOE_PADI = 0,
+	CAC_CLASS_PPPOE_PADR = 1,
+	CAC_CLASS_L2TP_SCCRQ = 2,
+	CAC_CLASS_L2TP_ICRQ = 3,
+	CAC_CLASS_SIP_INVITE = 4,
+	CAC_CLASS_SIP_OPTIONS = 5,
+	CAC_CLASS_SIP_REGISTER = 6,
+	CAC_CLASS_SIP_OTHER = 7,    /* any other SIP request method out of dialog */
+	/* Not first packets, but held by limits all the same: an in-dialog
+	 * request (To tag), and a frame of a watched carrier that cannot be
+	 * classified to the end. Only their per-source and class buckets
+	 * apply (docs/design.md, "Unclassifiable is limited"). */
+	CAC_CLASS_SIP_INDIALOG = 8,
+	CAC_CLASS_MALFORMED = 9,
+	CAC_NUM_CLASSES = 10,
+};
+
+/* Why a call was rejected, in the order the admission pipeline checks. */
+enum cac_reason {
+	CAC_REASON_STALE = 0,
+	CAC_REASON_CPU_LIMIT = 1,
+	CAC_REASON_BUFFERS = 2,
+	CAC_REASON_SOURCE = 3,
+	CAC_REASON_ACCOUNT = 4,
+	CAC_REASON_CUSTOMER = 5,
+	CAC_REASON_AGENT = 6,
+	CAC_REASON_CLASS = 7,
+	CAC_REASON_ENVIRONMENT = 8,
+	CAC_REASON_SESSION_CHARGES = 9,
+	CAC_REASON_TOTAL_CHARGE = 10,
+	CAC_REASON_MALFORMED = 11, /* a malformed limit: class malformed only */
+	CAC_NUM_REASONS = 12,
+};
+
+/* What the classifier made of a frame. */
+enum cac_verdict_kind {
+	CAC_KIND_UNWATCHED = 0,  /* not on a watched carrier: passed, never counted */
+	CAC_KIND_CLASS = 1,      /* first packet of a session of a class */
+	CAC_KIND_OTHER = 2,      /* on a watched carrier, but opens no session */
+	CAC_KIND_INDIALOG = 3,   /* SIP request inside an existing dialog */
+	CAC_KIND_FRAGMENT = 4,   /* non-first fragment of a UDP datagram */
+	CAC_KIND_MALFORMED = 5,  /* a watched carrier, truncated or inconsistent */
+};
+
+/* Flags of a classifier result, above its kind, class and code (parse.h). */
+enum cac_result_flag {
+	/* An L2TP control message of a tunnel (T, L and S set, v2 or v3):
+	 * the message's offset and length are in the frame. */
+	RESULT_L2TP = 1 << 26,
+	/* A request in a form stricter parsers miss (a SIP method not in
+	 * upper case, a PADI with a session ID): classified all the same,
+	 * and counted. */
+	RESULT_ODD = 1 << 28,
+};
+
+/* What a UDP destination port carries. */
+enum cac_port_kind {
+	CAC_PORT_NONE = 0,
+	CAC_PORT_L2TP = 1,
+	CAC_PORT_SIP = 2,
+};
+
+/* Index of each bucket in the limits and buckets maps: one per class,
+ * then the environment's. Source, account and customer buckets come later. */
+enum cac_level {
+	CAC_LEVEL_ENVIRONMENT = 10,
+	CAC_NUM_LEVELS = 11,
+};
+_Static_assert(CAC_LEVEL_ENVIRONMENT == CAC_NUM_CLASSES, "levels: one per class, then environment");
+
+/*
+ * The word of the policy_slot map (bucket.h): the slot of limits in force
+ * in its lowest bit, above it a bit per class any level limits
+ * (POLICY_LIMITED), and whether any session agent is configured: then
+ * every SIP request is looked up (agent.h).
+ */
+enum cac_policy {
+	POLICY_SLOT = 0x1,
+	POLICY_LIMITED_FIRST = 0x2, /* class 0's bit; class c's is this << c */
+	POLICY_AGENTS = 0x10000,
+};
+_Static_assert(POLICY_AGENTS > (POLICY_LIMITED_FIRST << CAC_NUM_CLASSES), "agents above the limited classes");
+
+/* How the automatic per-source bucket of a class tells sources apart. */
+enum cac_source_key {
+	CAC_SOURCE_IP = 0,       /* source address; IPv6 cut to a prefix */
+	CAC_SOURCE_MAC = 1,      /* PPPoE: source MAC */
+	CAC_SOURCE_MAC_VLAN = 2, /* PPPoE: source MAC and VLAN IDs */
+	CAC_SOURCE_VLAN = 3,     /* PPPoE: VLAN IDs only */
+};
+
+/* The Cisco call types of the charge budget, and the classes each holds. */
+enum cac_call_type {
+	CAC_CALL_PPPOE = 0, /* pppoe-padi, pppoe-padr */
+	CAC_CALL_VPDN = 1,  /* l2tp-sccrq, l2tp-icrq */
+	CAC_CALL_SIP = 2,   /* sip-invite; no other SIP class is a call */
+	CAC_NUM_CALL_TYPES = 3,
+};
+
+/* Charges in force are summed per tick of 100 ms; a ring remembers 4096
+ * ticks, and lifetimes reach 300 s (3000 ticks), so the whole window of
+ * the longest lifetime is always in the ring. */
+enum cac_charge_ring_size {
+	CAC_TICK_NS = 100000000,
+	CAC_RING = 4096,
+	CAC_MAX_LIFETIME_TICKS = 3000,
+};
+_Static_assert(CAC_MAX_LIFETIME_TICKS < CAC_RING, "a lifetime fits the ring");
+
+/* What the fast path does while the control plane is stale. */
+enum cac_on_stale {
+	CAC_STALE_STATIC = 0, /* keep the last measurements */
+	CAC_STALE_OPEN = 1,   /* ignore CPU and buffer measurements */
+	CAC_STALE_CLOSED = 2, /* reject every call */
+};
+
+/* The capacities of the tables the control plane fills, and how much of
+ * what the fast path sees it may hand up. */
+enum cac_capacity {
+	CAC_MAX_ACCOUNTS = 4096,
+	CAC_MAX_CUSTOMERS = 1024,
+	/* Session agents: known SIP peers, by address (a cac_prefix of
+	 * 128 bits). */
+	CAC_MAX_AGENTS = 256,
+	CAC_MAX_AGENT_ADDRS = 1024,
+	/* The response codes an agent's out-service list holds, from 300 to
+	 * 699: bit (code - 300). */
+	CAC_OUT_CODES_WORDS = 7,
+	/* How much of a SIP message goes to user space with an event. */
+	CAC_SIP_COPY = 1472,
+};
+
+/* How a frame is walked (parse.h): VLAN tags a per-source key holds (the
+ * outer two), and tags walked to find the EtherType: a subscriber three
+ * tags deep is still one a pppoe-server on a stacked VLAN device answers,
+ * so it is classified, not passed unseen. Each depth is a path of its own
+ * to the verifier, with an offset it knows, for all that follows: eight
+ * cost Linux 6.1's verifier 290,000 instructions more than two, three cost
+ * about 48,000. A frame with more is no network's doing. IPv6 extension
+ * headers walked before the UDP header; a frame with more is malformed,
+ * never unseen (five or more are no real peer's doing). */
+enum cac_frame_bound {
+	CAC_MAX_VLANS = 2,
+	CAC_MAX_TAGS = 3,
+	CAC_MAX_EXTHDRS = 8,
+};
+
+/* The bounds of the SIP readers (sip_msg.h, sip_hdr.h): the To header must
+ * start within SIP_SCAN_MAX bytes and SIP_MAX_LINES header lines, and its
+ * tag within SIP_TO_MAX bytes of the colon; at most SIP_WS_MAX spaces or
+ * tabs around ':', ';' and '='; at most SIP_CRLF_MAX leading CR and LF
+ * bytes before the request line; a header value is hashed by its first
+ * SIP_HASH_MAX bytes. */
+enum cac_sip_bound {
+	SIP_SCAN_MAX = 2048,
+	SIP_MAX_LINES = 64,
+	SIP_TO_MAX = 256,
+	SIP_WS_MAX = 4,
+	SIP_CRLF_MAX = 16,
+	SIP_HASH_MAX = 128,
+};
+
+enum cac_sip_event_kind {
+	CAC_SIP_AGENT_RESPONSE = 1,
+	CAC_SIP_REJECTED = 2,
+};
+
+/* Reject records (reject.h): a CPU's new records per second, and the
+ * family of the record that counts, past them, every other source. */
+enum cac_reject_record {
+	REJECT_NEW_PER_SECOND = 1024,
+	CAC_SOURCE_OTHERS = 0xff,
+};
+
+/* INVITE retransmissions (invite.h): RFC 3261 Timer B (64 * T1), how long
+ * a client retransmits an INVITE; the retransmissions of an admitted
+ * INVITE passed uncharged (a client over UDP sends six within Timer B;
+ * past this, a replay is charged anew); and a CPU's budget of refused
+ * INVITE transactions remembered, per second. */
+enum cac_retransmit {
+	CAC_TIMER_B_S = 32,
+	CAC_RETRANSMITS_MAX = 10,
+	REFUSED_NEW_PER_SECOND = 512,
+};
+#define CAC_TIMER_B_NS (CAC_TIMER_B_S * 1000000000ULL)
+
+enum cac_l2tp_dir {
+	CAC_L2TP_TO_LNS = 0,
+	CAC_L2TP_TO_LAC = 1,
+};
+
+/* L2TP tunnels (l2tp.h): one with no control message for this long is
+ * gone (a tunnel's Hello comes every 60 s by default); one that saw a
+ * StopCCN keeps its translation this long for the acknowledgements and
+ * retransmissions of the StopCCN (RFC 2661 holds the tunnel 31 s). AVPs
+ * looked through for the SCCRP's assigned ID: an SCCRP has a dozen. */
+enum cac_l2tp_bound {
+	CAC_L2TP_IDLE_S = 600,
+	CAC_L2TP_CLOSE_HOLD_S = 60,
+	L2TP_AVPS_MAX = 24,
+};
+#define CAC_L2TP_IDLE_NS (CAC_L2TP_IDLE_S * 1000000000ULL)
+#define CAC_L2TP_CLOSE_HOLD_NS (CAC_L2TP_CLOSE_HOLD_S * 1000000000ULL)
