@@ -1,7 +1,7 @@
 // Package cac names what call admission control at the NIC is about: the
 // traffic classes whose first packets are admitted or rejected, the reasons
 // a call is rejected, and what the classifier makes of a frame. The numbers
-// are those of bpf/cac.h; a test holds the two together.
+// are those of bpf/shared.h; a test holds the two together.
 //
 // Subpackages hold the control plane: config (the YAML file), bucket (the
 // token bucket), policy (the limits as the fast path's maps hold them), and

@@ -14,7 +14,7 @@ type dialog struct {
 	retransmits uint32
 }
 
-// The retransmission bounds of bpf/cac.h and bpf/dialog.h.
+// The retransmission bounds of bpf/shared.h and bpf/dialog.h.
 const (
 	TimerBNS             = 32_000_000_000 // CAC_TIMER_B_NS
 	RetransmitsMax       = 10             // CAC_RETRANSMITS_MAX

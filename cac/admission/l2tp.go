@@ -7,7 +7,7 @@ import (
 )
 
 // The fast path's L2TP tunnels in the model (docs/design.md "Refusing an
-// ICRQ"): the verdict's calls of l2tp_from_lac in bpf/stats.h, and the
+// ICRQ"): the verdict's calls of l2tp_from_lac in bpf/verdict.h, and the
 // egress program's l2tp_from_lns. The frame given to Decide and Egress is
 // changed as the programs change it.
 

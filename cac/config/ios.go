@@ -27,7 +27,7 @@ type Charge struct {
 
 // MaxChargeLifetime is the longest lifetime of a call's charge, in
 // seconds: the fast path counts charges in force in a ring of 100 ms ticks
-// that holds 300 s of them (bpf/cac.h).
+// that holds 300 s of them (bpf/shared.h).
 const MaxChargeLifetime = 300
 
 // Lines are the IOS lines that give ca, one per setting in a fixed order:

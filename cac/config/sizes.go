@@ -7,7 +7,7 @@ import (
 	"go.yaml.in/yaml/v3"
 )
 
-// The capacities of the fast path's tables (bpf/cac.h). A file that holds
+// The capacities of the fast path's tables (bpf/shared.h). A file that holds
 // more is refused at validate, at the first item past the capacity, so
 // that it is never called valid and then refused by apply.
 const (

@@ -13,7 +13,7 @@ const (
 	ToLAC = 1 // the ID is the LAC's: the LNS's messages name it
 )
 
-// The lifetimes of bpf/cac.h: idle (no control message either way), and
+// The lifetimes of bpf/shared.h: idle (no control message either way), and
 // held after a StopCCN for its acknowledgements.
 const (
 	IdleNS      = 600 * 1e9

@@ -10,7 +10,7 @@ import (
 	"github.com/xdpcac/xdpcac/cac/config"
 )
 
-// The charge ring of bpf/cac.h: charges in force are counted per tick,
+// The charge ring of bpf/shared.h: charges in force are counted per tick,
 // over at most MaxLifetimeTicks ticks, in a ring of RingTicks snapshots.
 const (
 	TickNS           = 100_000_000

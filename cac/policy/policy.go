@@ -18,7 +18,7 @@ const (
 )
 
 // Capacity of the account and customer tables (CAC_MAX_ACCOUNTS and
-// CAC_MAX_CUSTOMERS in bpf/cac.h); config refuses a file past them, with
+// CAC_MAX_CUSTOMERS in bpf/shared.h); config refuses a file past them, with
 // its line, before anything gets here.
 const (
 	MaxAccounts  = config.MaxAccounts
@@ -74,7 +74,7 @@ type Agent struct {
 	OutCodes []int
 }
 
-// MaxAgents is CAC_MAX_AGENTS of bpf/cac.h.
+// MaxAgents is CAC_MAX_AGENTS of bpf/shared.h.
 const MaxAgents = config.MaxAgents
 
 func limitOf(what string, lim config.Limit) (bucket.Limit, error) {
