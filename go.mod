@@ -5,6 +5,7 @@ go 1.26.0
 require (
 	github.com/charmbracelet/bubbletea v1.3.10
 	github.com/cilium/ebpf v0.22.0
+	github.com/coreos/go-systemd/v22 v22.7.0
 	github.com/emiago/sipgo v1.7.3
 	github.com/miekg/dns v1.1.73
 	github.com/prometheus/client_golang v1.25.0

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/cilium/ebpf/link"
@@ -30,12 +31,27 @@ type Config struct {
 	Force bool
 	// RejectsLog is the file finished reject records are appended to ("" none).
 	RejectsLog string
+	// Rotation is when the rejects log is rotated, and how many are kept.
+	Rotation Rotation
 	// DetachOnExit takes the filter off every interface of File when Run
 	// ends; else it stays with its last limits, and on-stale decides once
 	// the heartbeat ages.
 	DetachOnExit bool
 	// Now is the wall clock of the status; nil is time.Now.
 	Now func() time.Time
+	// Notify tells the service manager of the daemon's state (sd_notify:
+	// READY=1, RELOADING=1, STOPPING=1, WATCHDOG=1); nil tells nobody.
+	Notify func(state string)
+	// Watchdog is the service manager's watchdog interval (0 none): the
+	// daemon pings it twice an interval while its control loop writes.
+	Watchdog time.Duration
+}
+
+// Rotation rotates the rejects log once it holds MaxBytes (0 never):
+// FILE becomes FILE.1, FILE.1 FILE.2, and so on up to Keep files.
+type Rotation struct {
+	MaxBytes int64
+	Keep     int
 }
 
 // Daemon is `cacctl run`: it attaches the interfaces of its configuration
@@ -63,6 +79,10 @@ type Daemon struct {
 	applies chan applyCall
 	// reloads carries Reload's asks; one waits while another is served.
 	reloads chan struct{}
+
+	// wrote is when the control loop last wrote its measurements (unix
+	// ns), and loopEvery its interval: the watchdog pings while it writes.
+	wrote, loopEvery atomic.Int64
 
 	mu     sync.Mutex // guards status
 	status api.Status
@@ -138,6 +158,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 		return err
 	}
 	defer func() { m.close() }()
+	d.loopEvery.Store(int64(m.loop.Interval))
 	defer d.release()
 	if err := d.attachAll(cfg, opts); err != nil {
 		return err
@@ -167,6 +188,9 @@ func (d *Daemon) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	go d.pingWatchdog(ctx)
+	d.notify("READY=1\nSTATUS=enforcing " + d.cfg.File)
+	defer d.notify("STOPPING=1")
 
 	for {
 		d.log.Info("control loop running", "cpu", cfg.CPU.Source, "interval", cfg.CPU.SampleInterval,
@@ -186,7 +210,9 @@ func (d *Daemon) Run(ctx context.Context) error {
 			if err := d.journal.reopen(); err != nil {
 				d.log.Warn("reopen the rejects log", "err", err)
 			}
+			d.notify(fmt.Sprintf("RELOADING=1\nMONOTONIC_USEC=%d", api.MonotonicNow()/1000))
 			next, nextOpts, nm, err := d.reload(*call, cfg)
+			d.notify("READY=1\nSTATUS=enforcing " + d.cfgFileInForce())
 			if err != nil {
 				if call.reply != nil {
 					call.reply <- err
@@ -218,6 +244,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 				<-done
 				m.close()
 				m, restart = nm, true
+				d.loopEvery.Store(int64(m.loop.Interval))
 			}
 		}
 	}
@@ -299,4 +326,33 @@ func every(ctx context.Context, interval time.Duration, fn func()) {
 			fn()
 		}
 	}
+}
+
+// notify tells the service manager, if there is one.
+func (d *Daemon) notify(state string) {
+	if d.cfg.Notify != nil {
+		d.cfg.Notify(state)
+	}
+}
+
+func (d *Daemon) cfgFileInForce() string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.status.Config
+}
+
+// pingWatchdog pings the service manager's watchdog twice an interval
+// while the control loop has written within three of its intervals (or
+// the watchdog's, when longer): a loop that hangs stops the pings, and
+// the service manager restarts the daemon.
+func (d *Daemon) pingWatchdog(ctx context.Context) {
+	if d.cfg.Watchdog <= 0 {
+		return
+	}
+	every(ctx, d.cfg.Watchdog/2, func() {
+		alive := max(3*time.Duration(d.loopEvery.Load()), d.cfg.Watchdog)
+		if time.Since(time.Unix(0, d.wrote.Load())) < alive {
+			d.notify("WATCHDOG=1")
+		}
+	})
 }

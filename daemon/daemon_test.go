@@ -8,11 +8,13 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/xdpcac/xdpcac/api"
 	"github.com/xdpcac/xdpcac/daemon"
+	"github.com/xdpcac/xdpcac/internal/pkt"
 	"github.com/xdpcac/xdpcac/loader"
 	"github.com/xdpcac/xdpcac/tests/testenv"
 )
@@ -26,13 +28,15 @@ const (
 
 // running is a daemon run in this process, on a veth in a namespace.
 type running struct {
-	d     *daemon.Daemon
-	state string
-	iface string
-	box   string
-	done  chan error
-	stop  context.CancelFunc
-	log   *testenv.SyncBuffer
+	d      *daemon.Daemon
+	state  string
+	iface  string
+	box    string
+	peer   string // the namespace at the other end, and its interface
+	peerIf string
+	done   chan error
+	stop   context.CancelFunc
+	log    *testenv.SyncBuffer
 }
 
 // config is a file of one interface, a realm on the box and one agent
@@ -68,7 +72,7 @@ func writeFile(t *testing.T, dir, name, body string) string {
 
 // start runs a daemon of the file config() makes with extra, and waits
 // for its API.
-func start(t *testing.T, extra string) (*running, string) {
+func start(t *testing.T, extra string, tweak ...func(*daemon.Config)) (*running, string) {
 	testenv.RequireBPF(t)
 	box, peer := testenv.Netns(t), testenv.Netns(t)
 	iface, peerIf := testenv.Veth(t, box, peer)
@@ -77,11 +81,15 @@ func start(t *testing.T, extra string) (*running, string) {
 	state := filepath.Join("/sys/fs/bpf", testenv.Unique("xdpcac-t-"))
 	dir := t.TempDir()
 	file := writeFile(t, dir, "cac.yaml", config(iface, extra))
-	r := &running{state: state, iface: iface, box: box, done: make(chan error, 1), log: &testenv.SyncBuffer{}}
-	r.d = daemon.New(daemon.Config{
+	r := &running{state: state, iface: iface, box: box, peer: peer, peerIf: peerIf, done: make(chan error, 1), log: &testenv.SyncBuffer{}}
+	cfg := daemon.Config{
 		File: file, StateDir: state, Netns: box, RejectsLog: filepath.Join(dir, "log", "rejects.jsonl"),
 		Log: slog.New(slog.NewTextHandler(r.log, nil)),
-	})
+	}
+	for _, f := range tweak {
+		f(&cfg)
+	}
+	r.d = daemon.New(cfg)
 	ctx, cancel := context.WithCancel(context.Background())
 	r.stop = cancel
 	go func() { r.done <- r.d.Run(ctx) }()
@@ -275,5 +283,95 @@ func TestDaemonMetricsMove(t *testing.T) {
 	}
 	if st := r.status(t); st.Metrics != now || st.Config != taken {
 		t.Errorf("after it: %+v, want %s in force with metrics on %s", st, taken, now)
+	}
+}
+
+// TestRotateFiles: each rotation shifts the files by one and keeps no
+// more than asked.
+func TestRotateFiles(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "rejects.jsonl")
+	for i := range 4 {
+		writeFile(t, dir, "rejects.jsonl", strings.Repeat("x", i+1))
+		if err := daemon.RotateFiles(path, 2); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for name, want := range map[string]string{"rejects.jsonl.1": "xxxx", "rejects.jsonl.2": "xxx"} {
+		if b, err := os.ReadFile(filepath.Join(dir, name)); err != nil || string(b) != want {
+			t.Errorf("%s: %q %v, want %q", name, b, err, want)
+		}
+	}
+	if left, _ := filepath.Glob(path + "*"); len(left) != 2 {
+		t.Errorf("files left: %v, want two", left)
+	}
+}
+
+// notes records what the daemon told its service manager.
+type notes struct {
+	mu   sync.Mutex
+	sent []string
+}
+
+func (n *notes) notify(state string) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.sent = append(n.sent, state)
+}
+
+func (n *notes) all() []string {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return append([]string(nil), n.sent...)
+}
+
+func (n *notes) has(prefix string) bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	for _, s := range n.sent {
+		if strings.HasPrefix(s, prefix) {
+			return true
+		}
+	}
+	return false
+}
+
+// TestDaemonServiceManager: the daemon says it is ready, reloading and
+// stopping, pings the watchdog while its loop writes, and rotates the
+// rejects log when it is full.
+func TestDaemonServiceManager(t *testing.T) {
+	var n notes
+	r, dir := start(t, "classes: {pppoe-padi: {cps: 1, burst: 1}}\n", func(c *daemon.Config) {
+		c.Notify, c.Watchdog = n.notify, 400*time.Millisecond
+		c.Rotation = daemon.Rotation{MaxBytes: 200, Keep: 2}
+	})
+	if !n.has("READY=1") {
+		t.Errorf("no READY=1 once the API answers: %q", n.all())
+	}
+	until(t, 5*time.Second, "a watchdog ping", func() bool { return n.has("WATCHDOG=1") })
+	r.d.Reload()
+	until(t, 5*time.Second, "RELOADING=1", func() bool { return n.has("RELOADING=1\nMONOTONIC_USEC=") })
+
+	// Rejected PADIs from many modems: a record each, a line each in the
+	// log, which rotates every 200 bytes.
+	var frames [][]byte
+	for i := range 10 {
+		frames = append(frames, pkt.Frame(pkt.Ether{Src: [6]byte{2, 0, 0, 0, 0, byte(i)}, Broadcast: true}, pkt.PPPoE{Code: pkt.PADI}))
+	}
+	testenv.Send(t, r.peer, r.peerIf, frames)
+	log := filepath.Join(dir, "log", "rejects.jsonl")
+	until(t, 10*time.Second, "the rejects log rotated", func() bool {
+		_, err := os.Stat(log + ".1")
+		return err == nil
+	})
+	if _, err := os.Stat(log + ".3"); err == nil {
+		t.Error("more rotated logs kept than asked")
+	}
+
+	r.stop()
+	<-r.done
+	r.done <- nil
+	if !n.has("STOPPING=1") {
+		t.Errorf("no STOPPING=1 at the stop: %q", n.all())
 	}
 }

@@ -24,13 +24,15 @@ const journalKeep = 4096
 type journal struct {
 	stateDir string
 	log      *slog.Logger
-	path     string        // "" writes no file
+	path     string // "" writes no file
+	rotation Rotation
 	clock    func() uint64 // the fast path's clock
 
 	// mu is held across a sweep, so that `show rejects` sees each record
 	// once: in a table or among the finished, never in both.
 	mu     sync.Mutex
 	f      *os.File
+	size   int64            // of f, for the rotation
 	recent []api.RejectLine // oldest first
 	tables map[string]*journalTable
 }
@@ -55,7 +57,7 @@ const sweepSlack = 20 * time.Millisecond
 // come and go, sweeping their tables just after each second begins, until
 // ctx ends.
 func (d *Daemon) startJournal(ctx context.Context, path string) (*journal, error) {
-	j := &journal{stateDir: d.cfg.StateDir, log: d.log, path: path, clock: control.MonotonicCoarse, tables: map[string]*journalTable{}}
+	j := &journal{stateDir: d.cfg.StateDir, log: d.log, path: path, rotation: d.cfg.Rotation, clock: control.MonotonicCoarse, tables: map[string]*journalTable{}}
 	if err := j.reopen(); err != nil {
 		return nil, err
 	}
@@ -87,9 +89,13 @@ func (j *journal) reopen() error {
 	if err != nil {
 		return fmt.Errorf("rejects log: %w", err)
 	}
+	var size int64
+	if fi, err := f.Stat(); err == nil {
+		size = fi.Size()
+	}
 	j.mu.Lock()
 	old := j.f
-	j.f = f
+	j.f, j.size = f, size
 	j.mu.Unlock()
 	if old != nil {
 		old.Close()
@@ -189,8 +195,13 @@ func (j *journal) addLocked(l api.RejectLine) {
 	j.recent = append(j.recent, l)
 	if j.f != nil {
 		b, _ := json.Marshal(l)
-		if _, err := j.f.Write(append(b, '\n')); err != nil {
+		n, err := j.f.Write(append(b, '\n'))
+		if err != nil {
 			j.log.Warn("write rejects log", "path", j.path, "err", err)
+		}
+		j.size += int64(n)
+		if j.rotation.MaxBytes > 0 && j.size >= j.rotation.MaxBytes {
+			j.rotateLocked()
 		}
 	}
 }

@@ -3,6 +3,7 @@ package daemon
 import (
 	"fmt"
 	"reflect"
+	"time"
 
 	"github.com/xdpcac/xdpcac/cac/config"
 	"github.com/xdpcac/xdpcac/cac/control"
@@ -64,7 +65,13 @@ func (d *Daemon) newMeasure(cfg *config.Config) (*measure, error) {
 	}
 	m.loop = &control.Loop{
 		Sampler: sampler, Window: cpu.NewWindow(span), Buffers: m.watcher, Multiplier: mult,
-		Interval: cfg.CPU.SampleInterval, Log: d.log, Write: func(in policy.Inputs) error { return m.write(d.cfg.StateDir, in) },
+		Interval: cfg.CPU.SampleInterval, Log: d.log, Write: func(in policy.Inputs) error {
+			err := m.write(d.cfg.StateDir, in)
+			if err == nil {
+				d.wrote.Store(time.Now().UnixNano())
+			}
+			return err
+		},
 	}
 	return m, nil
 }

@@ -34,6 +34,13 @@ type degradedError struct{ why []string }
 
 func (e degradedError) Error() string { return "degraded: " + strings.Join(e.why, "; ") }
 
+// loggedError went to the daemon's log already, in its format: main
+// prints it no more.
+type loggedError struct{ err error }
+
+func (e loggedError) Error() string { return e.err.Error() }
+func (e loggedError) Unwrap() error { return e.err }
+
 // exitCode is the code err ends cacctl with.
 func exitCode(err error) int {
 	var u usageError

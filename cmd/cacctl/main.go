@@ -1,13 +1,15 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"os"
 )
 
 func main() {
 	err := newRootCmd().Execute()
-	if err != nil {
+	var logged loggedError
+	if err != nil && !errors.As(err, &logged) {
 		fmt.Fprintln(os.Stderr, "cacctl:", err)
 	}
 	os.Exit(exitCode(err))

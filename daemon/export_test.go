@@ -1,0 +1,4 @@
+package daemon
+
+// RotateFiles is rotateFiles, for the tests of package daemon_test.
+var RotateFiles = rotateFiles
