@@ -63,6 +63,12 @@ func (c *Client) Apply(file string, adopt bool) error {
 	return c.call(http.MethodPost, PathApply, ApplyRequest{Config: file, Adopt: adopt}, &out)
 }
 
+// Read asks the daemon to run a read command for this peer.
+func (c *Client) Read(args []string) (ReadAnswer, error) {
+	var a ReadAnswer
+	return a, c.call(http.MethodPost, PathRead, ReadRequest{Args: args}, &a)
+}
+
 // call sends a request and decodes the answer into out; an error answer
 // comes back as an error with the daemon's message.
 func (c *Client) call(method, path string, in, out any) error {

@@ -13,6 +13,7 @@ const (
 	PathAgents  = "/v1/agents"  // GET: Agents
 	PathRejects = "/v1/rejects" // GET: []RejectLine
 	PathApply   = "/v1/apply"   // POST ApplyRequest: Applied
+	PathRead    = "/v1/read"    // POST ReadRequest: ReadAnswer
 )
 
 // Status is what only the running daemon knows of itself.
@@ -25,9 +26,9 @@ type Status struct {
 	Since        time.Time `json:"since"`
 	LoadedAt     time.Time `json:"loaded_at"`
 	StateDir     string    `json:"state_dir"`
-	Netns        string    `json:"netns,omitempty"`
-	Metrics      string    `json:"metrics,omitempty"`
-	LastError    string    `json:"last_error,omitempty"`
+	Netns        string    `json:"netns"`
+	Metrics      string    `json:"metrics"`
+	LastError    string    `json:"last_error"`
 }
 
 // ApplyRequest asks the daemon to put a file in force.
@@ -41,6 +42,21 @@ type ApplyRequest struct {
 // Applied answers an apply the daemon put in force.
 type Applied struct {
 	Applied string `json:"applied"`
+}
+
+// ReadRequest asks the daemon to run a command that only reads (show,
+// status, top --once) for a peer that may not read the pins itself: a
+// member of api.read-group. Args are the command line after `cacctl`,
+// without --state-dir and --netns, which are the daemon's.
+type ReadRequest struct {
+	Args []string `json:"args"`
+}
+
+// ReadAnswer is what the command printed, its error and its exit code.
+type ReadAnswer struct {
+	Output   string `json:"output"`
+	Error    string `json:"error"`
+	ExitCode int    `json:"exit_code"`
 }
 
 // Error is every answer that is not 200 OK.

@@ -3,6 +3,7 @@ package daemon
 import (
 	"context"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"sync"
@@ -45,6 +46,11 @@ type Config struct {
 	// Watchdog is the service manager's watchdog interval (0 none): the
 	// daemon pings it twice an interval while its control loop writes.
 	Watchdog time.Duration
+	// Reader runs a read command (api.ReadRequest) for a member of
+	// api.read-group, writing what it prints to out; nil serves none.
+	// The CLI gives its own commands, so that a reader sees what root
+	// would.
+	Reader func(args []string, out io.Writer) (exitCode int, err error)
 }
 
 // Rotation rotates the rejects log once it holds MaxBytes (0 never):
@@ -84,8 +90,11 @@ type Daemon struct {
 	// ns), and loopEvery its interval: the watchdog pings while it writes.
 	wrote, loopEvery atomic.Int64
 
-	mu     sync.Mutex // guards status
+	mu     sync.Mutex // guards status and the readers' group
 	status api.Status
+	// readGID and readName are api.read-group in force (-1 and "": none).
+	readGID  int
+	readName string
 }
 
 // applyCall is one apply through the API, or a reload, with where its
@@ -105,7 +114,7 @@ func New(cfg Config) *Daemon {
 		cfg.Log = slog.New(slog.DiscardHandler)
 	}
 	return &Daemon{
-		cfg: cfg, log: cfg.Log, applies: make(chan applyCall), reloads: make(chan struct{}, 1),
+		cfg: cfg, log: cfg.Log, applies: make(chan applyCall), reloads: make(chan struct{}, 1), readGID: -1,
 		status: api.Status{PID: os.Getpid(), Config: cfg.File, ReloadConfig: cfg.File, Since: cfg.Now(), StateDir: cfg.StateDir, Netns: cfg.Netns},
 	}
 }
@@ -148,10 +157,15 @@ func (d *Daemon) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	// The rejects log is refused before anything is attached (a planted
-	// link, say): a daemon that cannot write it changes nothing.
+	// The rejects log and the readers' group are refused before anything
+	// is attached (a planted link, a typo): a daemon that cannot serve
+	// them changes nothing.
 	if err := checkRejectsLog(d.cfg.RejectsLog); err != nil {
 		return err
+	}
+	readGID, err := lookupReadGroup(cfg.API.ReadGroup)
+	if err != nil {
+		return fmt.Errorf("%s: %w", d.cfg.File, err)
 	}
 	m, err := d.newMeasure(cfg)
 	if err != nil {
@@ -179,6 +193,9 @@ func (d *Daemon) Run(ctx context.Context) error {
 		return err
 	}
 	defer stopAPI()
+	if err := d.setReadGroup(readGID, cfg.API.ReadGroup); err != nil {
+		return err
+	}
 	metrics, err := d.serveMetrics(cfg.Metrics.Listen)
 	if err != nil {
 		return err
@@ -263,6 +280,12 @@ func (d *Daemon) reload(call applyCall, cur *config.Config) (*config.Config, loa
 	if err == nil {
 		err = d.checkInterfaces(next)
 	}
+	readGID := -1
+	if err == nil {
+		if readGID, err = lookupReadGroup(next.API.ReadGroup); err != nil {
+			err = fmt.Errorf("%s: %w", file, err)
+		}
+	}
 	var nm *measure
 	if err == nil && !sameMeasure(cur, next) {
 		nm, err = d.newMeasure(next)
@@ -274,6 +297,11 @@ func (d *Daemon) reload(call applyCall, cur *config.Config) (*config.Config, loa
 		if err = d.attachAll(next, opts); err != nil && nm != nil {
 			nm.close()
 			nm = nil
+		}
+	}
+	if err == nil {
+		if gerr := d.setReadGroup(readGID, next.API.ReadGroup); gerr != nil {
+			d.log.Warn("the readers' group of the new configuration", "err", gerr)
 		}
 	}
 	d.mu.Lock()

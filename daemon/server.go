@@ -1,11 +1,11 @@
 package daemon
 
 import (
-	"context"
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"github.com/xdpcac/xdpcac/api"
-	"golang.org/x/sys/unix"
+	"github.com/xdpcac/xdpcac/cac/agents"
 	"io"
 	"net"
 	"net/http"
@@ -13,40 +13,6 @@ import (
 	"syscall"
 	"time"
 )
-
-// rootOnly refuses a peer that is not root: the socket's mode already
-// keeps others out, and this holds even if the mode is changed.
-func rootOnly(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if uid, ok := r.Context().Value(peerUIDKey{}).(uint32); !ok || uid != 0 {
-			writeJSON(w, http.StatusForbidden, api.Error{Error: "the xdpcac API is for root only"})
-			return
-		}
-		next.ServeHTTP(w, r)
-	})
-}
-
-type peerUIDKey struct{}
-
-// peerUID reads the uid of the process at the other end of a unix socket.
-func peerUID(ctx context.Context, c net.Conn) context.Context {
-	uc, ok := c.(*net.UnixConn)
-	if !ok {
-		return ctx
-	}
-	raw, err := uc.SyscallConn()
-	if err != nil {
-		return ctx
-	}
-	var cred *unix.Ucred
-	raw.Control(func(fd uintptr) {
-		cred, _ = unix.GetsockoptUcred(int(fd), unix.SOL_SOCKET, unix.SO_PEERCRED)
-	})
-	if cred == nil {
-		return ctx
-	}
-	return context.WithValue(ctx, peerUIDKey{}, cred.Uid)
-}
 
 func writeJSON(w http.ResponseWriter, code int, v any) {
 	w.Header().Set("Content-Type", "application/json")
@@ -84,16 +50,20 @@ func (d *Daemon) serveAPI() (func(), error) {
 		d.mu.Lock()
 		a := d.agents
 		d.mu.Unlock()
-		var v api.Agents
+		// Every key whatever the state: no agents is an empty list.
+		v := api.Agents{Targets: []agents.Row{}, Answered: d.answers.answered.Load(), Unanswered: d.answers.suppressed.Load()}
 		if a != nil {
 			v.Targets = a.rows()
-			v.Answered, v.Unanswered = d.answers.answered.Load(), d.answers.suppressed.Load()
 			v.Responses = a.events.Load()
 		}
 		writeJSON(w, http.StatusOK, v)
 	})
 	mux.HandleFunc("GET "+api.PathRejects, func(w http.ResponseWriter, r *http.Request) {
-		writeJSON(w, http.StatusOK, d.journal.lines())
+		lines := d.journal.lines()
+		if lines == nil {
+			lines = []api.RejectLine{} // none is an empty list, not null
+		}
+		writeJSON(w, http.StatusOK, lines)
 	})
 	mux.HandleFunc("POST "+api.PathApply, func(w http.ResponseWriter, r *http.Request) {
 		var req api.ApplyRequest
@@ -113,7 +83,25 @@ func (d *Daemon) serveAPI() (func(), error) {
 		}
 		writeJSON(w, http.StatusOK, api.Applied{Applied: req.Config})
 	})
-	srv := &http.Server{Handler: rootOnly(mux), ConnContext: peerUID, ReadHeaderTimeout: 5 * time.Second, IdleTimeout: 30 * time.Second}
+	mux.HandleFunc("POST "+api.PathRead, func(w http.ResponseWriter, r *http.Request) {
+		var req api.ReadRequest
+		if err := json.NewDecoder(io.LimitReader(r.Body, 1<<16)).Decode(&req); err != nil {
+			writeJSON(w, http.StatusBadRequest, api.Error{Error: `want {"args": ["show", "stats"]}`})
+			return
+		}
+		if d.cfg.Reader == nil {
+			writeJSON(w, http.StatusNotFound, api.Error{Error: "this daemon runs no commands for readers"})
+			return
+		}
+		var out bytes.Buffer
+		code, err := d.cfg.Reader(req.Args, &out)
+		ans := api.ReadAnswer{Output: out.String(), ExitCode: code}
+		if err != nil {
+			ans.Error = err.Error()
+		}
+		writeJSON(w, http.StatusOK, ans)
+	})
+	srv := &http.Server{Handler: d.authorize(mux), ConnContext: peerCred, ReadHeaderTimeout: 5 * time.Second, IdleTimeout: 30 * time.Second}
 	go srv.Serve(l)
 	return func() {
 		srv.Close()

@@ -67,7 +67,7 @@ func CallAdmissionViewOf(ca policy.CallAdmission, in policy.Inputs, rings [cac.N
 		Reasons:         map[string]uint64{},
 		Charges:         map[string]ChargeView{},
 		StaleAfterMS:    int64(ca.StaleAfterNS / 1e6),
-		Interfaces:      ifaces,
+		Interfaces:      append([]string{}, ifaces...), // [] when nothing is attached, not null
 	}
 	v.OnStale = ca.OnStale.String()
 	v.SessionCharges = fromMilli(policy.SessionCharges(ca, &rings, now))

@@ -31,6 +31,7 @@ type Config struct {
 	Realms                  []Realm
 	SessionAgents           []SessionAgent
 	Metrics                 Metrics
+	API                     API
 	// SourceTable is how many sources the per-source table of the fast
 	// path holds (key per-source-table).
 	SourceTable uint32
@@ -147,6 +148,13 @@ type Metrics struct {
 	Listen string
 }
 
+// API is who may use the daemon's socket besides root.
+type API struct {
+	// ReadGroup names a group whose members may read what the daemon
+	// serves (show, status, top) but change nothing; "" is root only.
+	ReadGroup string
+}
+
 // DefaultAgentReserve is the agent-reserve of a shared bucket of burst
 // calls when there are session agents and the file sets none: a tenth of
 // the burst, so that strangers who fill the bucket leave the agents a tenth
@@ -257,6 +265,9 @@ func (c *Config) fields(d *decoder) fields {
 		},
 		"metrics": func(p string, v *yaml.Node) {
 			d.mapping(v, p, fields{"listen": func(p string, v *yaml.Node) { d.hostPort(v, p, &c.Metrics.Listen) }})
+		},
+		"api": func(p string, v *yaml.Node) {
+			d.mapping(v, p, fields{"read-group": func(p string, v *yaml.Node) { d.str(v, p, &c.API.ReadGroup) }})
 		},
 	}
 }

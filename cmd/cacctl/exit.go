@@ -45,9 +45,12 @@ func (e loggedError) Unwrap() error { return e.err }
 func exitCode(err error) int {
 	var u usageError
 	var d degradedError
+	var f forwarded
 	switch {
 	case err == nil:
 		return exitOK
+	case errors.As(err, &f):
+		return f.code
 	case errors.As(err, &u):
 		return exitUsage
 	case errors.As(err, &d):

@@ -9,7 +9,7 @@ import (
 func main() {
 	err := newRootCmd().Execute()
 	var logged loggedError
-	if err != nil && !errors.As(err, &logged) {
+	if err != nil && !errors.As(err, &logged) && err.Error() != "" {
 		fmt.Fprintln(os.Stderr, "cacctl:", err)
 	}
 	os.Exit(exitCode(err))

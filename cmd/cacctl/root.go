@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+	"github.com/xdpcac/xdpcac/api"
 	"github.com/xdpcac/xdpcac/internal/version"
 	"github.com/xdpcac/xdpcac/loader"
 )
@@ -30,7 +31,14 @@ admits or drops it, and shows what it counted.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		PersistentPreRunE: func(cmd *cobra.Command, args []string) error {
-			return checkPrivilege(cmd)
+			err := checkPrivilege(cmd)
+			if err == nil || !readCommand(cmd) {
+				return err
+			}
+			if c := api.Dial(g.stateDir); c != nil {
+				return forwardRead(cmd, args, c)
+			}
+			return notAReader(g.stateDir, err)
 		},
 	}
 	root.PersistentFlags().StringVar(&g.netns, "netns", "", "act on an interface in this named network namespace (pins stay in this one)")

@@ -52,6 +52,7 @@ decides, unless --detach-on-exit.`,
 				Force: force, RejectsLog: rejectsLog, Rotation: rotate, DetachOnExit: detachOnExit,
 				Notify:   func(state string) { sd.SdNotify(false, state) },
 				Watchdog: watchdog,
+				Reader:   readerFor(*g),
 			})
 			if err := runDaemon(cmd.Context(), d); err != nil {
 				// In the log's format, so that a JSON journal stays JSON.

@@ -34,7 +34,7 @@ func newShowSipdCmd(g *globals) *cobra.Command {
 				name = args[0]
 			}
 			if *out == "json" {
-				var keep []agents.Row
+				keep := []agents.Row{}
 				for _, r := range v.Targets {
 					if name == "" || r.Agent == name {
 						keep = append(keep, r)

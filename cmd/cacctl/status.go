@@ -57,7 +57,7 @@ func newStatusCmd(g *globals) *cobra.Command {
 		Short: "Each attached interface, its mode and program version, the daemon and its heartbeat",
 		Args:  exactArgs(),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			v := statusView{Version: version.String(), StateDir: g.stateDir}
+			v := statusView{Version: version.String(), StateDir: g.stateDir, Interfaces: []interfaceStatus{}, Orphans: []orphanStatus{}}
 			if c := api.Dial(g.stateDir); c != nil {
 				st, err := c.Status()
 				if err != nil {
