@@ -172,6 +172,8 @@ func (j *journal) checkLost(t *journalTable) {
 	if err != nil {
 		return
 	}
+	// Counters cleared (clear counters) count again from zero.
+	t.lost, t.unanswered = min(t.lost, st.RejectRecordsLost), min(t.unanswered, st.L2TPUnanswered)
 	if st.RejectRecordsLost > t.lost {
 		j.log.Warn("the rejects table was full: rejects are missing from the rejects log",
 			"interface", t.a.String(), "lost", st.RejectRecordsLost-t.lost)

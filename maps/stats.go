@@ -144,3 +144,17 @@ func fromKernel(c bpf.XdpCacStats) Stats {
 	}
 	return s
 }
+
+// ClearStats zeroes the counters of every CPU: `clear counters`, as on IOS.
+// An increment on another CPU while it runs may be kept or lost, as on a
+// router; the counters only ever count from the clear.
+func ClearStats(m *ebpf.Map) error {
+	n, err := ebpf.PossibleCPU()
+	if err != nil {
+		return fmt.Errorf("clear stats map: %w", err)
+	}
+	if err := m.Update(uint32(0), make([]bpf.XdpCacStats, n), ebpf.UpdateExist); err != nil {
+		return fmt.Errorf("clear stats map: %w", err)
+	}
+	return nil
+}

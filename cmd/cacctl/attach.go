@@ -15,9 +15,10 @@ func newAttachCmd(g *globals) *cobra.Command {
 	var cfgFile, mode string
 	var force bool
 	cmd := &cobra.Command{
-		Use:   "attach IFACE --config FILE [--mode auto|native|generic]",
-		Short: "Attach the filter to an interface with the static limits of FILE, and leave it there",
-		Args:  exactArgs("IFACE"),
+		Use:               "attach IFACE --config FILE [--mode auto|native|generic]",
+		ValidArgsFunction: completeInterfaces(g),
+		Short:             "Attach the filter to an interface with the static limits of FILE, and leave it there",
+		Args:              exactArgs("IFACE"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			iface := args[0]
 			cfg, opts, err := daemon.LoadOptions(cfgFile)
@@ -115,9 +116,10 @@ started with, unless --adopt makes FILE the one it reads from now on.`,
 
 func newDetachCmd(g *globals) *cobra.Command {
 	return &cobra.Command{
-		Use:   "detach IFACE",
-		Short: "Take the filter off an interface and remove its state",
-		Args:  exactArgs("IFACE"),
+		Use:               "detach IFACE",
+		ValidArgsFunction: completeAttached(g),
+		Short:             "Take the filter off an interface and remove its state",
+		Args:              exactArgs("IFACE"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			a := loader.Attachment{Iface: args[0], Netns: g.netns}
 			if err := loader.Detach(a, g.stateDir); err != nil {

@@ -75,6 +75,8 @@ it, those the table holds. -o json prints one JSON object per line.`,
 	}
 	cmd.Flags().StringVar(&class, "class", "", "only this class (pppoe-padi, sip-invite, ...)")
 	cmd.Flags().StringVar(&reason, "reason", "", "only this reason (source, class, environment, ...)")
+	cmd.RegisterFlagCompletionFunc("class", completeWords(classNames()))
+	cmd.RegisterFlagCompletionFunc("reason", completeWords(reasonNames()))
 	cmd.Flags().DurationVar(&since, "since", 0, "only records whose last reject is this recent (e.g. 5m)")
 	out = addOutputFlag(cmd)
 	return cmd

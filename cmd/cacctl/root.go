@@ -58,6 +58,7 @@ admits or drops it, and shows what it counted.`,
 		newStatusCmd(g),
 		newDemoCmd(g),
 		newTopCmd(g),
+		newClearCmd(g),
 	)
 	root.InitDefaultCompletionCmd()
 	groupsRefuseStrays(root)

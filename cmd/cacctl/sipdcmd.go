@@ -12,8 +12,9 @@ import (
 func newShowSipdCmd(g *globals) *cobra.Command {
 	var out *outputFlag
 	agentsCmd := &cobra.Command{
-		Use:   "agents [NAME] [-o text|json]",
-		Short: "Session agents: in or out of service, per destination and realm",
+		Use:               "agents [NAME] [-o text|json]",
+		ValidArgsFunction: completeAgents(g),
+		Short:             "Session agents: in or out of service, per destination and realm",
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) > 1 {
 				return usagef("%s takes at most one argument: NAME (got %d)", cmd.CommandPath(), len(args))

@@ -1,0 +1,82 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+	"github.com/xdpcac/xdpcac/cac"
+	"github.com/xdpcac/xdpcac/loader"
+	"github.com/xdpcac/xdpcac/maps"
+)
+
+// newShowLimitsCmd is `show limits`: every bucket in force, per level, as
+// the fast path holds it.
+func newShowLimitsCmd(g *globals) *cobra.Command {
+	var out *outputFlag
+	cmd := &cobra.Command{
+		Use:   "limits [-o text|json]",
+		Short: "Every limit in force, per level: classes, per source, environment, accounts and customers, agents",
+		Args:  exactArgs(),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			p, err := loader.OpenShared(g.stateDir)
+			if err != nil {
+				return err
+			}
+			defer p.Close()
+			in, err := maps.ReadInForce(maps.PolicyMapsOf(&p.XdpMaps))
+			if err != nil {
+				return err
+			}
+			v := maps.LimitsViewOf(in)
+			if *out == "json" {
+				return printJSON(cmd.OutOrStdout(), v)
+			}
+			return writeLimits(cmd.OutOrStdout(), v)
+		},
+	}
+	out = addOutputFlag(cmd)
+	return cmd
+}
+
+// rate prints a limit as "CPS/s burst B", or "-" for none.
+func rate(l maps.LimitView) string {
+	if l.CPS == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%s/s burst %s", num(l.CPS), num(l.Burst))
+}
+
+func writeLimits(w io.Writer, v maps.LimitsView) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "class\tlimit\tagent reserve\tper source\tkey")
+	for _, c := range cac.Classes() {
+		l := v.Classes[c.String()]
+		key := "-"
+		if l.PerSource.CPS != 0 {
+			key = l.PerSource.Key
+			if key == "ip" {
+				key = fmt.Sprintf("ip (IPv6 /%d)", l.PerSource.IPv6Prefix)
+			}
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", c, rate(l.LimitView), num(l.AgentReserve), rate(l.PerSource.LimitView), key)
+	}
+	fmt.Fprintf(tw, "environment\t%s\t%s\t\t\n", rate(v.Environment.LimitView), num(v.Environment.AgentReserve))
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if len(v.Accounts) > 0 {
+		fmt.Fprintln(w)
+		tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(tw, "account prefix\tlimit\tcustomer")
+		for _, a := range v.Accounts {
+			fmt.Fprintf(tw, "%s\t%s\t%s\n", a.Prefix, rate(a.Limit), rate(a.Customer))
+		}
+		tw.Flush()
+	}
+	for _, a := range v.Agents {
+		fmt.Fprintf(w, "session agent %d: %s\n", a.Index, rate(a.Limit))
+	}
+	return nil
+}
