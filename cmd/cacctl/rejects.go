@@ -1,10 +1,14 @@
 package main
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
+	"net/netip"
 	"slices"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -12,55 +16,50 @@ import (
 	"github.com/xdpcac/xdpcac/api"
 	"github.com/xdpcac/xdpcac/cac"
 	"github.com/xdpcac/xdpcac/loader"
-	"github.com/xdpcac/xdpcac/maps"
 )
 
+// rejectFilter is what of the records `show rejects` keeps.
+type rejectFilter struct {
+	class, reason string
+	since         time.Duration
+	source        func(string) bool // nil keeps every source
+}
+
 func newShowRejectsCmd(g *globals) *cobra.Command {
-	var class, reason string
+	var class, reason, source string
 	var since time.Duration
+	var top int
 	var out *outputFlag
 	cmd := &cobra.Command{
-		Use:   "rejects [--class C] [--reason R] [--since D] [-o text|json]",
-		Short: "Rejected calls by source, class and reason, newest first",
+		Use:   "rejects [--class C] [--reason R] [--since D] [--source S] [--top N] [-o text|json]",
+		Short: "Rejected calls by source, class and reason, newest first, or the biggest sources",
 		Long: `Every source, class and reason that was rejected has a record of each
 second with rejects: when it began and ended, and how many calls it stands
 for. The fast path keeps the records of the last seconds in a table; cacctl
 run takes each finished second out of it, writes it to its --rejects-log
 and keeps the newest in memory. While it runs, both come from it; without
-it, those the table holds. -o json prints one JSON object per line.`,
+it, those the table holds. --source keeps an address, a prefix or a MAC;
+--top N sums the records of each source, class and reason and prints the
+N biggest. -o json prints one JSON object per line.`,
 		Args: exactArgs(),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			keep, err := rejectFilter(class, reason, since)
+			f, err := newRejectFilter(class, reason, source, since)
 			if err != nil {
 				return err
 			}
-			// The running daemon has the finished records and reads the
-			// tables between its sweeps, so each record comes once.
-			var lines []api.RejectLine
-			wall := time.Now()
-			if c := api.Dial(g.stateDir); c != nil {
-				all, err := c.Rejects()
-				if err != nil {
-					return err
-				}
-				for _, l := range all {
-					if keepLine(l, class, reason, since, wall) {
-						lines = append(lines, l)
-					}
-				}
-			} else {
-				recs, err := loader.ReadAllRejects(g.stateDir)
-				if err != nil {
-					return err
-				}
-				mono := api.MonotonicNow()
-				for _, r := range recs {
-					if keep(r, mono) {
-						lines = append(lines, api.RejectLineOf(r, wall, mono))
-					}
-				}
+			if top < 0 {
+				return usagef("--top wants a count of 1 or more, got %d", top)
 			}
-			slices.SortFunc(lines, func(a, b api.RejectLine) int { return b.Time.Compare(a.Time) })
+			lines, err := readRejectLines(g.stateDir)
+			if err != nil {
+				return err
+			}
+			lines = f.keep(lines, time.Now())
+			if top > 0 {
+				lines = biggest(lines, top)
+			} else {
+				slices.SortFunc(lines, func(a, b api.RejectLine) int { return b.Time.Compare(a.Time) })
+			}
 			if *out == "json" {
 				enc := json.NewEncoder(cmd.OutOrStdout())
 				for _, l := range lines {
@@ -78,38 +77,119 @@ it, those the table holds. -o json prints one JSON object per line.`,
 	cmd.RegisterFlagCompletionFunc("class", completeWords(classNames()))
 	cmd.RegisterFlagCompletionFunc("reason", completeWords(reasonNames()))
 	cmd.Flags().DurationVar(&since, "since", 0, "only records whose last reject is this recent (e.g. 5m)")
+	cmd.Flags().StringVar(&source, "source", "", "only this source: an address, a prefix (203.0.113.0/24) or a MAC")
+	cmd.Flags().IntVar(&top, "top", 0, "the N sources, classes and reasons with the most rejects, summed")
 	out = addOutputFlag(cmd)
 	return cmd
 }
 
-func rejectFilter(class, reason string, since time.Duration) (func(maps.Reject, uint64) bool, error) {
-	var c cac.Class
-	var r cac.Reason
-	var err error
+// readRejectLines reads the records: from the running daemon, which has
+// the finished ones and reads the tables between its sweeps, so that
+// each record comes once; else from the tables.
+func readRejectLines(stateDir string) ([]api.RejectLine, error) {
+	if c := api.Dial(stateDir); c != nil {
+		return c.Rejects()
+	}
+	recs, err := loader.ReadAllRejects(stateDir)
+	if err != nil {
+		return nil, err
+	}
+	wall, mono := time.Now(), api.MonotonicNow()
+	lines := make([]api.RejectLine, 0, len(recs))
+	for _, r := range recs {
+		lines = append(lines, api.RejectLineOf(r, wall, mono))
+	}
+	return lines, nil
+}
+
+func newRejectFilter(class, reason, source string, since time.Duration) (rejectFilter, error) {
+	f := rejectFilter{class: class, reason: reason, since: since}
 	if class != "" {
-		if c, err = cac.ParseClass(class); err != nil {
-			return nil, fmt.Errorf("--class: %w", err)
+		if _, err := cac.ParseClass(class); err != nil {
+			return f, usagef("--class: %w", err)
 		}
 	}
 	if reason != "" {
-		if r, err = cac.ParseReason(reason); err != nil {
-			return nil, fmt.Errorf("--reason: %w", err)
+		if _, err := cac.ParseReason(reason); err != nil {
+			return f, usagef("--reason: %w", err)
 		}
 	}
 	if since < 0 {
-		return nil, fmt.Errorf("--since must not be negative, got %v", since)
+		return f, usagef("--since must not be negative, got %v", since)
 	}
-	return func(rec maps.Reject, mono uint64) bool {
-		return (class == "" || rec.Class == c) && (reason == "" || rec.Reason == r) &&
-			(since == 0 || mono-rec.LastNS <= uint64(since))
+	if source != "" {
+		match, err := sourceMatcher(source)
+		if err != nil {
+			return f, err
+		}
+		f.source = match
+	}
+	return f, nil
+}
+
+// sourceMatcher matches a record's source to --source: an address, a
+// prefix (IPv4 sources also match as IPv4-mapped IPv6), or a MAC.
+func sourceMatcher(s string) (func(string) bool, error) {
+	if mac, err := net.ParseMAC(s); err == nil {
+		return func(src string) bool { return strings.EqualFold(src, mac.String()) }, nil
+	}
+	p, err := netip.ParsePrefix(s)
+	if err != nil {
+		a, aerr := netip.ParseAddr(s)
+		if aerr != nil {
+			return nil, usagef("--source: want an address, a prefix or a MAC, got %q", s)
+		}
+		p = netip.PrefixFrom(a, a.BitLen())
+	}
+	return func(src string) bool {
+		a, err := netip.ParseAddr(src)
+		return err == nil && p.Contains(a.Unmap())
 	}, nil
 }
 
-// keepLine is the filter of rejectFilter for a finished record; the
-// names were checked there.
-func keepLine(l api.RejectLine, class, reason string, since time.Duration, wall time.Time) bool {
-	return (class == "" || l.Class == class) && (reason == "" || l.Reason == reason) &&
-		(since == 0 || wall.Sub(l.Time) <= since)
+func (f rejectFilter) keep(lines []api.RejectLine, wall time.Time) []api.RejectLine {
+	out := lines[:0:0]
+	for _, l := range lines {
+		if (f.class == "" || l.Class == f.class) && (f.reason == "" || l.Reason == f.reason) &&
+			(f.since == 0 || wall.Sub(l.Time) <= f.since) && (f.source == nil || f.source(l.Source)) {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+// biggest sums the records of each interface, source, class and reason
+// (first and last of all of them) and keeps the n with the most rejects.
+func biggest(lines []api.RejectLine, n int) []api.RejectLine {
+	type key struct{ iface, source, class, reason string }
+	sums := map[key]*api.RejectLine{}
+	for _, l := range lines {
+		k := key{l.Interface, l.Source, l.Class, l.Reason}
+		s, ok := sums[k]
+		if !ok {
+			c := l
+			sums[k] = &c
+			continue
+		}
+		s.Count += l.Count
+		if l.Time.After(s.Time) {
+			s.Time = l.Time
+		}
+		if l.First.Before(s.First) {
+			s.First = l.First
+		}
+	}
+	out := make([]api.RejectLine, 0, len(sums))
+	for _, s := range sums {
+		out = append(out, *s)
+	}
+	slices.SortFunc(out, func(a, b api.RejectLine) int {
+		if c := cmp.Compare(b.Count, a.Count); c != 0 {
+			return c
+		}
+		return b.Time.Compare(a.Time)
+	})
+	return out[:min(n, len(out))]
 }
 
 func writeRejectsText(w io.Writer, lines []api.RejectLine) error {
