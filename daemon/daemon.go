@@ -174,6 +174,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 	defer func() { m.close() }()
 	d.loopEvery.Store(int64(m.loop.Interval))
 	defer d.release()
+	opts = d.keepTableSizes(opts)
 	if err := d.attachAll(cfg, opts); err != nil {
 		return err
 	}
@@ -341,46 +342,8 @@ func (d *Daemon) wait(cfg *config.Config, opts loader.Options, done chan error, 
 	}
 }
 
-// every calls fn each interval until ctx ends, the first time an
-// interval from now.
-func every(ctx context.Context, interval time.Duration, fn func()) {
-	tick := time.NewTicker(interval)
-	defer tick.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-tick.C:
-			fn()
-		}
-	}
-}
-
-// notify tells the service manager, if there is one.
-func (d *Daemon) notify(state string) {
-	if d.cfg.Notify != nil {
-		d.cfg.Notify(state)
-	}
-}
-
 func (d *Daemon) cfgFileInForce() string {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	return d.status.Config
-}
-
-// pingWatchdog pings the service manager's watchdog twice an interval
-// while the control loop has written within three of its intervals (or
-// the watchdog's, when longer): a loop that hangs stops the pings, and
-// the service manager restarts the daemon.
-func (d *Daemon) pingWatchdog(ctx context.Context) {
-	if d.cfg.Watchdog <= 0 {
-		return
-	}
-	every(ctx, d.cfg.Watchdog/2, func() {
-		alive := max(3*time.Duration(d.loopEvery.Load()), d.cfg.Watchdog)
-		if time.Since(time.Unix(0, d.wrote.Load())) < alive {
-			d.notify("WATCHDOG=1")
-		}
-	})
 }

@@ -32,6 +32,10 @@ func Apply(stateDir string, o Options) ([]Attachment, error) {
 		}
 	}
 
+	if err := checkSizes(stateDir, atts[0], o); err != nil {
+		return nil, err
+	}
+
 	var done []Attachment
 	written := map[ebpf.MapID]bool{} // attachments share their limits
 	for _, a := range atts {
@@ -64,4 +68,46 @@ func apply(p *Pinned, o Options) error {
 		return err
 	}
 	return maps.WritePolicy(maps.PolicyMapsOf(&p.XdpMaps), o.Policy)
+}
+
+// TableSizeError is a file whose per-source-table or dialog-table differs
+// from the size of the table in force. The tables are made with the
+// first attachment and shared by all: only a detach of every interface
+// and an attach again changes their size.
+type TableSizeError struct {
+	Key           string // per-source-table or dialog-table
+	InForce, File uint32
+}
+
+func (e TableSizeError) Error() string {
+	return fmt.Sprintf("%s is %d in force and %d in the file: the table is sized when the first interface is attached; "+
+		"detach every interface and attach again to change it (nothing was changed)", e.Key, e.InForce, e.File)
+}
+
+// TableSizes are the sizes of the per-source and dialog tables in force;
+// ErrNothingAttached when none is.
+func TableSizes(stateDir string) (sources, dialogs uint32, err error) {
+	p, err := OpenShared(stateDir)
+	if err != nil {
+		return 0, 0, err
+	}
+	defer p.Close()
+	return p.Sources.MaxEntries(), p.Dialogs.MaxEntries(), nil
+}
+
+// checkSizes refuses options whose table sizes (0: keep) are not those of
+// the tables in force, which a of stateDir holds.
+func checkSizes(stateDir string, a Attachment, o Options) error {
+	p, err := Open(stateDir, a)
+	if err != nil {
+		return err
+	}
+	defer p.Close()
+	if n := p.Sources.MaxEntries(); o.SourceTable != 0 && o.SourceTable != n {
+		return TableSizeError{Key: "per-source-table", InForce: n, File: o.SourceTable}
+	}
+	if n := p.Dialogs.MaxEntries(); o.DialogTable != 0 && o.DialogTable != n {
+		return TableSizeError{Key: "dialog-table", InForce: n, File: o.DialogTable}
+	}
+	return nil
 }
