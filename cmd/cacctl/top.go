@@ -74,12 +74,16 @@ func newTopCmd(g *globals) *cobra.Command {
 		Use:   "top [--once]",
 		Short: "A live view: rates per class, rejected sources, agents, charges and buckets",
 		Long: `top redraws every second what the filter admits and rejects per class and
-why, the sources rejected most over the last seconds, the session agents
-when cacctl run watches some, and the charges of call admission and the
-buckets. It fits the terminal and follows its size; a line at the top says
-loudly when an interface is not protected. Keys: 1-4 or tab pick the view
-(classes, sources, agents, charges), s sorts the sources by rate or by
-count, the arrows and page keys scroll, q quits.
+why, the sources rejected most, the session agents when cacctl run watches
+some, and the charges of call admission and the buckets. It fits the
+terminal and follows its size; a line at the top says loudly when an
+interface is not protected: nothing attached, an attachment gone since top
+started, or an interface gone from under its filter.
+
+Keys: 1-4 or tab pick the view (classes, sources, agents, charges), s sorts
+the sources by rate (their rejects in the last full second) or by count
+(their rejects in the last ten seconds, of those top read: the daemon keeps
+about two seconds of records), the arrows and page keys scroll, q quits.
 
 --once prints every view as plain text, a second apart from the first
 reading (at once when nothing is attached), and exits: for scripts and

@@ -142,7 +142,7 @@ func TestTopSources(t *testing.T) {
 	m := press(modelOf(100, 30, s1, s2), key('2'))
 	order := func(m topModel) (got []string) {
 		for _, r := range m.table.Rows() {
-			got = append(got, r[0]+" "+strings.TrimSpace(r[4])+" "+strings.TrimSpace(r[5]))
+			got = append(got, r[0]+" "+strings.TrimSpace(r[len(r)-2])+" "+strings.TrimSpace(r[len(r)-1]))
 		}
 		return got
 	}
@@ -154,8 +154,15 @@ func TestTopSources(t *testing.T) {
 	if got := order(press(m, key('s'))); fmt.Sprint(got) != fmt.Sprint(byRate) {
 		t.Errorf("by rate: got %q, want %q", got, byRate)
 	}
-	if out := m.View().Content; !strings.Contains(out, "rejected/s") || !strings.Contains(out, "in 10 s") {
-		t.Errorf("sources not labelled:\n%s", out)
+	if out := m.View().Content; !strings.Contains(out, "rejected/s") || !strings.Contains(out, "in 10 s") || strings.Contains(out, "interface") {
+		t.Errorf("sources not labelled, or an interface column for one interface:\n%s", out)
+	}
+	// A second interface brings the column that tells them apart.
+	s3 := sample(2, 0)
+	s3.snap.Interfaces["eth2"] = maps.Stats{}
+	next, _ := m.Update(topSampleMsg{s: s3})
+	if out := next.(topModel).View().Content; !strings.Contains(out, "interface") || !strings.HasPrefix(strings.Join(row(out, "192.0.2.3"), " "), "192.0.2.3 eth1 ") {
+		t.Errorf("no interface column with two interfaces:\n%s", out)
 	}
 }
 
@@ -173,8 +180,8 @@ func TestTopNotProtected(t *testing.T) {
 		want string
 	}{
 		{"none", modelOf(80, 24, none), "NOT PROTECTED: xdpcac is attached to no interface"},
-		{"detached", modelOf(80, 24, sample(0, 0), none), "NOT PROTECTED: eth1 detached since top started"},
-		{"defunct", modelOf(80, 24, sample(0, 0), defunct), "NOT PROTECTED: eth1 lost its interface"},
+		{"detached", modelOf(80, 24, sample(0, 0), none), "NOT PROTECTED: attached to no interface; detached since top started: eth1"},
+		{"defunct", modelOf(80, 24, sample(0, 0), defunct), "NOT PROTECTED: the interface went away, nothing filters it: eth1"},
 	} {
 		if out := ansi.Strip(c.m.View().Content); !strings.Contains(out, c.want) || strings.Contains(out, "interface(s)") {
 			t.Errorf("%s: no %q:\n%s", c.name, c.want, out)
@@ -241,7 +248,7 @@ func TestTopFits(t *testing.T) {
 func TestTopPlain(t *testing.T) {
 	a, b := crowded()
 	out := modelOf(80, 24, a, b).plain(onceWidth)
-	for _, want := range []string{"!! NOT PROTECTED: blue:eth2", "per class: /s over the last 1.0 s", "rejected sources:", "session agents: 60 target(s)", "pppoe-padi", "!! STALE control plane", "charges 42 of 100"} {
+	for _, want := range []string{"!! NOT PROTECTED: the interface went away, nothing filters it: blue:eth2", "per class: /s over the last 1.0 s", "rejected sources:", "session agents: 60 target(s)", "pppoe-padi", "!! STALE control plane", "charges 42 of 100"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("no %q in:\n%s", want, out)
 		}

@@ -101,15 +101,16 @@ func (m topModel) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 }
 
 // sync lays the main table out for the current view, sample and size; a
-// new view starts a new table, at its first row.
+// new view, or a column more or less, starts a new table at its first
+// row.
 func (m topModel) sync(reset bool) topModel {
 	b := m.body(m.view)
 	cols, rows := layout(b.main, m.width)
-	if reset {
+	if reset || len(m.table.Columns()) != len(cols) {
 		m.table = table.New(table.WithColumns(cols), table.WithFocused(true), table.WithStyles(tableStyles(true, true)))
 	}
-	// The columns of a view never change in number, so the rows fit
-	// them in either order.
+	// The columns are as many as before, so the rows fit them in either
+	// order.
 	m.table.SetColumns(cols)
 	m.table.SetRows(rows)
 	m.table.SetWidth(m.width)
@@ -233,16 +234,18 @@ func (m topModel) warnings() []string {
 		}
 	}
 	slices.Sort(gone)
+	// The names come last: a line cut at the terminal's edge keeps what
+	// it says.
 	switch {
 	case len(gone) > 0 && len(cur) == 0:
-		w = append(w, "NOT PROTECTED: "+strings.Join(gone, ", ")+" detached since top started; xdpcac is attached to no interface")
+		w = append(w, "NOT PROTECTED: attached to no interface; detached since top started: "+strings.Join(gone, ", "))
 	case len(gone) > 0:
-		w = append(w, "NOT PROTECTED: "+strings.Join(gone, ", ")+" detached since top started")
+		w = append(w, "NOT PROTECTED: detached since top started: "+strings.Join(gone, ", "))
 	case len(cur) == 0:
 		w = append(w, "NOT PROTECTED: xdpcac is attached to no interface; cacctl run or cacctl attach puts it on")
 	}
 	if len(m.last.defunct) > 0 {
-		w = append(w, "NOT PROTECTED: "+strings.Join(m.last.defunct, ", ")+" lost its interface: nothing filters it")
+		w = append(w, "NOT PROTECTED: the interface went away, nothing filters it: "+strings.Join(m.last.defunct, ", "))
 	}
 	if v := m.last.snap.CallAdmission; v != nil && v.Stale {
 		w = append(w, "STALE control plane: on-stale "+v.OnStale+" applies")

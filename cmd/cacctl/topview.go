@@ -141,11 +141,22 @@ func (m topModel) sourcesBody() viewBody {
 		},
 		empty: "no source rejected in the last " + strconv.Itoa(rejectWindowSecs) + " s",
 	}
-	for _, r := range m.window.sources(m.last.second, m.byRate) {
-		t.rows = append(t.rows, []string{r.source, r.iface, r.class.String(), r.reason.String(), count(r.rate), count(r.count)})
+	srcs := m.window.sources(m.last.second, m.byRate)
+	// With one interface, the title names it: its column goes, and the
+	// source, a MAC with its VLANs or an IPv6 address, gets the room.
+	one := len(m.known) <= 1
+	if one {
+		t.cols = slices.Delete(t.cols, 1, 2)
+	}
+	for _, r := range srcs {
+		row := []string{r.source, r.iface, r.class.String(), r.reason.String(), count(r.rate), count(r.count)}
+		if one {
+			row = slices.Delete(row, 1, 2)
+		}
+		t.rows = append(t.rows, row)
 	}
 	return viewBody{
-		caption: []string{fmt.Sprintf("rejected sources: /s in the last full second, rejects in the last %d s; biggest by %s",
+		caption: []string{fmt.Sprintf("rejected sources: /s in the last full second, rejects in the last %d s, by %s",
 			rejectWindowSecs, order)},
 		main: t,
 	}
@@ -259,7 +270,7 @@ func bar(thousandths string, width int) string {
 func controlPlaneLine(v *maps.CallAdmissionView) string {
 	switch {
 	case v.HeartbeatAgeMS == nil:
-		return "control plane: none (attached without cacctl run; CPU and buffers are not measured)"
+		return "control plane: none (no cacctl run): CPU and buffers are not measured"
 	case v.Stale:
 		return fmt.Sprintf("control plane: STALE, last heartbeat %s ago; on-stale %s applies", msAge(*v.HeartbeatAgeMS), v.OnStale)
 	}
