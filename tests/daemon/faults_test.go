@@ -29,8 +29,10 @@ func TestDaemonKilledDuringApply(t *testing.T) {
 	d := tb.StartDaemon(t, oldCfg)
 	old := tb.InForce(t)
 	start := time.Now()
-	tb.PostApply(newCfg)
-	took := time.Since(start) // the slot switches a settling time before the answer
+	if !tb.PostApply(newCfg) {
+		t.Fatal("the daemon did not answer the apply it was left to finish")
+	}
+	took := time.Since(start)
 	applied := tb.InForce(t)
 	if reflect.DeepEqual(old, applied) {
 		t.Fatal("the two files give the same policy: the test would prove nothing")
@@ -38,7 +40,7 @@ func TestDaemonKilledDuringApply(t *testing.T) {
 
 	outcome := map[string]int{}
 	// Kills spread over the time an apply took: reading and checking the
-	// file, writing the slot not in force, switching, settling.
+	// file, writing the slot not in force, switching.
 	for i := range 8 {
 		delay := took * time.Duration(i) / 7
 		d.Cmd.Process.Kill()
@@ -49,13 +51,15 @@ func TestDaemonKilledDuringApply(t *testing.T) {
 		}
 		// Straight to the daemon's socket: cacctl apply would write the
 		// maps itself once the daemon is gone.
-		answered := make(chan struct{})
-		go func() { tb.PostApply(newCfg); close(answered) }()
+		answered := make(chan bool)
+		go func() { answered <- tb.PostApply(newCfg) }()
 		time.Sleep(delay)
 		d.Cmd.Process.Kill()
 		d.Cmd.Wait()
-		<-answered
+		acked := <-answered
 		switch got := tb.InForce(t); {
+		case reflect.DeepEqual(got, old) && acked:
+			t.Fatalf("killed %v into an apply the daemon had answered as done, the old policy is back in force", delay)
 		case reflect.DeepEqual(got, old):
 			outcome["old"]++
 		case reflect.DeepEqual(got, applied):

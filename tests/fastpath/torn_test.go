@@ -79,6 +79,7 @@ func TestApplyUnderFlood(t *testing.T) {
 			t.Error(err)
 			break
 		}
+		time.Sleep(maps.Settle) // the next apply fills the slot just left
 	}
 	stop.Store(true)
 	wg.Wait()

@@ -298,8 +298,9 @@ func (tb *Testbed) InForce(t *testing.T) maps.InForce {
 }
 
 // PostApply asks the testbed's daemon, on its API socket, to apply cfg,
-// and ignores the answer: the daemon may die before it gives one.
-func (tb *Testbed) PostApply(cfg string) {
+// and says whether the daemon answered that it had: it may die before it
+// answers, which is no failure of PostApply's.
+func (tb *Testbed) PostApply(cfg string) (applied bool) {
 	socket := DaemonFiles(tb.State) + ".sock"
 	c := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{
 		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
@@ -307,9 +308,11 @@ func (tb *Testbed) PostApply(cfg string) {
 		},
 	}}
 	resp, err := c.Post("http://xdpcac/v1/apply", "application/json", strings.NewReader(`{"config": "`+cfg+`"}`))
-	if err == nil {
-		resp.Body.Close()
+	if err != nil {
+		return false
 	}
+	resp.Body.Close()
+	return resp.StatusCode == http.StatusOK
 }
 
 // DaemonCaps are the capabilities `cacctl run` is tested with: deploy/'s
