@@ -94,8 +94,9 @@ soak: deps
 	XDPCAC_REQUIRE_BPF=1 $(GO) test -count=1 -tags soak -run Soak -timeout 0 -v ./tests/bench/
 
 # kernels boots Debian 12's kernel in qemu (no KVM needed) with the test
-# binary and runs the tests that need only the kernel: the floor the README
-# states. Its downloads are kept in .cache/kernels. It uses KVM (-cpu host)
+# binaries of the packages that need only the kernel (tests/fastpath,
+# tests/e2e) and runs them whole, failing on any skipped test: the floor
+# the README states. Its downloads are kept in .cache/kernels. It uses KVM (-cpu host)
 # if a probe boot under KVM reaches init within XDPCAC_KERNELS_BOOT_SECONDS
 # (default 60), else TCG (-cpu max); XDPCAC_KERNELS_ACCEL=tcg skips KVM,
 # XDPCAC_KERNELS_ACCEL=kvm fails rather than fall back to TCG.
