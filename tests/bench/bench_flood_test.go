@@ -75,9 +75,7 @@ func flood(b *testing.B, tb *harness.Testbed, gen *ebpf.Program, frame []byte, n
 // netdev-ingress limit rule on the same veth.
 func BenchmarkFlood(b *testing.B) {
 	testenv.RequireBPF(b)
-	if _, err := exec.LookPath("nft"); err != nil {
-		b.Skip("needs nft (Debian nftables; make bench installs it)")
-	}
+	testenv.RequireTool(b, "nft", "nftables") // make bench installs it
 	tb := &harness.Testbed{Box: testenv.Netns(b), Peer: testenv.Netns(b), State: harness.StateDir(b)}
 	tb.BoxIface, tb.PeerIfc = testenv.Veth(b, tb.Box, tb.Peer)
 	var peerIndex int
@@ -93,12 +91,7 @@ func BenchmarkFlood(b *testing.B) {
 	const n = 2_000_000
 
 	// nftables first, on a veth with NAPI (GRO on) and no XDP program.
-	run := func(args ...string) {
-		if out, err := exec.Command(args[0], args[1:]...).CombinedOutput(); err != nil {
-			b.Fatalf("%s: %v: %s", strings.Join(args, " "), err, out)
-		}
-	}
-	run("ip", "netns", "exec", tb.Box, "ethtool", "-K", tb.BoxIface, "gro", "on")
+	testenv.Run(b, tb.Box, "ethtool", "-K", tb.BoxIface, "gro", "on")
 	rules := fmt.Sprintf(`table netdev xdpcac_bench {
 	chain ingress {
 		type filter hook ingress device %q priority 0;
@@ -107,14 +100,14 @@ func BenchmarkFlood(b *testing.B) {
 }`, tb.BoxIface)
 	rulesFile := b.TempDir() + "/rules.nft"
 	os.WriteFile(rulesFile, []byte(rules), 0o600)
-	run("ip", "netns", "exec", tb.Box, "nft", "-f", rulesFile)
+	testenv.Run(b, tb.Box, "nft", "-f", rulesFile)
 	nftTime := flood(b, tb, one, padi, n)
-	out, _ := exec.Command("ip", "netns", "exec", tb.Box, "nft", "list", "table", "netdev", "xdpcac_bench").CombinedOutput()
+	out, _ := testenv.Command(tb.Box, "nft", "list", "table", "netdev", "xdpcac_bench").CombinedOutput()
 	var nftDropped uint64
 	if i := strings.Index(string(out), "packets "); i >= 0 {
 		fmt.Sscanf(string(out)[i:], "packets %d", &nftDropped)
 	}
-	run("ip", "netns", "exec", tb.Box, "nft", "delete", "table", "netdev", "xdpcac_bench")
+	testenv.Run(b, tb.Box, "nft", "delete", "table", "netdev", "xdpcac_bench")
 
 	// The floor: a program that drops everything, so that what the
 	// generator itself costs on this CPU can be told apart.

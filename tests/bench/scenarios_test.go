@@ -41,7 +41,7 @@ func TestPADIStormAfterOutage(t *testing.T) {
 			testenv.Send(t, tb.Peer, tb.PeerIfc, frames[slice*modems/10:(slice+1)*modems/10])
 			time.Sleep(100 * time.Millisecond)
 		}
-		harness.WaitFor(t, func() bool { return tb.Stats(t).Classes["pppoe-padi"].Seen == uint64(round*modems) })
+		testenv.WaitFor(t, func() bool { return tb.Stats(t).Classes["pppoe-padi"].Seen == uint64(round*modems) })
 		c := tb.Stats(t).Classes["pppoe-padi"]
 		elapsed := time.Since(start).Seconds()
 		if float64(c.Admitted) > burst+cps*elapsed+1 {
@@ -104,7 +104,7 @@ func TestICRQBurstAfterTunnelFlap(t *testing.T) {
 	for round := 1; round <= 2; round++ {
 		start := time.Now()
 		testenv.Send(t, tb.Peer, tb.PeerIfc, burst)
-		harness.WaitFor(t, func() bool { return tb.Stats(t).Classes["l2tp-icrq"].Seen == uint64(round*500) })
+		testenv.WaitFor(t, func() bool { return tb.Stats(t).Classes["l2tp-icrq"].Seen == uint64(round*500) })
 		// A burst that a busy host spreads over more than a lifetime
 		// may have 60 more through for each lifetime it spans.
 		lifetimes := 1 + uint64(time.Since(start)/time.Second)
@@ -150,7 +150,7 @@ customers:
 	}
 	t.Log(r)
 	trusted := uint64((r.Sent + 39) / 40)
-	harness.WaitFor(t, func() bool {
+	testenv.WaitFor(t, func() bool {
 		s := tb.Stats(t)
 		return s.Classes["sip-invite"].Seen+s.Classes["sip-options"].Seen == uint64(r.Sent)
 	})

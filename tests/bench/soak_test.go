@@ -132,7 +132,7 @@ func TestSoak(t *testing.T) {
 
 	type life struct{ pid, startKB, endKB int }
 	var lives []life
-	cur := life{pid: d.Cmd.Process.Pid}
+	cur := life{pid: d.Pid()}
 	time.Sleep(5 * time.Second)
 	cur.startKB = rssKB(t, cur.pid)
 	applies := 0
@@ -146,13 +146,13 @@ func TestSoak(t *testing.T) {
 			cur.endKB = rssKB(t, cur.pid)
 			lives = append(lives, cur)
 			if tick%12 == 0 {
-				d.Cmd.Process.Kill()
+				d.Kill()
 			} else {
-				d.Cmd.Process.Signal(syscall.SIGTERM)
+				d.Signal(syscall.SIGTERM)
 			}
-			d.Cmd.Wait()
+			d.Wait()
 			d = tb.StartDaemon(t, cfgs[applies%2])
-			cur = life{pid: d.Cmd.Process.Pid}
+			cur = life{pid: d.Pid()}
 			time.Sleep(5 * time.Second)
 			cur.startKB = rssKB(t, cur.pid)
 			continue

@@ -49,15 +49,15 @@ func TestSessionAgentStatus(t *testing.T) {
 	// daemon's log says it.
 	testenv.Send(t, tb.Peer, tb.PeerIfc, [][]byte{Frame(Ether{}, IPv4{Src: netip.MustParseAddr(harness.AgentIP), Dst: netip.MustParseAddr(harness.BoxIP)},
 		UDP{Src: 5060, Dst: 5060}, Raw("BYE sip:b@"+harness.BoxIP+" SIP/2.0\r\nVia: SIP/2.0/UDP "+harness.AgentIP+";branch=z9hG4bK9\r\nCSeq: 2 BYE\r\n\r\n"))})
-	harness.WaitFor(t, func() bool { return strings.Contains(d.Log.String(), `in_service=true reason="request from agent"`) })
+	testenv.WaitFor(t, func() bool { return strings.Contains(d.Log.String(), `in_service=true reason="request from agent"`) })
 	tb.WaitStatus(t, harness.AgentIP, false, 3*time.Second)
 	// A restarted daemon starts from the statuses it kept, not from "in
 	// service" for every agent, and the request stamped before it started
 	// does not count again: with the peer silent, either mistake would
 	// show it in service for a whole ping timeout.
 	peer.Stop()
-	d.Cmd.Process.Signal(syscall.SIGTERM)
-	d.Cmd.Wait()
+	d.Signal(syscall.SIGTERM)
+	d.Wait()
 	tb.StartDaemon(t, cfgPath)
 	if rows := tb.AgentTargets(t); len(rows) != 1 || rows[0].Status.InService {
 		t.Errorf("after a restart: %+v, want the target still out of service", rows)
@@ -118,7 +118,7 @@ func TestSessionAgentProtected(t *testing.T) {
 		mine = append(mine, from(harness.AgentIP, "INVITE", 1000+i), from(harness.AgentIP, "OPTIONS", 2000+i))
 	}
 	testenv.Send(t, tb.Peer, tb.PeerIfc, mine)
-	harness.WaitFor(t, func() bool { return tb.Stats(t).Classes["sip-invite"].Seen == 220 })
+	testenv.WaitFor(t, func() bool { return tb.Stats(t).Classes["sip-invite"].Seen == 220 })
 	s := tb.Stats(t)
 	inv, opt := s.Classes["sip-invite"], s.Classes["sip-options"]
 	if inv.Admitted != 22 || inv.Reasons["source"] != 198 {
@@ -172,7 +172,7 @@ func TestSessionAgentBadInput(t *testing.T) {
 	testenv.Send(t, tb.Peer, tb.PeerIfc, bad)
 	// The three from the agent's address with code 503 reach the daemon;
 	// wait until it has read them before looking.
-	harness.WaitFor(t, func() bool {
+	testenv.WaitFor(t, func() bool {
 		out, _, _ := tb.Cacctl(t, "show", "sipd", "agents", "-o", "json")
 		var v struct {
 			Responses uint64 `json:"agent_responses"`

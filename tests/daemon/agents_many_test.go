@@ -96,7 +96,7 @@ func TestSessionAgentTooManyAddresses(t *testing.T) {
 			"  - {name: many, hostname: many.example.com, realm-id: core, ping-interval: 1m, ping-all-addresses: true}\n")
 	}
 	d := tb.StartDaemon(t, harness.WriteConfig(t, cfgOf(1)))
-	harness.WaitFor(t, func() bool { return strings.Contains(d.Log.String(), "more addresses than the agents table holds") })
+	testenv.WaitFor(t, func() bool { return strings.Contains(d.Log.String(), "more addresses than the agents table holds") })
 	if want := fmt.Sprintf("addresses=%d kept=%d", many, maps.MaxAgentAddrs-1); !strings.Contains(d.Log.String(), want) {
 		t.Errorf("the warning does not say %q:\n%s", want, d.Log.String())
 	}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/xdpcac/xdpcac/tests/harness"
+	"github.com/xdpcac/xdpcac/tests/testenv"
 )
 
 // TestRejectFromServerPort: a refused INVITE of a class with action:
@@ -63,11 +64,10 @@ func TestRejectFromServerPort(t *testing.T) {
 		}
 	}
 	body := ""
-	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
-		if body = tb.Metrics(t); strings.Contains(body, "xdpcac_sip_rejects_suppressed_total 1") {
-			break
-		}
-	}
+	testenv.Poll(5*time.Second, 50*time.Millisecond, func() bool {
+		body = tb.Metrics(t)
+		return strings.Contains(body, "xdpcac_sip_rejects_suppressed_total 1")
+	})
 	for _, want := range []string{"xdpcac_sip_rejects_answered_total 1", "xdpcac_sip_rejects_suppressed_total 1"} {
 		if !strings.Contains(body, want+"\n") {
 			t.Errorf("/metrics lacks %s:\n%s", want, harness.GrepLines(body, "xdpcac_sip_rejects"))

@@ -60,7 +60,7 @@ func TestClockJumps(t *testing.T) {
 			frames[i] = harness.Padi
 		}
 		testenv.Send(t, tb.Peer, tb.PeerIfc, frames)
-		harness.WaitFor(t, func() bool { return tb.Stats(t).Classes["pppoe-padi"].Seen == before.Seen+10 })
+		testenv.WaitFor(t, func() bool { return tb.Stats(t).Classes["pppoe-padi"].Seen == before.Seen+10 })
 		after := tb.Stats(t).Classes["pppoe-padi"]
 		if n := after.Reasons["stale"] - before.Reasons["stale"]; n > 0 {
 			t.Errorf("%d PADIs rejected as stale", n)

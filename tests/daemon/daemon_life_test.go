@@ -40,12 +40,12 @@ func TestDaemonKillAndRestart(t *testing.T) {
 		frames[i] = harness.Padi
 	}
 	testenv.Send(t, tb.Peer, tb.PeerIfc, frames)
-	if err := d.Cmd.Process.Signal(syscall.SIGKILL); err != nil {
+	if err := d.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	d.Cmd.Wait()
+	d.Wait()
 	testenv.Send(t, tb.Peer, tb.PeerIfc, frames)
-	harness.WaitFor(t, func() bool { return tb.Stats(t).Classes["pppoe-padi"].Seen == 100 })
+	testenv.WaitFor(t, func() bool { return tb.Stats(t).Classes["pppoe-padi"].Seen == 100 })
 	before := tb.Stats(t).Classes["pppoe-padi"]
 	if before.Admitted != 20 || before.Reasons["class"] != 80 {
 		t.Fatalf("flood across the kill: %+v, want 20 admitted and 80 rejected by class", before)
@@ -108,7 +108,7 @@ func TestDaemonRefusals(t *testing.T) {
 	cfg := harness.WriteConfig(t, lifeConfig(tb, 5, ""))
 	first := tb.StartDaemon(t, cfg)
 	_, stderr, err := tb.Cacctl(t, "run", "--config", cfg)
-	if err == nil || !strings.Contains(stderr, "already running") || !strings.Contains(stderr, harness.Itoa(first.Cmd.Process.Pid)) {
+	if err == nil || !strings.Contains(stderr, "already running") || !strings.Contains(stderr, harness.Itoa(first.Pid())) {
 		t.Errorf("second run: %v: %s", err, stderr)
 	}
 	if got := tb.PadiOutcome(t); got != "admitted" {
@@ -123,7 +123,7 @@ func TestDaemonRefusals(t *testing.T) {
 	}
 	// The daemon sees its held link detached and lets it go rather than
 	// pin its state again.
-	harness.WaitFor(t, func() bool { return strings.Contains(first.Log.String(), "detached while the daemon runs") })
+	testenv.WaitFor(t, func() bool { return strings.Contains(first.Log.String(), "detached while the daemon runs") })
 	if out, _, _ := tb.Cacctl(t, "status"); strings.Contains(out, tb.BoxIface) {
 		t.Errorf("after detach, status still shows the interface:\n%s", out)
 	}
@@ -203,8 +203,8 @@ func TestUpgrade(t *testing.T) {
 	if !strings.Contains(out, "this version") {
 		t.Errorf("status after the upgrade:\n%s", out)
 	}
-	d.Cmd.Process.Signal(syscall.SIGTERM)
-	d.Cmd.Wait()
+	d.Signal(syscall.SIGTERM)
+	d.Wait()
 
 	// A pinned map of another shape: the upgrade is refused, nothing changes.
 	if err := os.Remove(filepath.Join(dir, "settings")); err != nil {
@@ -276,17 +276,17 @@ func TestDaemonSignals(t *testing.T) {
 		if err := os.WriteFile(cfg, []byte(body), 0o600); err != nil {
 			t.Fatal(err)
 		}
-		if err := d.Cmd.Process.Signal(syscall.SIGHUP); err != nil {
+		if err := d.Signal(syscall.SIGHUP); err != nil {
 			t.Fatal(err)
 		}
 	}
 	rewrite(lifeConfig(tb, 5, ""))
-	harness.WaitFor(t, func() bool { return strings.Contains(d.Log.String(), "msg=reloaded") })
+	testenv.WaitFor(t, func() bool { return strings.Contains(d.Log.String(), "msg=reloaded") })
 	if got := tb.PadiOutcome(t); got != "admitted" {
 		t.Errorf("after SIGHUP with burst 5: PADI %s", got)
 	}
 	rewrite(lifeConfig(tb, 50, "on-stale: sometimes\n"))
-	harness.WaitFor(t, func() bool { return strings.Contains(d.Log.String(), "reload refused") })
+	testenv.WaitFor(t, func() bool { return strings.Contains(d.Log.String(), "reload refused") })
 	for i := 0; i < 3; i++ {
 		tb.PadiOutcome(t)
 	}
@@ -298,10 +298,10 @@ func TestDaemonSignals(t *testing.T) {
 		t.Errorf("status does not say the reload was refused:\n%s", out)
 	}
 
-	if err := d.Cmd.Process.Signal(syscall.SIGTERM); err != nil {
+	if err := d.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
-	if err := d.Cmd.Wait(); err != nil {
+	if err := d.Wait(); err != nil {
 		t.Errorf("SIGTERM: the daemon exited with %v", err)
 	}
 	if harness.XdpProgID(t, tb.Box, tb.BoxIface) == 0 {
@@ -318,8 +318,8 @@ func TestDaemonSignals(t *testing.T) {
 	if !strings.Contains(d.Log.String(), "program=kept") {
 		t.Errorf("the second daemon did not take the attachment over:\n%s", d.Log.String())
 	}
-	d.Cmd.Process.Signal(syscall.SIGTERM)
-	if err := d.Cmd.Wait(); err != nil {
+	d.Signal(syscall.SIGTERM)
+	if err := d.Wait(); err != nil {
 		t.Errorf("SIGTERM with --detach-on-exit: %v", err)
 	}
 	if id := harness.XdpProgID(t, tb.Box, tb.BoxIface); id != 0 {
@@ -361,7 +361,7 @@ func TestDaemonRejectsLog(t *testing.T) {
 	}
 	var logged []rejectLine
 	var sum uint64
-	harness.WaitFor(t, func() bool {
+	testenv.WaitFor(t, func() bool {
 		data, err := os.ReadFile(d.RejectsLog)
 		if err != nil || len(data) == 0 {
 			return false
@@ -415,7 +415,7 @@ func TestDaemonRejectsLog(t *testing.T) {
 	if err := p.Stats.Update(uint32(0), perCPU, ebpf.UpdateExist); err != nil {
 		t.Fatal(err)
 	}
-	harness.WaitFor(t, func() bool { return strings.Contains(d.Log.String(), "rejects are missing from the rejects log") })
+	testenv.WaitFor(t, func() bool { return strings.Contains(d.Log.String(), "rejects are missing from the rejects log") })
 	if !strings.Contains(d.Log.String(), "lost=5") {
 		t.Errorf("the warning does not say how many were lost:\n%s", d.Log.String())
 	}

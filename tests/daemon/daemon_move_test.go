@@ -31,8 +31,8 @@ func TestDaemonInterfaceRenamed(t *testing.T) {
 	ipCmd(t, "-n", tb.Box, "link", "set", tb.BoxIface, "name", renamed)
 	ipCmd(t, "-n", tb.Box, "link", "set", renamed, "up")
 	tb.NewInterface(t, "a new interface took the name")
-	harness.WaitFor(t, func() bool { return harness.XdpProgID(t, tb.Box, renamed) == 0 })
-	harness.WaitFor(t, func() bool { return strings.Contains(d.Log.String(), "took over") })
+	testenv.WaitFor(t, func() bool { return harness.XdpProgID(t, tb.Box, renamed) == 0 })
+	testenv.WaitFor(t, func() bool { return strings.Contains(d.Log.String(), "took over") })
 	if !strings.Contains(d.Log.String(), "program=reattached") {
 		t.Errorf("the daemon's log does not say it attached again:\n%s", d.Log.String())
 	}

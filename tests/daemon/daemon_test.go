@@ -24,7 +24,7 @@ import (
 // and the cpu.source that measures it.
 type busyCgroup struct {
 	dir   string
-	procs []*exec.Cmd
+	procs []*testenv.Process
 }
 
 func newBusyCgroup(t *testing.T) (*busyCgroup, string) {
@@ -41,13 +41,12 @@ func newBusyCgroup(t *testing.T) (*busyCgroup, string) {
 	t.Cleanup(func() {
 		cg.stop()
 		// The kernel lets go of a cgroup a moment after its last process.
-		for i := 0; i < 50; i++ {
-			if err := os.Remove(cg.dir); err == nil || os.IsNotExist(err) {
-				return
-			}
-			time.Sleep(20 * time.Millisecond)
+		if !testenv.Poll(time.Second, 20*time.Millisecond, func() bool {
+			err := os.Remove(cg.dir)
+			return err == nil || os.IsNotExist(err)
+		}) {
+			t.Errorf("cgroup %s left behind", cg.dir)
 		}
-		t.Errorf("cgroup %s left behind", cg.dir)
 	})
 	return cg, "cgroup:" + name
 }
@@ -56,12 +55,9 @@ func newBusyCgroup(t *testing.T) (*busyCgroup, string) {
 func (cg *busyCgroup) start(t *testing.T) {
 	t.Helper()
 	for i := 0; i < max(1, runtime.NumCPU()/2); i++ {
-		c := exec.Command("sh", "-c", "while :; do :; done")
-		if err := c.Start(); err != nil {
-			t.Fatal(err)
-		}
+		c := testenv.Start(t, exec.Command("sh", "-c", "while :; do :; done"), 0)
 		cg.procs = append(cg.procs, c)
-		if err := os.WriteFile(filepath.Join(cg.dir, "cgroup.procs"), []byte(strconv.Itoa(c.Process.Pid)), 0o644); err != nil {
+		if err := os.WriteFile(filepath.Join(cg.dir, "cgroup.procs"), []byte(strconv.Itoa(c.Pid())), 0o644); err != nil {
 			t.Fatalf("move busy loop into %s: %v", cg.dir, err)
 		}
 	}
@@ -69,8 +65,7 @@ func (cg *busyCgroup) start(t *testing.T) {
 
 func (cg *busyCgroup) stop() {
 	for _, c := range cg.procs {
-		c.Process.Kill()
-		c.Wait()
+		c.Stop()
 	}
 	cg.procs = nil
 }
@@ -139,10 +134,10 @@ func TestDaemonStale(t *testing.T) {
 			cg.start(t)
 			d := tb.StartDaemon(t, harness.WriteConfig(t, daemonConfig(tb, source, "stale-after: 1s\non-stale: "+rule+"\n")))
 			tb.Until(t, "cpu-limit", 10*time.Second)
-			if err := d.Cmd.Process.Signal(syscall.SIGKILL); err != nil {
+			if err := d.Signal(syscall.SIGKILL); err != nil {
 				t.Fatal(err)
 			}
-			d.Cmd.Wait()
+			d.Wait()
 			killed := time.Now()
 			// Still fresh: the last values hold whatever the rule.
 			if got := tb.PadiOutcome(t); got != "cpu-limit" && time.Since(killed) < 700*time.Millisecond {

@@ -1,7 +1,6 @@
 package daemon
 
 import (
-	"bufio"
 	"os"
 	"os/exec"
 	"regexp"
@@ -57,44 +56,37 @@ func TestDemo(t *testing.T) {
 	}
 }
 
+// stormOn is the demo's line of PADI counts, drawn once the storm is on.
+var stormOn = regexp.MustCompile(`(?m)^   pppoe-padi`)
+
 // TestDemoInterrupted: Ctrl-C in the middle of the demo removes the
 // testbed as well.
 func TestDemoInterrupted(t *testing.T) {
 	testenv.RequireBPF(t)
-	cmd := exec.Command(harness.CacctlBin, "demo", "--duration", "60s")
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	lines := bufio.NewScanner(stdout)
+	demo := testenv.Start(t, exec.Command(harness.CacctlBin, "demo", "--duration", "60s"), 0)
 	id := ""
-	for lines.Scan() {
-		if m := demoID.FindStringSubmatch(lines.Text()); m != nil {
+	// Until the storm is on, or the demo has ended.
+	testenv.Poll(time.Minute, 50*time.Millisecond, func() bool {
+		out := demo.Log.String()
+		if m := demoID.FindStringSubmatch(out); m != nil {
 			id = m[1]
 		}
-		if strings.HasPrefix(lines.Text(), "   pppoe-padi") { // the storm is on
-			break
+		select {
+		case <-demo.Done():
+			return true
+		default:
 		}
-	}
+		return stormOn.MatchString(out)
+	})
 	if id == "" {
 		t.Fatal("the demo never named its testbed")
 	}
-	if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
+	if err := demo.Signal(syscall.SIGINT); err != nil {
 		t.Fatal(err)
 	}
-	exited := make(chan error, 1)
-	go func() {
-		for lines.Scan() {
-		}
-		exited <- cmd.Wait()
-	}()
 	select {
-	case err := <-exited:
-		if err != nil {
+	case <-demo.Done():
+		if err := demo.Wait(); err != nil {
 			t.Errorf("demo after Ctrl-C: %v", err)
 		}
 	case <-time.After(10 * time.Second):
@@ -119,7 +111,7 @@ func TestTopOnce(t *testing.T) {
 		frames = append(frames, harness.Padi)
 	}
 	testenv.Send(t, tb.Peer, tb.PeerIfc, frames)
-	harness.WaitFor(t, func() bool { return tb.Stats(t).Classes["pppoe-padi"].Seen == 5 })
+	testenv.WaitFor(t, func() bool { return tb.Stats(t).Classes["pppoe-padi"].Seen == 5 })
 	out, stderr, err := tb.Cacctl(t, "top", "--once")
 	if err != nil {
 		t.Fatalf("top --once: %v: %s", err, stderr)

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/xdpcac/xdpcac/tests/harness"
+	"github.com/xdpcac/xdpcac/tests/testenv"
 )
 
 // TestDaemonKilledDuringApply: SIGKILL at points spread over an apply
@@ -43,8 +44,8 @@ func TestDaemonKilledDuringApply(t *testing.T) {
 	// file, writing the slot not in force, switching.
 	for i := range 8 {
 		delay := took * time.Duration(i) / 7
-		d.Cmd.Process.Kill()
-		d.Cmd.Wait()
+		d.Kill()
+		d.Wait()
 		d = tb.StartDaemon(t, oldCfg)
 		if got := tb.InForce(t); !reflect.DeepEqual(got, old) {
 			t.Fatalf("a restarted daemon left in force %+v, want its file's %+v", got, old)
@@ -54,8 +55,8 @@ func TestDaemonKilledDuringApply(t *testing.T) {
 		answered := make(chan bool)
 		go func() { answered <- tb.PostApply(newCfg) }()
 		time.Sleep(delay)
-		d.Cmd.Process.Kill()
-		d.Cmd.Wait()
+		d.Kill()
+		d.Wait()
 		acked := <-answered
 		switch got := tb.InForce(t); {
 		case reflect.DeepEqual(got, old) && acked:
@@ -109,7 +110,7 @@ func TestDaemonOutlivesPins(t *testing.T) {
 		t.Fatalf("umount: %v: %s", err, out)
 	}
 	mounted = false
-	harness.WaitFor(t, func() bool { return strings.Contains(d.Log.String(), "the pins are gone") })
+	testenv.WaitFor(t, func() bool { return strings.Contains(d.Log.String(), "the pins are gone") })
 	_, stderr, err := tb.Cacctl(t, "apply", "--config", harness.WriteConfig(t, lifeConfig(tb, 5, "")))
 	if err == nil || !strings.Contains(stderr, "pins") {
 		t.Errorf("apply with the pins gone: %v: %s", err, stderr)
@@ -117,20 +118,20 @@ func TestDaemonOutlivesPins(t *testing.T) {
 	if got := harness.XdpProgID(t, tb.Box, tb.BoxIface); got != id {
 		t.Fatalf("with its pins gone the XDP program is %d, was %d: the filter came off", got, id)
 	}
-	if err := d.Cmd.Process.Signal(syscall.Signal(0)); err != nil {
+	if err := d.Signal(syscall.Signal(0)); err != nil {
 		t.Fatalf("the daemon went away with its pins: %v", err)
 	}
 
 	mount()
-	harness.WaitFor(t, func() bool { return strings.Contains(d.Log.String(), "pinned again") })
+	testenv.WaitFor(t, func() bool { return strings.Contains(d.Log.String(), "pinned again") })
 	if padi := tb.Stats(t).Classes["pppoe-padi"]; padi.Seen != 1 || padi.Admitted != 1 {
 		t.Errorf("counters pinned again: %+v, want the one PADI from before", padi)
 	}
 	if got := tb.PadiOutcome(t); got != "class" {
 		t.Errorf("a PADI after the pins came back: %s, want class (the burst of 1 stays spent)", got)
 	}
-	d.Cmd.Process.Kill()
-	d.Cmd.Wait()
+	d.Kill()
+	d.Wait()
 	d = tb.StartDaemon(t, harness.WriteConfig(t, lifeConfig(tb, 1, "")))
 	if got := harness.XdpProgID(t, tb.Box, tb.BoxIface); got != id || !strings.Contains(d.Log.String(), "took over") {
 		t.Errorf("a restarted daemon runs program %d (was %d); its log:\n%s", got, id, d.Log.String())

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/xdpcac/xdpcac/tests/harness"
+	"github.com/xdpcac/xdpcac/tests/testenv"
 )
 
 // plantLink makes path a symbolic link to a file of the test's, as
@@ -55,10 +56,10 @@ func TestDaemonRejectsLogSymlink(t *testing.T) {
 		t.Fatal(err)
 	}
 	victim = plantLink(t, d.RejectsLog)
-	if err := d.Cmd.Process.Signal(syscall.SIGHUP); err != nil {
+	if err := d.Signal(syscall.SIGHUP); err != nil {
 		t.Fatal(err)
 	}
-	harness.WaitFor(t, func() bool { return strings.Contains(d.Log.String(), "reopen the rejects log") })
+	testenv.WaitFor(t, func() bool { return strings.Contains(d.Log.String(), "reopen the rejects log") })
 	if !strings.Contains(d.Log.String(), "symbolic link") {
 		t.Errorf("the warning does not say why:\n%s", d.Log.String())
 	}
@@ -76,8 +77,8 @@ func TestDetachLeavesNothing(t *testing.T) {
 	cfg := harness.WriteConfig(t, lifeConfig(tb, 1, ""))
 	lock := harness.DaemonFiles(tb.State) + ".lock"
 	d := tb.StartDaemon(t, cfg)
-	d.Cmd.Process.Kill()
-	d.Cmd.Wait()
+	d.Kill()
+	d.Wait()
 	if _, err := os.Lstat(lock); err != nil {
 		t.Fatalf("a killed daemon left no lock file (%v): the test would prove nothing", err)
 	}
@@ -87,8 +88,8 @@ func TestDetachLeavesNothing(t *testing.T) {
 	requireNothingLeft(t, tb, "a killed daemon and a detach")
 
 	d = tb.StartDaemon(t, cfg, "--detach-on-exit")
-	d.Cmd.Process.Signal(syscall.SIGTERM)
-	if err := d.Cmd.Wait(); err != nil {
+	d.Signal(syscall.SIGTERM)
+	if err := d.Wait(); err != nil {
 		t.Fatalf("SIGTERM with --detach-on-exit: %v", err)
 	}
 	requireNothingLeft(t, tb, "a daemon stopped with --detach-on-exit")

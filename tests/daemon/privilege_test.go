@@ -20,7 +20,7 @@ import (
 func TestDaemonLeastPrivilege(t *testing.T) {
 	tb := harness.NewTestbed(t)
 	d := tb.StartDaemon(t, harness.WriteConfig(t, lifeConfig(tb, 1, "")))
-	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", d.Cmd.Process.Pid))
+	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", d.Pid()))
 	if err != nil {
 		t.Fatal(err)
 	}

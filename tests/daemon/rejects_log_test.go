@@ -163,7 +163,7 @@ func TestRejectsLogStorm(t *testing.T) {
 		time.Sleep(400 * time.Millisecond)
 	}
 	var seen uint64
-	harness.WaitFor(t, func() bool { // every frame counted
+	testenv.WaitFor(t, func() bool { // every frame counted
 		s := tb.Stats(t).Classes["pppoe-padi"].Seen
 		done := s == seen
 		seen = s
@@ -175,12 +175,11 @@ func TestRejectsLogStorm(t *testing.T) {
 	}
 	var got map[string]uint64
 	var lines []logLine
-	for deadline := time.Now().Add(4 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+	testenv.Poll(4*time.Second, 50*time.Millisecond, func() bool {
 		lines = readRejectsLog(t, d.RejectsLog)
-		if got = sumByReason(lines); fmt.Sprint(got) == fmt.Sprint(want) {
-			break
-		}
-	}
+		got = sumByReason(lines)
+		return fmt.Sprint(got) == fmt.Sprint(want)
+	})
 	others := 0
 	for _, l := range lines {
 		if l.Source == "other sources" {
@@ -208,10 +207,10 @@ func TestRejectsLogHandOver(t *testing.T) {
 	testenv.Send(t, tb.Peer, tb.PeerIfc, frames)
 	time.Sleep(2500 * time.Millisecond) // the first daemon writes these
 	testenv.Send(t, tb.Peer, tb.PeerIfc, frames)
-	if err := first.Cmd.Process.Signal(syscall.SIGTERM); err != nil {
+	if err := first.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
-	if err := first.Cmd.Wait(); err != nil {
+	if err := first.Wait(); err != nil {
 		t.Fatalf("the first daemon on SIGTERM: %v", err)
 	}
 	want := tb.StatsByReason(t)
@@ -222,12 +221,10 @@ func TestRejectsLogHandOver(t *testing.T) {
 
 	second := tb.StartDaemon(t, cfg)
 	var after []logLine
-	for deadline := time.Now().Add(4 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+	testenv.Poll(4*time.Second, 50*time.Millisecond, func() bool {
 		after = readRejectsLog(t, second.RejectsLog)
-		if fmt.Sprint(sumByReason(before, after)) == fmt.Sprint(want) {
-			break
-		}
-	}
+		return fmt.Sprint(sumByReason(before, after)) == fmt.Sprint(want)
+	})
 	time.Sleep(1100 * time.Millisecond) // a sweep more: nothing is written twice
 	after = readRejectsLog(t, second.RejectsLog)
 	if got := sumByReason(before, after); fmt.Sprint(got) != fmt.Sprint(want) {

@@ -1,7 +1,6 @@
 package daemon
 
 import (
-	"os/exec"
 	"strings"
 	"testing"
 
@@ -28,13 +27,7 @@ func TestVLANKeyOffload(t *testing.T) {
 		t.Errorf("attach refused without saying what to turn off: %s", stderr)
 	}
 
-	ns := func(ns string, args ...string) {
-		t.Helper()
-		if out, err := exec.Command("ip", append([]string{"netns", "exec", ns}, args...)...).CombinedOutput(); err != nil {
-			t.Fatalf("%v: %v: %s", args, err, out)
-		}
-	}
-	ns(tb.Box, "ethtool", "-K", tb.BoxIface, "rxvlan", "off", "rx-vlan-stag-hw-parse", "off")
+	testenv.Run(t, tb.Box, "ethtool", "-K", tb.BoxIface, "rxvlan", "off", "rx-vlan-stag-hw-parse", "off")
 	if _, stderr, err := tb.Cacctl(t, "attach", tb.BoxIface, "--config", cfg); err != nil {
 		t.Fatalf("attach with the offload off: %v: %s", err, stderr)
 	}
@@ -44,7 +37,7 @@ func TestVLANKeyOffload(t *testing.T) {
 	padi := func(vlan uint16) []byte { return Frame(Ether{Broadcast: true}, VLAN{ID: vlan}, PPPoE{Code: PADI}) }
 	testenv.Send(t, tb.Peer, tb.PeerIfc, [][]byte{padi(100), padi(100), padi(200)})
 	var st struct{ admitted, bySource uint64 }
-	harness.WaitFor(t, func() bool {
+	testenv.WaitFor(t, func() bool {
 		c := tb.Stats(t).Classes["pppoe-padi"]
 		st.admitted, st.bySource = c.Admitted, c.Reasons["source"]
 		return c.Seen >= 3

@@ -38,7 +38,7 @@ environment: {cps: 10, burst: 30}
 	}
 	start := time.Now()
 	testenv.Send(t, tb.Peer, tb.PeerIfc, frames)
-	harness.WaitFor(t, func() bool {
+	testenv.WaitFor(t, func() bool {
 		s := tb.Stats(t)
 		return s.Classes["sip-invite"].Seen == 100 && s.Classes["pppoe-padi"].Seen == 100
 	})
@@ -125,7 +125,7 @@ customers:
 		}
 	}
 	testenv.Send(t, tb.Peer, tb.PeerIfc, frames)
-	harness.WaitFor(t, func() bool { return tb.Stats(t).Classes["sip-invite"].Seen == 500 })
+	testenv.WaitFor(t, func() bool { return tb.Stats(t).Classes["sip-invite"].Seen == 500 })
 	inv := tb.Stats(t).Classes["sip-invite"]
 	if inv.Admitted != 150 || inv.Reasons["source"] != 75*3 || inv.Reasons["class"] != 25*5 {
 		t.Errorf("100 sources × 5: %+v, want 150 admitted, 225 by source, 125 by class", inv)
@@ -157,7 +157,7 @@ customers:
 		frames = append(frames, harness.InviteFrom(netip.AddrFrom4([4]byte{198, 51, 100, byte(17 + i%3)}), harness.CallID(len(frames))))
 	}
 	testenv.Send(t, tb.Peer, tb.PeerIfc, frames)
-	harness.WaitFor(t, func() bool { return tb.Stats(t).Classes["sip-invite"].Seen == 20 })
+	testenv.WaitFor(t, func() bool { return tb.Stats(t).Classes["sip-invite"].Seen == 20 })
 	inv = tb.Stats(t).Classes["sip-invite"]
 	if inv.Admitted != 4 || inv.Reasons["account"] != 7 || inv.Reasons["customer"] != 9 || inv.Reasons["source"] != 0 {
 		t.Errorf("two accounts of one customer: %+v, want 3 from pbx1 and 1 from pbx2 admitted, 7 by account, 9 by customer", inv)
@@ -186,7 +186,7 @@ func TestApplyLive(t *testing.T) {
 		testenv.Send(t, tb.Peer, tb.PeerIfc, frames)
 	}
 	send(10)
-	harness.WaitFor(t, func() bool { return tb.Stats(t).Classes["pppoe-padi"].Seen == 10 })
+	testenv.WaitFor(t, func() bool { return tb.Stats(t).Classes["pppoe-padi"].Seen == 10 })
 	if got := tb.Stats(t).Classes["pppoe-padi"].Admitted; got != 5 {
 		t.Fatalf("%d of 10 PADIs admitted under burst 5", got)
 	}
@@ -195,7 +195,7 @@ func TestApplyLive(t *testing.T) {
 		t.Fatalf("apply: %v: %s%s", err, out, stderr)
 	}
 	send(10)
-	harness.WaitFor(t, func() bool { return tb.Stats(t).Classes["pppoe-padi"].Seen == 20 })
+	testenv.WaitFor(t, func() bool { return tb.Stats(t).Classes["pppoe-padi"].Seen == 20 })
 	if got := tb.Stats(t).Classes["pppoe-padi"]; got.Admitted != 12 || got.Reasons["class"] != 8 {
 		t.Errorf("after raising the burst to 12: %+v, want 12 admitted in all and 8 rejected", got)
 	}
@@ -217,7 +217,7 @@ func TestInterfacesShareLimits(t *testing.T) {
 	padi := Frame(Ether{Broadcast: true}, PPPoE{Code: PADI})
 	testenv.Send(t, tb.Peer, tb.PeerIfc, [][]byte{padi, padi, padi, padi})
 	testenv.Send(t, tb.Peer, peer2, [][]byte{padi, padi, padi, padi})
-	harness.WaitFor(t, func() bool { return tb.Stats(t).Classes["pppoe-padi"].Seen == 8 })
+	testenv.WaitFor(t, func() bool { return tb.Stats(t).Classes["pppoe-padi"].Seen == 8 })
 	if c := tb.Stats(t).Classes["pppoe-padi"]; c.Admitted != 5 || c.Reasons["class"] != 3 {
 		t.Errorf("over two interfaces: %+v, want 5 admitted and 3 rejected by class", c)
 	}
@@ -225,7 +225,7 @@ func TestInterfacesShareLimits(t *testing.T) {
 		t.Fatalf("detach: %v: %s", err, stderr)
 	}
 	testenv.Send(t, tb.Peer, peer2, [][]byte{padi, padi})
-	harness.WaitFor(t, func() bool { return tb.Stats(t).Classes["pppoe-padi"].Seen == 6 })
+	testenv.WaitFor(t, func() bool { return tb.Stats(t).Classes["pppoe-padi"].Seen == 6 })
 	if c := tb.Stats(t).Classes["pppoe-padi"]; c.Admitted != 1 || c.Rejected != 5 {
 		t.Errorf("the interface left: %+v, want its 1 admitted and 5 rejected (the bucket stayed empty)", c)
 	}

@@ -69,11 +69,10 @@ func TestEndToEnd(t *testing.T) {
 			wantView := want.View()
 			wantView.Interfaces = map[string]maps.StatsView{tb.Box + ":" + tb.BoxIface: want.View()}
 			var got maps.StatsView
-			for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
-				if got = tb.Stats(t); reflect.DeepEqual(got, wantView) {
-					break
-				}
-			}
+			testenv.Poll(5*time.Second, 50*time.Millisecond, func() bool {
+				got = tb.Stats(t)
+				return reflect.DeepEqual(got, wantView)
+			})
 			if !reflect.DeepEqual(got, wantView) {
 				t.Errorf("show stats -o json:\n got %+v\nwant %+v", got, wantView)
 			}
@@ -170,7 +169,7 @@ func TestDetachAfterInterfaceGone(t *testing.T) {
 		t.Fatalf("attach: %v: %s", err, stderr)
 	}
 	testenv.Send(t, tb.Peer, tb.PeerIfc, [][]byte{Frame(Ether{Broadcast: true}, PPPoE{Code: PADI})})
-	harness.WaitFor(t, func() bool { return tb.Stats(t).Classes["pppoe-padi"].Seen == 1 })
+	testenv.WaitFor(t, func() bool { return tb.Stats(t).Classes["pppoe-padi"].Seen == 1 })
 
 	if err := testenv.Do(tb.Box, func() error {
 		l, err := netlink.LinkByName(tb.BoxIface)
@@ -225,7 +224,7 @@ func TestStatsSumInterfaces(t *testing.T) {
 	invite := harness.V4udp(5060, SIPRequest("INVITE", harness.ToNoTag))
 	testenv.Send(t, tb.Peer, tb.PeerIfc, [][]byte{invite, invite})
 	testenv.Send(t, tb.Peer, peer2, [][]byte{invite, invite, invite})
-	harness.WaitFor(t, func() bool { return tb.Stats(t).Classes["sip-invite"].Seen == 5 })
+	testenv.WaitFor(t, func() bool { return tb.Stats(t).Classes["sip-invite"].Seen == 5 })
 	per := tb.Stats(t).Interfaces
 	if n1, n2 := per[tb.Box+":"+tb.BoxIface].Classes["sip-invite"].Seen, per[tb.Box+":"+box2].Classes["sip-invite"].Seen; n1 != 2 || n2 != 3 {
 		t.Errorf("per interface: %d and %d INVITEs, want 2 and 3", n1, n2)
@@ -244,7 +243,7 @@ func TestDottedInterfaceName(t *testing.T) {
 	}
 	t.Cleanup(func() { tb.Cacctl(t, "detach", dotted) })
 	testenv.Send(t, tb.Peer, peer, [][]byte{Frame(Ether{Broadcast: true}, VLAN{ID: 100}, PPPoE{Code: PADI})})
-	harness.WaitFor(t, func() bool { return tb.Stats(t).Interfaces[tb.Box+":"+dotted].Classes["pppoe-padi"].Seen == 1 })
+	testenv.WaitFor(t, func() bool { return tb.Stats(t).Interfaces[tb.Box+":"+dotted].Classes["pppoe-padi"].Seen == 1 })
 	if _, stderr, err := tb.Cacctl(t, "detach", dotted); err != nil {
 		t.Fatalf("detach %s: %v: %s", dotted, err, stderr)
 	}
@@ -304,5 +303,5 @@ func TestMTUChange(t *testing.T) {
 		}
 	}
 	testenv.Send(t, tb.Peer, tb.PeerIfc, [][]byte{Frame(Ether{Broadcast: true}, PPPoE{Code: PADI})})
-	harness.WaitFor(t, func() bool { return tb.Stats(t).Classes["pppoe-padi"].Seen == 1 })
+	testenv.WaitFor(t, func() bool { return tb.Stats(t).Classes["pppoe-padi"].Seen == 1 })
 }

@@ -93,7 +93,7 @@ func TestEgressDialogs(t *testing.T) {
 			}
 			testenv.Send(t, tb.Peer, tb.PeerIfc, frames)
 			var got indialogCounts
-			harness.WaitFor(t, func() bool {
+			testenv.WaitFor(t, func() bool {
 				got = indialogOf(tb.Stats(t))
 				return got.Seen == 6
 			})
@@ -211,11 +211,10 @@ func waitDialog(t *testing.T, stateDir string, a loader.Attachment, callid uint6
 	}
 	defer p.Close()
 	var keys []uint64
-	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-		if keys = harness.DialogKeys(t, p.Dialogs); len(keys) > 0 {
-			break
-		}
-	}
+	testenv.Poll(5*time.Second, 20*time.Millisecond, func() bool {
+		keys = harness.DialogKeys(t, p.Dialogs)
+		return len(keys) > 0
+	})
 	if len(keys) != 1 || keys[0] != callid {
 		t.Fatalf("the dialog table holds %x, want the INVITE's Call-ID %x", keys, callid)
 	}

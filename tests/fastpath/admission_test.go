@@ -10,6 +10,7 @@ import (
 
 	"github.com/cilium/ebpf"
 	"github.com/xdpcac/xdpcac/tests/harness"
+	"github.com/xdpcac/xdpcac/tests/testenv"
 
 	"github.com/xdpcac/xdpcac/cac"
 	"github.com/xdpcac/xdpcac/cac/admission"
@@ -171,12 +172,7 @@ func TestConcurrentRate(t *testing.T) {
 	// drained waits until the flood is rejected again: the bucket is empty.
 	drained := func() bool {
 		before := rejected()
-		for deadline := time.Now().Add(30 * time.Second); rejected() < before+1000; time.Sleep(time.Millisecond) {
-			if time.Now().After(deadline) {
-				return false
-			}
-		}
-		return true
+		return testenv.Poll(30*time.Second, time.Millisecond, func() bool { return rejected() >= before+1000 })
 	}
 	for k := 0; k <= steps; k++ {
 		if k > 0 {

@@ -24,9 +24,8 @@ import (
 
 // Daemon is `cacctl run` on the testbed's box interface.
 type Daemon struct {
-	Cmd        *exec.Cmd
-	Log        *testenv.SyncBuffer
-	RejectsLog string
+	*testenv.Process // its log: what it writes on stdout and stderr
+	RejectsLog       string
 }
 
 // StartDaemon runs cacctl run with cfg and waits until its first
@@ -35,18 +34,15 @@ type Daemon struct {
 // every daemon test shows they are enough.
 func (tb *Testbed) StartDaemon(t *testing.T, cfg string, flags ...string) *Daemon {
 	t.Helper()
-	d := &Daemon{Log: &testenv.SyncBuffer{}, RejectsLog: filepath.Join(t.TempDir(), "rejects.jsonl")}
+	d := &Daemon{RejectsLog: filepath.Join(t.TempDir(), "rejects.jsonl")}
 	args := append([]string{"--netns", tb.Box, "--state-dir", tb.State, "run", "--config", cfg,
 		"--rejects-log", d.RejectsLog}, flags...)
 	argv := append(append(DaemonCaps[:len(DaemonCaps):len(DaemonCaps)], CacctlBin), args...)
-	d.Cmd = exec.Command(argv[0], argv[1:]...)
-	d.Cmd.Stderr = d.Log
-	if err := d.Cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
+	// Killed at the end, with no grace: what a daemon leaves when it dies
+	// is for the next to take over, and the detach here to undo.
+	d.Process = testenv.Start(t, exec.Command(argv[0], argv[1:]...), 0)
 	t.Cleanup(func() {
-		d.Cmd.Process.Kill()
-		d.Cmd.Wait()
+		d.Stop()
 		tb.Cacctl(t, "detach", tb.BoxIface)
 		if t.Failed() {
 			t.Logf("daemon log:\n%s", d.Log.String())
@@ -55,10 +51,10 @@ func (tb *Testbed) StartDaemon(t *testing.T, cfg string, flags ...string) *Daemo
 	// Up when its API answers with its pid and its loop has written: a
 	// heartbeat of an earlier daemon proves nothing.
 	started := time.Now()
-	WaitFor(t, func() bool {
+	testenv.WaitFor(t, func() bool {
 		out, _, err := tb.Cacctl(t, "status", "-o", "json")
 		var st struct{ Daemon *struct{ PID int } }
-		if err != nil || json.Unmarshal([]byte(out), &st) != nil || st.Daemon == nil || st.Daemon.PID != d.Cmd.Process.Pid {
+		if err != nil || json.Unmarshal([]byte(out), &st) != nil || st.Daemon == nil || st.Daemon.PID != d.Pid() {
 			return false
 		}
 		age := tb.CallAdmission(t).HeartbeatAgeMS
@@ -97,7 +93,7 @@ func (tb *Testbed) PadiProbe(t *testing.T) (string, uint64) {
 	testenv.Send(t, tb.Peer, tb.PeerIfc, [][]byte{Padi})
 	sent := control.MonotonicCoarse()
 	var outcome string
-	WaitFor(t, func() bool {
+	testenv.WaitFor(t, func() bool {
 		after := tb.Stats(t).Classes["pppoe-padi"]
 		if after.Seen == before.Seen {
 			return false
@@ -119,16 +115,15 @@ func (tb *Testbed) PadiProbe(t *testing.T) (string, uint64) {
 func (tb *Testbed) Until(t *testing.T, want string, limit time.Duration) (time.Duration, uint64) {
 	t.Helper()
 	start := time.Now()
-	for {
-		got, sent := tb.PadiProbe(t)
-		if got == want {
-			return time.Since(start), sent
-		}
-		if time.Since(start) > limit {
-			t.Fatalf("no PADI %s within %v (the last was %s)", want, limit, got)
-		}
-		time.Sleep(20 * time.Millisecond)
+	var got string
+	var sent uint64
+	if !testenv.Poll(limit, 20*time.Millisecond, func() bool {
+		got, sent = tb.PadiProbe(t)
+		return got == want
+	}) {
+		t.Fatalf("no PADI %s within %v (the last was %s)", want, limit, got)
 	}
+	return time.Since(start), sent
 }
 
 // Heartbeats records every heartbeat the daemon writes, read from the

@@ -81,16 +81,6 @@ func XdpProgID(t *testing.T, ns, iface string) uint32 {
 	return id
 }
 
-func WaitFor(t *testing.T, cond func() bool) {
-	t.Helper()
-	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-		if cond() {
-			return
-		}
-	}
-	t.Fatal("condition not met within 5s")
-}
-
 // DoNetlink runs fn on the interface iface of namespace ns.
 func DoNetlink(t *testing.T, ns, iface string, fn func(netlink.Link) error) {
 	t.Helper()

@@ -72,10 +72,7 @@ func (b *kamBed) corpus(t *testing.T) {
 			msg := corpusMessage(t, f, callID)
 			before, _ := b.charged(t)
 			testenv.Send(t, b.Peer, b.PeerIfc, [][]byte{b.udpFrame(addr, nil, msg)})
-			handled := false
-			for deadline := time.Now().Add(2 * time.Second); time.Now().Before(deadline) && !handled; time.Sleep(10 * time.Millisecond) {
-				handled = b.k.Count(callID) > 0
-			}
+			handled := testenv.Poll(2*time.Second, 10*time.Millisecond, func() bool { return b.k.Count(callID) > 0 })
 			after, _ := b.charged(t)
 			t.Logf("%s over %s (%d bytes): Kamailio handled %v, charged %d", name, fam, len(msg), handled, after-before)
 			switch {

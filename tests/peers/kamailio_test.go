@@ -174,13 +174,13 @@ func (b *kamBed) charged(t *testing.T) (uint64, maps.StatsView) {
 // has not changed for 300 ms (3 s at most), and returns it.
 func (b *kamBed) settle(prefix string) int {
 	n, since := b.k.Count(prefix), time.Now()
-	for deadline := time.Now().Add(3 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+	testenv.Poll(3*time.Second, 50*time.Millisecond, func() bool {
 		if m := b.k.Count(prefix); m != n {
 			n, since = m, time.Now()
-		} else if time.Since(since) >= 300*time.Millisecond {
-			break
+			return false
 		}
-	}
+		return time.Since(since) >= 300*time.Millisecond
+	})
 	return n
 }
 

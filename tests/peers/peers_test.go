@@ -1,7 +1,6 @@
 package peers
 
 import (
-	"os/exec"
 	"strconv"
 	"strings"
 	"testing"
@@ -18,9 +17,7 @@ import (
 // rejected by source and it finds no access concentrator.
 func TestRealPPPoE(t *testing.T) {
 	tb := harness.NewTestbed(t)
-	if _, err := exec.LookPath("pppoe-discovery"); err != nil {
-		t.Fatalf("pppoe-discovery not installed (tests/provision.sh installs package pppoe): %v", err)
-	}
+	testenv.RequireTool(t, "pppoe-discovery", "pppoe")
 	cfg := harness.WriteConfig(t, harness.E2eConfig+"classes:\n  pppoe-padi: {per-source: {key: mac, cps: 0.001, burst: 1}}\n")
 	if _, stderr, err := tb.Cacctl(t, "attach", tb.BoxIface, "--config", cfg); err != nil {
 		t.Fatalf("attach: %v: %s", err, stderr)
@@ -31,7 +28,7 @@ func TestRealPPPoE(t *testing.T) {
 	pppoeServer(t, tb)
 
 	discover := func() (string, error) {
-		out, err := exec.Command("ip", "netns", "exec", tb.Peer, "pppoe-discovery", "-I", tb.PeerIfc, "-t", "1", "-a", "2").CombinedOutput()
+		out, err := testenv.Command(tb.Peer, "pppoe-discovery", "-I", tb.PeerIfc, "-t", "1", "-a", "2").CombinedOutput()
 		return string(out), err
 	}
 	out, err := discover()

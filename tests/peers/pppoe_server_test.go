@@ -3,7 +3,6 @@ package peers
 import (
 	"fmt"
 	"os"
-	"os/exec"
 	"strings"
 	"sync"
 	"testing"
@@ -21,21 +20,14 @@ import (
 // discovery socket and stops it, and every pppd it started, when t ends.
 func pppoeServer(t *testing.T, tb *harness.Testbed) {
 	t.Helper()
-	if _, err := exec.LookPath("pppoe-server"); err != nil {
-		t.Fatalf("pppoe-server not installed (tests/provision.sh installs package pppoe): %v", err)
-	}
-	server := exec.Command("ip", "netns", "exec", tb.Box, "pppoe-server", "-F", "-I", tb.BoxIface, "-C", "xdpcac-test",
-		"-L", "192.0.2.1", "-R", "192.0.2.10", "-N", "64")
-	if err := server.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		server.Process.Kill()
-		server.Wait()
-		testenv.KillNetnsProcesses(tb.Box) // the pppd of each session
-	})
-	harness.WaitFor(t, func() bool {
-		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/net/packet", server.Process.Pid))
+	testenv.RequireTool(t, "pppoe-server", "pppoe")
+	// Cleanups run last first: the server is killed, then the pppd of
+	// each session.
+	t.Cleanup(func() { testenv.KillNetnsProcesses(tb.Box) })
+	server := testenv.Start(t, testenv.Command(tb.Box, "pppoe-server", "-F", "-I", tb.BoxIface, "-C", "xdpcac-test",
+		"-L", "192.0.2.1", "-R", "192.0.2.10", "-N", "64"), 0)
+	testenv.WaitFor(t, func() bool {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/net/packet", server.Pid()))
 		return err == nil && strings.Contains(string(b), " 8863 ")
 	})
 }
@@ -132,9 +124,7 @@ func TestPPPoEClientsChargedOnce(t *testing.T) {
 	}
 	t.Cleanup(func() { tb.Cacctl(t, "detach", tb.BoxIface) })
 	pppoeServer(t, tb)
-	if _, err := exec.LookPath("pppoe"); err != nil {
-		t.Fatalf("pppoe not installed (tests/provision.sh installs package pppoe): %v", err)
-	}
+	testenv.RequireTool(t, "pppoe", "pppoe")
 
 	var wg sync.WaitGroup
 	outs := make([]string, 10)
@@ -142,7 +132,7 @@ func TestPPPoEClientsChargedOnce(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			out, err := exec.Command("ip", "netns", "exec", tb.Peer, "timeout", "20",
+			out, err := testenv.Command(tb.Peer, "timeout", "20",
 				"pppoe", "-I", tb.PeerIfc, "-d", "-U", "-t", "3").CombinedOutput()
 			outs[i] = fmt.Sprintf("%s (%v)", strings.TrimSpace(string(out)), err)
 		}()

@@ -73,7 +73,7 @@ func TestInviteRetransmittedToKamailio(t *testing.T) {
 	if got := answers(7); !only(got, "200") {
 		t.Errorf("the INVITE sent seven times: answers %q, want only 200s", got)
 	}
-	harness.WaitFor(t, func() bool { return kam.Count("first@") >= 7 }) // its log may lag its answers
+	testenv.WaitFor(t, func() bool { return kam.Count("first@") >= 7 }) // its log may lag its answers
 	if n := kam.Count("first@"); n != 7 {
 		t.Errorf("Kamailio handled %d copies of the INVITE, want 7", n)
 	}
@@ -102,11 +102,10 @@ func TestInviteRetransmittedToKamailio(t *testing.T) {
 		t.Errorf("Kamailio handled %d INVITEs of the second and third calls, want the second's", n)
 	}
 	body := ""
-	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
-		if body = tb.Metrics(t); strings.Contains(body, "xdpcac_sip_rejects_answered_total 3\n") {
-			break
-		}
-	}
+	testenv.Poll(5*time.Second, 50*time.Millisecond, func() bool {
+		body = tb.Metrics(t)
+		return strings.Contains(body, "xdpcac_sip_rejects_answered_total 3\n")
+	})
 	for _, want := range []string{
 		"xdpcac_sip_rejects_answered_total 3",
 		`xdpcac_sip_retransmits_total{iface="` + tb.Box + ":" + tb.BoxIface + `",verdict="pass"} 6`,

@@ -3,8 +3,6 @@ package peers
 import (
 	"context"
 	"net/netip"
-	"os"
-	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -21,26 +19,14 @@ const scannerClasses = `classes:
   sip-register: {per-source: {cps: 1, burst: 3}}
 `
 
-// requireTool finds a program of the real peers, or skips (fails under
-// XDPCAC_REQUIRE_BPF=1, where tests/provision.sh has installed it).
-func requireTool(t *testing.T, name string) {
-	t.Helper()
-	if _, err := exec.LookPath(name); err != nil {
-		if os.Getenv("XDPCAC_REQUIRE_BPF") == "1" {
-			t.Fatalf("%s not found (tests/provision.sh installs it)", name)
-		}
-		t.Skipf("%s not found", name)
-	}
-}
-
 // TestScanners: sipvicious' svwar, the scanner of SIP extensions, and
 // svmap, of SIP servers, run from a stranger's address against Kamailio
 // behind the filter. Kamailio handles no more of their REGISTERs, INVITEs
 // and OPTIONS than the per-source limits allow, and every one it handled
 // was charged.
 func TestScanners(t *testing.T) {
-	requireTool(t, "svwar")
-	requireTool(t, "svmap")
+	testenv.RequireTool(t, "svwar", "sipvicious")
+	testenv.RequireTool(t, "svmap", "sipvicious")
 	b := newKamBed(t, scannerClasses)
 	for i, c := range []struct {
 		tool   string
@@ -60,14 +46,14 @@ func TestScanners(t *testing.T) {
 			handledBefore := b.handled(c.method)
 			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 			defer cancel()
-			args := append([]string{"netns", "exec", b.Peer, c.tool, "-b", src.String(), "-x", src.String()}, c.args...)
+			args := append([]string{"-b", src.String(), "-x", src.String()}, c.args...)
 			if c.tool == "svwar" {
 				// go on without answers: the filter refuses most of them
 				args = append(args, "--force", "--maximumtime", "3")
 			}
 			args = append(args, kamBoxV4)
 			start := time.Now()
-			out, err := exec.CommandContext(ctx, "ip", args...).CombinedOutput()
+			out, err := testenv.CommandContext(ctx, b.Peer, c.tool, args...).CombinedOutput()
 			elapsed := time.Since(start)
 			if ctx.Err() != nil {
 				t.Fatalf("%s ran for a minute: %v\n%s", c.tool, err, out)
@@ -112,7 +98,7 @@ func (b *kamBed) handled(method string) int {
 // the class bucket's reserve to the agent, and the strangers still get
 // the rest of the class's rate.
 func TestTrustedAgentUnderFlood(t *testing.T) {
-	requireTool(t, "sipp")
+	testenv.RequireTool(t, "sipp", "sip-tester")
 	agent := kamPeerV4
 	b := newKamBed(t, scannerClasses+
 		"realms: [{name: core, address: "+kamBoxV4+"}]\n"+

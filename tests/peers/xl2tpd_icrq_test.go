@@ -62,7 +62,7 @@ func icrqStorm(t *testing.T, config, reason string) {
 	// the next frame sent the usual way. A NIC sends it at once.
 	peerXDP(t, tb)
 	lac := startXl2tpd(t, tb.Peer, harness.AgentIP, lacSection)
-	harness.WaitFor(t, func() bool { return lns.count(lnsCall+harness.AgentIP) == 1 })
+	testenv.WaitFor(t, func() bool { return lns.count(lnsCall+harness.AgentIP) == 1 })
 	tunnel := lac.logged(t, lacLocal)
 
 	// 19 more calls on the tunnel, 100 ms apart: 20 ICRQs in 2 s.
@@ -70,7 +70,7 @@ func icrqStorm(t *testing.T, config, reason string) {
 		lac.control(t, fmt.Sprintf("c %s", tunnel))
 		time.Sleep(100 * time.Millisecond)
 	}
-	harness.WaitFor(t, func() bool { return tb.Stats(t).Classes["l2tp-icrq"].Seen >= 20 })
+	testenv.WaitFor(t, func() bool { return tb.Stats(t).Classes["l2tp-icrq"].Seen >= 20 })
 	st := tb.Stats(t)
 	icrq := st.Classes["l2tp-icrq"]
 	t.Logf("l2tp-icrq %+v; answered %d, copies %d, unanswered %d", icrq, st.L2TPAnswered, st.L2TPRetransmits, st.L2TPUnanswered)
@@ -95,9 +95,9 @@ func icrqStorm(t *testing.T, config, reason string) {
 	// The bucket has refilled (or the charge expired): hang the call up,
 	// place one again, and it comes up in the same tunnel.
 	lac.control(t, "h "+lac.logged(t, lacCall))
-	harness.WaitFor(t, func() bool { return lac.count(" disconnected") == 1 })
+	testenv.WaitFor(t, func() bool { return lac.count(" disconnected") == 1 })
 	lac.control(t, "c box")
-	harness.WaitFor(t, func() bool { return lns.count(lnsCall+harness.AgentIP) == 2 })
+	testenv.WaitFor(t, func() bool { return lns.count(lnsCall+harness.AgentIP) == 2 })
 	if n := lns.count(lnsEstablished + harness.AgentIP); n != 1 {
 		t.Errorf("the LNS logged %d tunnels established, want the one", n)
 	}
@@ -134,9 +134,9 @@ func peerXDP(t *testing.T, tb *harness.Testbed) {
 // logged returns the first submatch of re in the log, or fails t.
 func (x *xl2tpd) logged(t *testing.T, re *regexp.Regexp) string {
 	t.Helper()
-	m := re.FindStringSubmatch(x.out.String())
+	m := re.FindStringSubmatch(x.p.Log.String())
 	if m == nil {
-		t.Fatalf("no %q in the log:\n%s", re, x.out.String())
+		t.Fatalf("no %q in the log:\n%s", re, x.p.Log.String())
 	}
 	return m[1]
 }
@@ -154,12 +154,10 @@ func (x *xl2tpd) control(t *testing.T, cmd string) {
 	// command, and one that died has no reader at all.
 	var f *os.File
 	var err error
-	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+	testenv.Poll(5*time.Second, 10*time.Millisecond, func() bool {
 		f, err = os.OpenFile(x.ctl, os.O_WRONLY|syscall.O_NONBLOCK, 0)
-		if err == nil || !errors.Is(err, syscall.ENXIO) || time.Now().After(deadline) {
-			break
-		}
-	}
+		return err == nil || !errors.Is(err, syscall.ENXIO)
+	})
 	if err != nil {
 		t.Fatalf("control pipe: %v", err)
 	}

@@ -3,12 +3,8 @@ package peers
 import (
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
-	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -60,11 +56,8 @@ const (
 // xl2tpd is an xl2tpd running in the foreground in a namespace, killed
 // and waited for when the test ends, its log shown if the test failed.
 type xl2tpd struct {
-	cmd  *exec.Cmd
-	ctl  string              // the control pipe
-	out  *testenv.SyncBuffer // stdout and stderr: -D logs there
-	done chan struct{}
-	stop sync.Once
+	p   *testenv.Process // its log, stdout and stderr: -D logs there
+	ctl string           // the control pipe
 }
 
 // startXl2tpd runs `ip netns exec NS xl2tpd -D` with a configuration of
@@ -73,10 +66,7 @@ type xl2tpd struct {
 // of the machine's /etc/xl2tpd or /run is read or written.
 func startXl2tpd(t *testing.T, ns, listen, section string) *xl2tpd {
 	t.Helper()
-	bin, err := exec.LookPath("xl2tpd")
-	if err != nil {
-		t.Fatalf("xl2tpd not installed (tests/provision.sh installs package xl2tpd): %v", err)
-	}
+	bin := testenv.RequireTool(t, "xl2tpd", "xl2tpd")
 	dir := t.TempDir()
 	path := func(name string) string { return filepath.Join(dir, name) }
 	files := map[string]string{
@@ -98,38 +88,20 @@ func startXl2tpd(t *testing.T, ns, listen, section string) *xl2tpd {
 	if err := os.Chmod(path("pppd"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	x := &xl2tpd{out: &testenv.SyncBuffer{}, done: make(chan struct{}), ctl: path("l2tp-control")}
+	x := &xl2tpd{ctl: path("l2tp-control")}
 	// ip netns exec gives the command mounts of its own, so the bind
 	// stays there; sh execs xl2tpd in its place.
-	x.cmd = exec.Command("ip", "netns", "exec", ns, "sh", "-c",
+	cmd := testenv.Command(ns, "sh", "-c",
 		`[ -e /usr/sbin/pppd ] && mount --bind "$1" /usr/sbin/pppd; shift; exec "$@"`, "sh", path("pppd"),
 		bin, "-D", "-c", path("xl2tpd.conf"),
 		"-p", path("xl2tpd.pid"), "-C", x.ctl, "-s", path("secrets"))
-	x.cmd.Stdout, x.cmd.Stderr = x.out, x.out
-	// Its own process group, so that the kill reaches the pppd it forks;
-	// SIGKILL should the test binary die first. That signal comes when the
-	// starting thread ends, so that goroutine keeps its thread until
-	// xl2tpd exits.
-	x.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	started := make(chan error)
-	go func() {
-		runtime.LockOSThread()
-		defer runtime.UnlockOSThread()
-		if err := x.cmd.Start(); err != nil {
-			started <- err
-			return
-		}
-		started <- nil
-		x.cmd.Wait()
-		close(x.done)
-	}()
-	if err := <-started; err != nil {
-		t.Fatalf("start xl2tpd in %s: %v", ns, err)
-	}
+	// SIGTERM, on which it closes its tunnels and ends its pppd; the
+	// group SIGKILLed 3 s on, for any pppd left.
+	x.p = testenv.Start(t, cmd, 3*time.Second)
 	t.Cleanup(func() {
 		x.Stop()
 		if t.Failed() {
-			t.Logf("xl2tpd %s in %s:\n%s", listen, ns, x.out.String())
+			t.Logf("xl2tpd %s in %s:\n%s", listen, ns, x.p.Log.String())
 		}
 	})
 	return x
@@ -138,22 +110,12 @@ func startXl2tpd(t *testing.T, ns, listen, section string) *xl2tpd {
 // Stop ends xl2tpd: SIGTERM first, on which it closes its tunnels and
 // ends its pppd; SIGKILL to the group after 3 s, and for any pppd left.
 // It waits for the exit and may be called again.
-func (x *xl2tpd) Stop() {
-	x.stop.Do(func() {
-		x.cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-x.done:
-		case <-time.After(3 * time.Second):
-		}
-		syscall.Kill(-x.cmd.Process.Pid, syscall.SIGKILL)
-		<-x.done
-	})
-}
+func (x *xl2tpd) Stop() { x.p.Stop() }
 
 // count is how many lines of the log hold s.
 func (x *xl2tpd) count(s string) int {
 	n := 0
-	for _, line := range strings.Split(x.out.String(), "\n") {
+	for _, line := range strings.Split(x.p.Log.String(), "\n") {
 		if strings.Contains(line, s) {
 			n++
 		}
@@ -181,13 +143,13 @@ func l2tpTestbedFile(t *testing.T, cfg string) (*harness.Testbed, *xl2tpd) {
 	lns := startXl2tpd(t, tb.Box, harness.BoxIP, lnsSection)
 	// /proc/PID/net is the namespace of the process (ip netns exec execs
 	// xl2tpd in place), where only the LNS binds 1701 (hex 06A5).
-	harness.WaitFor(t, func() bool {
+	testenv.WaitFor(t, func() bool {
 		select {
-		case <-lns.done:
-			t.Fatalf("the LNS exited at start:\n%s", lns.out.String())
+		case <-lns.p.Done():
+			t.Fatalf("the LNS exited at start:\n%s", lns.p.Log.String())
 		default:
 		}
-		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/net/udp", lns.cmd.Process.Pid))
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/net/udp", lns.p.Pid()))
 		return err == nil && strings.Contains(string(b), ":06A5 ")
 	})
 	return tb, lns
@@ -199,9 +161,9 @@ func l2tpTestbedFile(t *testing.T, cfg string) (*harness.Testbed, *xl2tpd) {
 func TestRealL2TP(t *testing.T) {
 	tb, lns := l2tpTestbed(t, "  l2tp-sccrq: {cps: 10}\n  l2tp-icrq: {cps: 10}\n")
 	startXl2tpd(t, tb.Peer, harness.AgentIP, lacSection)
-	harness.WaitFor(t, func() bool { return tb.Stats(t).Classes["l2tp-icrq"].Admitted >= 1 })
+	testenv.WaitFor(t, func() bool { return tb.Stats(t).Classes["l2tp-icrq"].Admitted >= 1 })
 	// The ICCN follows the ICRP at once; the LNS logs the call on it.
-	harness.WaitFor(t, func() bool { return lns.count(lnsCall+harness.AgentIP) >= 1 })
+	testenv.WaitFor(t, func() bool { return lns.count(lnsCall+harness.AgentIP) >= 1 })
 	if n := lns.count(lnsEstablished + harness.AgentIP); n != 1 {
 		t.Errorf("the LNS logged %d tunnels established with %s, want 1", n, harness.AgentIP)
 	}
@@ -221,13 +183,13 @@ func TestRealL2TP(t *testing.T) {
 func TestRealL2TPRefused(t *testing.T) {
 	tb, lns := l2tpTestbed(t, "  l2tp-sccrq: {cps: 0.001, burst: 1}\n")
 	first := startXl2tpd(t, tb.Peer, harness.AgentIP, lacSection)
-	harness.WaitFor(t, func() bool { return lns.count(lnsEstablished+harness.AgentIP) == 1 })
+	testenv.WaitFor(t, func() bool { return lns.count(lnsEstablished+harness.AgentIP) == 1 })
 	first.Stop()
 
 	second := startXl2tpd(t, tb.Peer, harness.StrangerIP, lacSection)
 	// xl2tpd retransmits an unanswered SCCRQ after about a second: wait
 	// for two refusals, so that the LNS had time to log anything it got.
-	harness.WaitFor(t, func() bool { return tb.Stats(t).Classes["l2tp-sccrq"].Reasons["class"] >= 2 })
+	testenv.WaitFor(t, func() bool { return tb.Stats(t).Classes["l2tp-sccrq"].Reasons["class"] >= 2 })
 	sccrq := tb.Stats(t).Classes["l2tp-sccrq"]
 	t.Logf("l2tp-sccrq: %+v", sccrq)
 	if sccrq.Admitted != 1 {
