@@ -137,7 +137,7 @@ func TestAttachKilledAtEachStep(t *testing.T) {
 					if orphans := orphansOf(t, tb); len(orphans) != 0 {
 						t.Errorf("attach after a kill at %s left %+v", step, orphans)
 					}
-					// tcx where the kernel has it, else clsact: what egressModes
+					// tcx where the kernel has it, else clsact: what harness.EgressModes
 					// is told, to run the clsact fallback besides or not.
 					if kind = harness.OurEgress(t, tb); kind == "" {
 						t.Errorf("attach after a kill at %s: no egress program", step)

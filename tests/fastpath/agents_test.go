@@ -19,7 +19,7 @@ var (
 	strangerAddr = netip.MustParseAddr("203.0.113.9")
 )
 
-// invitesFrom is inviteFrom as offerCalls takes it.
+// invitesFrom is harness.InviteFrom as FastPath.OfferCalls takes it.
 func invitesFrom(src netip.Addr) func(string) []byte {
 	return func(callID string) []byte { return harness.InviteFrom(src, callID) }
 }

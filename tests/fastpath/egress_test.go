@@ -19,7 +19,7 @@ import (
 	. "github.com/xdpcac/xdpcac/internal/pkt"
 )
 
-// egress is the real egress object, loaded beside a fastPath's XDP object
+// egress is the real egress object, loaded beside a harness.FastPath's XDP object
 // with its dialog table, ports and clock in place of its own, as the
 // loader shares them, and run with BPF_PROG_TEST_RUN.
 type egress struct {

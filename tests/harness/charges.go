@@ -42,7 +42,7 @@ func Ios(lines ...string) string {
 // Offer runs n copies of frame at the current clock through the program
 // and the model, which must agree on each, and counts what passed and why
 // the rest were rejected. Copies of an INVITE are one call and its
-// retransmissions; offerCalls makes n calls.
+// retransmissions; OfferCalls makes n calls.
 func (f *FastPath) Offer(t testing.TB, frame []byte, n int) (passed int, reasons map[cac.Reason]int) {
 	t.Helper()
 	return f.OfferCalls(t, func(string) []byte { return frame }, n)

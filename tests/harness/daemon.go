@@ -30,7 +30,7 @@ type Daemon struct {
 
 // StartDaemon runs cacctl run with cfg and waits until its first
 // measurement is in force; the filter is detached when the test ends. It
-// runs with the capabilities of deploy/'s unit alone (daemonCaps), so that
+// runs with the capabilities of deploy/'s unit alone (DaemonCaps), so that
 // every daemon test shows they are enough.
 func (tb *Testbed) StartDaemon(t *testing.T, cfg string, flags ...string) *Daemon {
 	t.Helper()
@@ -85,7 +85,7 @@ func (tb *Testbed) PadiOutcome(t *testing.T) string {
 	return outcome
 }
 
-// PadiProbe is padiOutcome that also returns the fast path's clock right
+// PadiProbe is PadiOutcome that also returns the fast path's clock right
 // after the PADI went through it.
 func (tb *Testbed) PadiProbe(t *testing.T) (string, uint64) {
 	t.Helper()

@@ -31,7 +31,7 @@ type FastPath struct {
 	Objs  bpf.XdpObjects
 	Model *admission.Model
 	Now   uint64
-	Calls int // Call-IDs given out by nextCall
+	Calls int // Call-IDs given out by NextCall
 }
 
 func NewFastPath(t testing.TB, malformedDrop bool) *FastPath {
@@ -39,7 +39,7 @@ func NewFastPath(t testing.TB, malformedDrop bool) *FastPath {
 	return NewFastPathWith(t, malformedDrop, nil)
 }
 
-// NewFastPathWith is newFastPath with edit applied to the spec before it
+// NewFastPathWith is NewFastPath with edit applied to the spec before it
 // loads: a smaller map, say, to reach a bound quickly.
 func NewFastPathWith(t testing.TB, malformedDrop bool, edit func(*ebpf.CollectionSpec)) *FastPath {
 	t.Helper()

@@ -124,7 +124,7 @@ func (x *xl2tpd) count(s string) int {
 }
 
 // l2tpTestbed attaches the filter with classes to the box side of a
-// sipTestbed and starts the LNS there; it returns once the LNS has bound
+// harness.SipTestbed and starts the LNS there; it returns once the LNS has bound
 // UDP port 1701. A LAC must not dial before that: its SCCRQ would be
 // admitted, spend a token, and find no one.
 func l2tpTestbed(t *testing.T, classes string) (*harness.Testbed, *xl2tpd) {
