@@ -60,6 +60,9 @@ $(PROMTOOL):
 	dpkg-deb -x .cache/prometheus_*.deb .cache/prometheus
 
 # XDPCAC_REQUIRE_BPF=1 turns a BPF test that cannot run into a failure;
+# -p 1 runs one package at a time: the packages under tests/ measure time
+# and CPU, and side by side they would take each other's (the daemon's
+# cpu-limit test fails so).
 # XDPCAC_PROMTOOL makes the metrics test run promtool. TestClockJumps sets
 # the machine's wall clock for two seconds, so it runs alone, afterwards;
 # then the kernel-floor packages (tests/fastpath, tests/e2e) on Debian 12's
@@ -67,7 +70,7 @@ $(PROMTOOL):
 # they need: fastpath and e2e the kernel only, daemon a running cacctl
 # daemon, peers the real peers, bench the benchmarks, soak and storms.
 test: deps check-generate vet $(PROMTOOL)
-	XDPCAC_REQUIRE_BPF=1 XDPCAC_PROMTOOL=$(PROMTOOL) $(GO) test -count=1 -timeout 30m ./...
+	XDPCAC_REQUIRE_BPF=1 XDPCAC_PROMTOOL=$(PROMTOOL) $(GO) test -count=1 -p 1 -timeout 30m ./...
 	XDPCAC_REQUIRE_BPF=1 XDPCAC_CLOCK_JUMPS=1 $(GO) test -count=1 -run '^TestClockJumps$$' ./tests/daemon/
 	$(MAKE) kernels
 

@@ -8,12 +8,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/xdpcac/xdpcac/tests/harness"
-
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/asm"
 	"github.com/vishvananda/netlink"
 	. "github.com/xdpcac/xdpcac/internal/pkt"
+	"github.com/xdpcac/xdpcac/tests/harness"
 	"github.com/xdpcac/xdpcac/tests/testenv"
 	"golang.org/x/sys/unix"
 )

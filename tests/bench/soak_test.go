@@ -14,12 +14,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/xdpcac/xdpcac/tests/harness"
-
 	"github.com/cilium/ebpf"
 	"github.com/xdpcac/xdpcac/internal/pkt"
 	"github.com/xdpcac/xdpcac/internal/storm"
 	"github.com/xdpcac/xdpcac/loader"
+	"github.com/xdpcac/xdpcac/tests/harness"
 )
 
 // soakTable is the per-source table the soak configures: small, so that

@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/xdpcac/xdpcac/tests/harness"
-
 	"github.com/xdpcac/xdpcac/tests/testenv"
 	"golang.org/x/sys/unix"
 )

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/xdpcac/xdpcac/tests/harness"
-
 	"github.com/xdpcac/xdpcac/tests/testenv"
 )
 

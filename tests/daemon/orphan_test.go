@@ -9,9 +9,8 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/xdpcac/xdpcac/tests/harness"
-
 	"github.com/xdpcac/xdpcac/loader"
+	"github.com/xdpcac/xdpcac/tests/harness"
 )
 
 // killedAttachEnv makes the test binary, run again as a helper, attach

@@ -5,12 +5,11 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/xdpcac/xdpcac/tests/harness"
-
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/link"
 	"github.com/xdpcac/xdpcac/bpf"
 	"github.com/xdpcac/xdpcac/loader"
+	"github.com/xdpcac/xdpcac/tests/harness"
 )
 
 // TestUpgradeAddsMaps: an attachment of a version before the L2TP tunnel

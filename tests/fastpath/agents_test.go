@@ -5,13 +5,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/xdpcac/xdpcac/tests/harness"
-
 	"github.com/cilium/ebpf/ringbuf"
 	"github.com/xdpcac/xdpcac/cac"
 	"github.com/xdpcac/xdpcac/cac/admission"
 	. "github.com/xdpcac/xdpcac/internal/pkt"
 	"github.com/xdpcac/xdpcac/maps"
+	"github.com/xdpcac/xdpcac/tests/harness"
 )
 
 var (

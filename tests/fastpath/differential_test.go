@@ -6,11 +6,10 @@ import (
 	"strconv"
 	"testing"
 
-	"github.com/xdpcac/xdpcac/tests/harness"
-
 	"github.com/xdpcac/xdpcac/cac"
 	"github.com/xdpcac/xdpcac/cac/fsol"
 	. "github.com/xdpcac/xdpcac/internal/pkt"
+	"github.com/xdpcac/xdpcac/tests/harness"
 )
 
 // differentialFrames is how many random and mutated frames the differential

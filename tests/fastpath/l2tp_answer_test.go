@@ -5,11 +5,10 @@ import (
 	"net/netip"
 	"testing"
 
-	"github.com/xdpcac/xdpcac/tests/harness"
-
 	"github.com/xdpcac/xdpcac/cac"
 	"github.com/xdpcac/xdpcac/cac/fsol"
 	. "github.com/xdpcac/xdpcac/internal/pkt"
+	"github.com/xdpcac/xdpcac/tests/harness"
 )
 
 // TestL2TPRefusedICRQAnswered walks one tunnel through the fast path and

@@ -4,9 +4,8 @@ import (
 	"math/rand/v2"
 	"testing"
 
-	"github.com/xdpcac/xdpcac/tests/harness"
-
 	. "github.com/xdpcac/xdpcac/internal/pkt"
+	"github.com/xdpcac/xdpcac/tests/harness"
 )
 
 // TestL2TPDifferential holds the fast path's L2TP translation to its Go

@@ -7,11 +7,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/xdpcac/xdpcac/tests/harness"
-
 	"github.com/xdpcac/xdpcac/cac"
 	"github.com/xdpcac/xdpcac/cac/admission"
 	"github.com/xdpcac/xdpcac/maps"
+	"github.com/xdpcac/xdpcac/tests/harness"
 	"golang.org/x/sys/unix"
 )
 

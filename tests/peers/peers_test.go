@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/xdpcac/xdpcac/tests/harness"
-
 	"github.com/xdpcac/xdpcac/tests/testenv"
 )
 

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/xdpcac/xdpcac/tests/harness"
-
 	"github.com/xdpcac/xdpcac/tests/testenv"
 )
 

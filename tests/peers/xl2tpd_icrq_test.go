@@ -10,9 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/xdpcac/xdpcac/tests/harness"
-
 	"github.com/cilium/ebpf/link"
+	"github.com/xdpcac/xdpcac/tests/harness"
 	"github.com/xdpcac/xdpcac/tests/testenv"
 )
 
