@@ -2,6 +2,7 @@
 #
 #   make            build bin/cacctl (no clang needed: the BPF object is committed)
 #   make generate   rebuild the BPF object and its Go bindings with clang
+#   make check      gofmt, vet and the unit tests that need no root, in seconds
 #   sudo make test  everything CI runs: packages, generate check, vet, all tests,
 #                   the kernel floor
 #   sudo make bench fast-path cost against an empty XDP program
@@ -16,7 +17,7 @@ GO ?= go
 # compare against nftables on a veth.
 BENCH_PACKAGES := nftables ethtool
 
-.PHONY: all build deps generate check-generate vet test bench soak fuzz kernels demo clean
+.PHONY: all build deps generate check-generate vet check test bench soak fuzz kernels demo clean
 
 all: build
 
@@ -42,6 +43,12 @@ vet:
 	if [ -n "$$unformatted" ]; then echo "gofmt wants to change: $$unformatted"; exit 1; fi
 	$(GO) vet ./...
 
+# check is the quick one, for any user: gofmt, vet and the tests of every
+# package but the system tests under tests/ (which need root and real
+# peers; testenv's own tests run, they need neither).
+check: vet
+	$(GO) test -count=1 $$($(GO) list ./... | grep -v '/tests/' ) ./tests/testenv/
+
 # promtool checks the daemon's /metrics. It comes from Debian's prometheus
 # package, unpacked here rather than installed, so that the tests start no
 # Prometheus server on the machine.
@@ -53,24 +60,30 @@ $(PROMTOOL):
 	dpkg-deb -x .cache/prometheus_*.deb .cache/prometheus
 
 # XDPCAC_REQUIRE_BPF=1 turns a BPF test that cannot run into a failure;
+# -p 1 runs one package at a time: the packages under tests/ measure time
+# and CPU, and side by side they would take each other's (the daemon's
+# cpu-limit test fails so).
 # XDPCAC_PROMTOOL makes the metrics test run promtool. TestClockJumps sets
 # the machine's wall clock for two seconds, so it runs alone, afterwards;
-# then the kernel-floor tests on Debian 12's kernel (about half an hour under TCG).
+# then the kernel-floor packages (tests/fastpath, tests/e2e) on Debian 12's
+# kernel (about half an hour under TCG). The packages under tests/ by what
+# they need: fastpath and e2e the kernel only, daemon a running cacctl
+# daemon, peers the real peers, bench the benchmarks, soak and storms.
 test: deps check-generate vet $(PROMTOOL)
-	XDPCAC_REQUIRE_BPF=1 XDPCAC_PROMTOOL=$(PROMTOOL) $(GO) test -count=1 -timeout 30m ./...
-	XDPCAC_REQUIRE_BPF=1 XDPCAC_CLOCK_JUMPS=1 $(GO) test -count=1 -run '^TestClockJumps$$' ./tests/
+	XDPCAC_REQUIRE_BPF=1 XDPCAC_PROMTOOL=$(PROMTOOL) $(GO) test -count=1 -p 1 -timeout 30m ./...
+	XDPCAC_REQUIRE_BPF=1 XDPCAC_CLOCK_JUMPS=1 $(GO) test -count=1 -run '^TestClockJumps$$' ./tests/daemon/
 	$(MAKE) kernels
 
 bench:
 	$(MAKE) deps EXTRA_PACKAGES="$(BENCH_PACKAGES)"
-	XDPCAC_REQUIRE_BPF=1 $(GO) test -count=1 -run '^$$' -bench 'FastPath|SourceTable|Flood' -benchtime 1x ./tests/
+	XDPCAC_REQUIRE_BPF=1 $(GO) test -count=1 -run '^$$' -bench 'FastPath|SourceTable|Flood' -benchtime 1x ./tests/bench/
 
 # fuzz runs every fuzz target for FUZZTIME each; the seed corpora under
 # testdata/fuzz run in make test as plain tests. FuzzXDP holds the real
 # object to the model on mutated frames, so it needs root.
 FUZZTIME ?= 30s
 FUZZ_TARGETS := ./cac/config:FuzzParse ./cac/config:FuzzCallAdmission ./cac/classify:FuzzClassify \
-	./cac/sipd:FuzzResponseOf ./cac/sipd:FuzzReject503 ./maps:FuzzDecodeEvents ./tests:FuzzXDP
+	./cac/sipd:FuzzResponseOf ./cac/sipd:FuzzReject503 ./maps:FuzzDecodeEvents ./tests/fastpath:FuzzXDP
 fuzz:
 	@for t in $(FUZZ_TARGETS); do \
 		echo "fuzz $${t#*:} ($${t%%:*}) for $(FUZZTIME)"; \
@@ -81,11 +94,12 @@ fuzz:
 # (default 10m), with an apply every 10 s and a new daemon every minute;
 # kept out of make test. BENCHMARKS.md has its figures.
 soak: deps
-	XDPCAC_REQUIRE_BPF=1 $(GO) test -count=1 -tags soak -run Soak -timeout 0 -v ./tests/
+	XDPCAC_REQUIRE_BPF=1 $(GO) test -count=1 -tags soak -run Soak -timeout 0 -v ./tests/bench/
 
 # kernels boots Debian 12's kernel in qemu (no KVM needed) with the test
-# binary and runs the tests that need only the kernel: the floor the README
-# states. Its downloads are kept in .cache/kernels. It uses KVM (-cpu host)
+# binaries of the packages that need only the kernel (tests/fastpath,
+# tests/e2e) and runs them whole, failing on any skipped test: the floor
+# the README states. Its downloads are kept in .cache/kernels. It uses KVM (-cpu host)
 # if a probe boot under KVM reaches init within XDPCAC_KERNELS_BOOT_SECONDS
 # (default 60), else TCG (-cpu max); XDPCAC_KERNELS_ACCEL=tcg skips KVM,
 # XDPCAC_KERNELS_ACCEL=kvm fails rather than fall back to TCG.

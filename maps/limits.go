@@ -36,9 +36,12 @@ func PolicyMapsOf(o *bpf.XdpMaps) PolicyMaps {
 	}
 }
 
-// Settle is how long WritePolicy waits after switching slots before it
-// returns, so that no program still reads the slot the next write fills.
-// A program runs for microseconds with preemption off; this is ample.
+// Settle is how long a writer leaves between two WritePolicy calls, so
+// that no program still reads the slot the next write fills. A program
+// runs for microseconds with preemption off; this is ample. WritePolicy
+// does not wait itself: library code does not sleep, and only a writer
+// that switches again at once (a test that flips policies under a flood)
+// needs the wait.
 const Settle = 50 * time.Millisecond
 
 func limitOf(l bucket.Limit) bpf.XdpCacLimit {
@@ -47,7 +50,8 @@ func limitOf(l bucket.Limit) bpf.XdpCacLimit {
 
 // WritePolicy puts a policy in force without a moment where the fast path
 // could see part of it: it fills the slot not in use and then switches to
-// it. Buckets are kept: class, environment and per-source ones as they
+// it; the slot it switched from is the next call's to fill, after Settle.
+// Buckets are kept: class, environment and per-source ones as they
 // are, an account's while its source prefix stays, and a customer's while
 // one of its account prefixes stays. New accounts and customers start full.
 func WritePolicy(pm PolicyMaps, p policy.Policy) error {
@@ -127,7 +131,6 @@ func WritePolicy(pm PolicyMaps, p policy.Policy) error {
 	if err := pm.Slot.Update(uint32(0), word, ebpf.UpdateAny); err != nil {
 		return fmt.Errorf("switch policy slot: %w", err)
 	}
-	time.Sleep(Settle)
 	return nil
 }
 

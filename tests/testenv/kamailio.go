@@ -6,12 +6,8 @@ import (
 	"net"
 	"net/netip"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
-	"sync"
-	"syscall"
 	"testing"
 	"time"
 )
@@ -32,10 +28,7 @@ import (
 type Kamailio struct {
 	ns    string
 	addrs []netip.Addr
-	cmd   *exec.Cmd
-	out   *SyncBuffer // stdout and stderr: -E logs there
-	done  chan struct{}
-	stop  sync.Once
+	p     *Process // its log, stdout and stderr: -E logs there
 }
 
 // KamailioRequest is one request Kamailio handled, as its request_route
@@ -103,18 +96,8 @@ const kamailioStartTimeout = 10 * time.Second
 // kamailio it fails when XDPCAC_REQUIRE_BPF=1, else skips.
 func StartKamailio(t testing.TB, ns string, addrs ...string) *Kamailio {
 	t.Helper()
-	bin, err := exec.LookPath("kamailio")
-	if err != nil {
-		bin = "/usr/sbin/kamailio" // not always on a user's PATH
-		if _, serr := os.Stat(bin); serr != nil {
-			reason := "kamailio not found (Debian package kamailio): " + err.Error()
-			if os.Getenv("XDPCAC_REQUIRE_BPF") == "1" {
-				t.Fatalf("XDPCAC_REQUIRE_BPF=1 but this test cannot run: %s", reason)
-			}
-			t.Skip(reason)
-		}
-	}
-	k := &Kamailio{ns: ns, out: &SyncBuffer{}, done: make(chan struct{})}
+	bin := RequireTool(t, "kamailio", "kamailio")
+	k := &Kamailio{ns: ns}
 	var listen strings.Builder
 	for _, a := range addrs {
 		ip, err := netip.ParseAddr(a)
@@ -131,29 +114,11 @@ func StartKamailio(t testing.TB, ns string, addrs ...string) *Kamailio {
 	}
 	// -DD: the creator stays in the foreground (its workers are its
 	// children); -E: log to standard error; -m/-M: small memory pools.
-	k.cmd = exec.Command("ip", "netns", "exec", ns, bin, "-DD", "-E", "-f", cfg,
+	cmd := Command(ns, bin, "-DD", "-E", "-f", cfg,
 		"-P", filepath.Join(dir, "kamailio.pid"), "-Y", dir, "-w", dir, "-m", "32", "-M", "8")
-	k.cmd.Dir = dir
-	k.cmd.Stdout, k.cmd.Stderr = k.out, k.out
-	// Its own process group, so that Stop reaches its workers; SIGKILL
-	// should the test binary die first. That signal comes when the
-	// starting thread ends, so that goroutine keeps its thread.
-	k.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	started := make(chan error)
-	go func() {
-		runtime.LockOSThread()
-		defer runtime.UnlockOSThread()
-		if err := k.cmd.Start(); err != nil {
-			started <- err
-			return
-		}
-		started <- nil
-		k.cmd.Wait()
-		close(k.done)
-	}()
-	if err := <-started; err != nil {
-		t.Fatalf("start kamailio in %s: %v", ns, err)
-	}
+	cmd.Dir = dir
+	// SIGTERM, on which it ends its workers; its group SIGKILLed 3 s on.
+	k.p = Start(t, cmd, 3*time.Second)
 	t.Cleanup(func() {
 		k.Stop()
 		if t.Failed() {
@@ -171,7 +136,6 @@ func StartKamailio(t testing.TB, ns string, addrs ...string) *Kamailio {
 // ready sends OPTIONS to addr:5060 from addr itself until one is answered
 // and logged.
 func (k *Kamailio) ready(addr netip.Addr) error {
-	deadline := time.Now().Add(kamailioStartTimeout)
 	return Do(k.ns, func() error {
 		conn, err := net.ListenUDP("udp", net.UDPAddrFromAddrPort(netip.AddrPortFrom(addr, 0)))
 		if err != nil {
@@ -181,14 +145,15 @@ func (k *Kamailio) ready(addr netip.Addr) error {
 		local := conn.LocalAddr().(*net.UDPAddr).AddrPort()
 		dst := net.UDPAddrFromAddrPort(netip.AddrPortFrom(addr, 5060))
 		buf := make([]byte, 65535)
-		for try := 0; ; try++ {
+		var failed error // why it stopped trying, if not for an answer
+		try := 0
+		// Each try waits 200 ms for its answer: no pause between them.
+		answered := Poll(kamailioStartTimeout, 0, func() bool {
 			select {
-			case <-k.done:
-				return errors.New("exited at start")
+			case <-k.p.Done():
+				failed = errors.New("exited at start")
+				return true
 			default:
-			}
-			if time.Now().After(deadline) {
-				return fmt.Errorf("no answer on %s after %v", dst, kamailioStartTimeout)
 			}
 			callID := fmt.Sprintf("%s%d", kamailioReadyPrefix, try)
 			req := strings.Join([]string{
@@ -201,16 +166,23 @@ func (k *Kamailio) ready(addr netip.Addr) error {
 				"Max-Forwards: 70",
 				"Content-Length: 0",
 				"", ""}, "\r\n")
+			try++
 			if _, err := conn.WriteToUDP([]byte(req), dst); err != nil {
-				return fmt.Errorf("probe %s: %w", dst, err)
+				failed = fmt.Errorf("probe %s: %w", dst, err)
+				return true
 			}
 			conn.SetReadDeadline(time.Now().Add(200 * time.Millisecond))
 			n, _, err := conn.ReadFromUDP(buf)
-			if err == nil && strings.Contains(string(buf[:n]), callID) &&
-				strings.Contains(k.out.String(), "|"+callID+"\n") {
-				return nil
-			}
+			return err == nil && strings.Contains(string(buf[:n]), callID) &&
+				strings.Contains(k.p.Log.String(), "|"+callID+"\n")
+		})
+		switch {
+		case failed != nil:
+			return failed
+		case !answered:
+			return fmt.Errorf("no answer on %s after %v", dst, kamailioStartTimeout)
 		}
+		return nil
 	})
 }
 
@@ -218,7 +190,7 @@ func (k *Kamailio) ready(addr netip.Addr) error {
 // logged them, less StartKamailio's probes.
 func (k *Kamailio) Requests() []KamailioRequest {
 	var reqs []KamailioRequest
-	for _, line := range strings.Split(k.out.String(), "\n") {
+	for _, line := range strings.Split(k.p.Log.String(), "\n") {
 		_, rest, ok := strings.Cut(line, kamailioMarker)
 		if !ok {
 			continue
@@ -244,11 +216,11 @@ func (k *Kamailio) Count(prefix string) int {
 }
 
 // Log returns everything Kamailio wrote.
-func (k *Kamailio) Log() string { return k.out.String() }
+func (k *Kamailio) Log() string { return k.p.Log.String() }
 
 // tail returns the last n lines of the log.
 func (k *Kamailio) tail(n int) string {
-	lines := strings.Split(strings.TrimRight(k.out.String(), "\n"), "\n")
+	lines := strings.Split(strings.TrimRight(k.p.Log.String(), "\n"), "\n")
 	if len(lines) > n {
 		lines = lines[len(lines)-n:]
 	}
@@ -256,17 +228,6 @@ func (k *Kamailio) tail(n int) string {
 }
 
 // Stop ends Kamailio: SIGTERM, on which it ends its workers, then SIGKILL
-// to the group after 3 s, and for any worker left. It waits for the exit
-// and may be called again.
-func (k *Kamailio) Stop() {
-	k.stop.Do(func() {
-		pgid := -k.cmd.Process.Pid
-		syscall.Kill(pgid, syscall.SIGTERM)
-		select {
-		case <-k.done:
-		case <-time.After(3 * time.Second):
-		}
-		syscall.Kill(pgid, syscall.SIGKILL)
-		<-k.done
-	})
-}
+// to the group after 3 s, for any worker left. It waits for the exit and
+// may be called again.
+func (k *Kamailio) Stop() { k.p.Stop() }

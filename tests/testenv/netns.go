@@ -1,6 +1,7 @@
 package testenv
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -170,4 +171,27 @@ func HardwareAddr(t testing.TB, ns, iface string) [6]byte {
 		t.Fatalf("address of %s in %s: %v", iface, ns, err)
 	}
 	return mac
+}
+
+// Command is program name with args to run inside network namespace ns
+// (ip netns exec, which also gives it mounts of its own there). Do is the
+// way for Go code; Command, for other programs.
+func Command(ns, name string, args ...string) *exec.Cmd {
+	return exec.Command("ip", append([]string{"netns", "exec", ns, name}, args...)...)
+}
+
+// CommandContext is Command, killed once ctx is done.
+func CommandContext(ctx context.Context, ns, name string, args ...string) *exec.Cmd {
+	return exec.CommandContext(ctx, "ip", append([]string{"netns", "exec", ns, name}, args...)...)
+}
+
+// Run runs name with args in namespace ns and returns its output; when it
+// fails, it fails t with that output.
+func Run(t testing.TB, ns, name string, args ...string) string {
+	t.Helper()
+	out, err := Command(ns, name, args...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("in %s: %s %s: %v: %s", ns, name, strings.Join(args, " "), err, out)
+	}
+	return string(out)
 }

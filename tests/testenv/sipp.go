@@ -5,13 +5,10 @@ import (
 	"bytes"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 )
@@ -34,12 +31,8 @@ func Addr(t testing.TB, ns, iface, cidr string) {
 type Sipp struct {
 	ns      string
 	args    []string
-	cmd     *exec.Cmd
-	out     *SyncBuffer // stdout and stderr
-	errFile string      // -error_file
-	done    chan struct{}
-	err     error // cmd.Wait's, once done is closed
-	stop    sync.Once
+	p       *Process // its log: stdout and stderr
+	errFile string   // -error_file
 }
 
 // sippStartTimeout bounds how long StartSipp waits for sipp's socket.
@@ -52,48 +45,16 @@ const sippStartTimeout = 5 * time.Second
 // XDPCAC_REQUIRE_BPF=1, else skips.
 func StartSipp(t testing.TB, ns string, args ...string) *Sipp {
 	t.Helper()
-	bin, err := exec.LookPath("sipp")
-	if err != nil {
-		reason := "sipp not found (Debian package sip-tester): " + err.Error()
-		if os.Getenv("XDPCAC_REQUIRE_BPF") == "1" {
-			t.Fatalf("XDPCAC_REQUIRE_BPF=1 but this test cannot run: %s", reason)
-		}
-		t.Skip(reason)
-	}
+	bin := RequireTool(t, "sipp", "sip-tester")
 	dir := t.TempDir()
 	s := &Sipp{
 		ns:      ns,
 		args:    args,
-		out:     &SyncBuffer{},
 		errFile: filepath.Join(dir, "errors.log"),
-		done:    make(chan struct{}),
 	}
-	full := []string{"netns", "exec", ns, bin, "-nostdin",
-		"-trace_err", "-error_file", s.errFile}
-	full = append(full, args...)
-	s.cmd = exec.Command("ip", full...)
-	s.cmd.Dir = dir
-	s.cmd.Stdout, s.cmd.Stderr = s.out, s.out
-	// Its own process group, so that Stop reaches anything it forks; and
-	// SIGKILL should the test binary die before its cleanups run. That
-	// signal comes when the thread that started sipp ends (Do's threads
-	// do), so the starting goroutine keeps its thread until sipp exits.
-	s.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	started := make(chan error)
-	go func() {
-		runtime.LockOSThread()
-		defer runtime.UnlockOSThread()
-		if err := s.cmd.Start(); err != nil {
-			started <- err
-			return
-		}
-		started <- nil
-		s.err = s.cmd.Wait()
-		close(s.done)
-	}()
-	if err := <-started; err != nil {
-		t.Fatalf("start sipp in %s: %v", ns, err)
-	}
+	cmd := Command(ns, bin, append([]string{"-nostdin", "-trace_err", "-error_file", s.errFile}, args...)...)
+	cmd.Dir = dir
+	s.p = Start(t, cmd, 2*time.Second)
 	t.Cleanup(func() {
 		s.Stop()
 		if t.Failed() {
@@ -121,25 +82,25 @@ func portArg(args []string) int {
 // ready waits until the process has a socket bound to port (any socket
 // when port is 0), or fails when it exits first.
 func (s *Sipp) ready(port int) error {
-	deadline := time.Now().Add(sippStartTimeout)
-	pid := s.cmd.Process.Pid
-	for {
+	exited := false
+	bound := Poll(sippStartTimeout, 20*time.Millisecond, func() bool {
 		select {
-		case <-s.done:
-			return fmt.Errorf("sipp exited at start: %v", s.err)
+		case <-s.p.Done():
+			exited = true
+			return true
 		default:
 		}
-		if boundPort(pid, port) {
-			return nil
-		}
-		if time.Now().After(deadline) {
-			if port == 0 {
-				return fmt.Errorf("no socket after %v", sippStartTimeout)
-			}
-			return fmt.Errorf("port %d not bound after %v", port, sippStartTimeout)
-		}
-		time.Sleep(20 * time.Millisecond)
+		return boundPort(s.p.Pid(), port)
+	})
+	switch {
+	case exited:
+		return fmt.Errorf("sipp exited at start: %v", s.p.Wait())
+	case bound:
+		return nil
+	case port == 0:
+		return fmt.Errorf("no socket after %v", sippStartTimeout)
 	}
+	return fmt.Errorf("port %d not bound after %v", port, sippStartTimeout)
 }
 
 // boundPort reports whether process pid owns a UDP socket, or a listening
@@ -187,37 +148,14 @@ func boundPort(pid, port int) bool {
 
 // Stop ends sipp: SIGTERM, then SIGKILL after 2 s; it waits for the exit.
 // Idempotent, and a no-op once sipp has exited by itself.
-func (s *Sipp) Stop() {
-	s.stop.Do(func() {
-		select {
-		case <-s.done:
-			return
-		default:
-		}
-		pgid := -s.cmd.Process.Pid
-		syscall.Kill(pgid, syscall.SIGTERM)
-		select {
-		case <-s.done:
-		case <-time.After(2 * time.Second):
-			syscall.Kill(pgid, syscall.SIGKILL)
-			<-s.done
-		}
-	})
-}
+func (s *Sipp) Stop() { s.p.Stop() }
 
 // Wait waits for a scenario that ends by itself (-m N) and returns sipp's
 // exit error: nil when it exited 0, that is when all its calls succeeded.
 // After timeout it stops sipp and returns an error saying so.
 func (s *Sipp) Wait(timeout time.Duration) error {
-	select {
-	case <-s.done:
-	case <-time.After(timeout):
-		s.Stop()
-		return fmt.Errorf("sipp %s in %s: still running after %v (stopped)",
-			strings.Join(s.args, " "), s.ns, timeout)
-	}
-	if s.err != nil {
-		return fmt.Errorf("sipp %s in %s: %w", strings.Join(s.args, " "), s.ns, s.err)
+	if err := s.p.WaitFor(timeout); err != nil {
+		return fmt.Errorf("sipp %s in %s: %w", strings.Join(s.args, " "), s.ns, err)
 	}
 	return nil
 }
@@ -225,7 +163,7 @@ func (s *Sipp) Wait(timeout time.Duration) error {
 // Log returns what sipp wrote: stdout (its final screens, as it exits) and
 // stderr, then its error trace if it wrote one.
 func (s *Sipp) Log() string {
-	log := s.out.String()
+	log := s.p.Log.String()
 	if data, err := os.ReadFile(s.errFile); err == nil && len(bytes.TrimSpace(data)) > 0 {
 		log += fmt.Sprintf("--- error trace %s ---\n%s\n", s.errFile, bytes.TrimSpace(data))
 	}

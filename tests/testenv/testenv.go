@@ -4,7 +4,10 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"testing"
 
 	"github.com/cilium/ebpf/rlimit"
@@ -24,13 +27,9 @@ func RequireBPF(t testing.TB) {
 			reason = "cannot lift the memlock limit: " + err.Error()
 		}
 	}
-	if reason == "" {
-		return
+	if reason != "" {
+		CannotRun(t, reason)
 	}
-	if os.Getenv("XDPCAC_REQUIRE_BPF") == "1" {
-		t.Fatalf("XDPCAC_REQUIRE_BPF=1 but this test cannot run: %s", reason)
-	}
-	t.Skip(reason)
 }
 
 // RequireRoot skips t when the process is not root, saying what for, or
@@ -41,7 +40,33 @@ func RequireRoot(t testing.TB, what string) {
 	if os.Geteuid() == 0 {
 		return
 	}
-	reason := "needs root to " + what
+	CannotRun(t, "needs root to "+what)
+}
+
+// RequireTool returns the path of program name (on PATH, or in /usr/sbin
+// or /sbin, which a user's PATH may lack), or, as RequireBPF, skips t or
+// fails it under XDPCAC_REQUIRE_BPF=1, saying which Debian package has it.
+func RequireTool(t testing.TB, name, debianPackage string) string {
+	t.Helper()
+	path, err := exec.LookPath(name)
+	if err == nil {
+		return path
+	}
+	for _, dir := range []string{"/usr/sbin", "/sbin"} {
+		if _, serr := os.Stat(filepath.Join(dir, name)); serr == nil {
+			return filepath.Join(dir, name)
+		}
+	}
+	CannotRun(t, fmt.Sprintf("%s not found (Debian package %s; tests/provision.sh installs it): %v", name, debianPackage, err))
+	return ""
+}
+
+// CannotRun is the one privilege gate of the tests: it skips t with the
+// reason it cannot run, or fails it when XDPCAC_REQUIRE_BPF=1 (as `make
+// test`, CI and the kernel-floor VM set), where a skipped test would be a
+// test that did not run.
+func CannotRun(t testing.TB, reason string) {
+	t.Helper()
 	if os.Getenv("XDPCAC_REQUIRE_BPF") == "1" {
 		t.Fatalf("XDPCAC_REQUIRE_BPF=1 but this test cannot run: %s", reason)
 	}

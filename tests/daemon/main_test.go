@@ -1,0 +1,12 @@
+package daemon
+
+import (
+	"os"
+	"testing"
+
+	"github.com/xdpcac/xdpcac/tests/harness"
+)
+
+func TestMain(m *testing.M) {
+	os.Exit(harness.RunTests(m))
+}
