@@ -54,10 +54,8 @@ func config(iface, extra string) string {
 // until polls cond every 50 ms until it holds, or fails t after limit.
 func until(t *testing.T, limit time.Duration, what string, cond func() bool) {
 	t.Helper()
-	for end := time.Now().Add(limit); !cond(); time.Sleep(50 * time.Millisecond) {
-		if time.Now().After(end) {
-			t.Fatalf("not within %v: %s", limit, what)
-		}
+	if !testenv.Poll(limit, 50*time.Millisecond, cond) {
+		t.Fatalf("not within %v: %s", limit, what)
 	}
 }
 

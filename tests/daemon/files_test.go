@@ -7,6 +7,8 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/xdpcac/xdpcac/api"
+
 	"github.com/xdpcac/xdpcac/tests/harness"
 	"github.com/xdpcac/xdpcac/tests/testenv"
 )
@@ -75,7 +77,7 @@ func TestDaemonRejectsLogSymlink(t *testing.T) {
 func TestDetachLeavesNothing(t *testing.T) {
 	tb := harness.NewTestbed(t)
 	cfg := harness.WriteConfig(t, lifeConfig(tb, 1, ""))
-	lock := harness.DaemonFiles(tb.State) + ".lock"
+	lock := api.PathsOf(tb.State).Lock
 	d := tb.StartDaemon(t, cfg)
 	d.Kill()
 	d.Wait()

@@ -9,6 +9,8 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/xdpcac/xdpcac/api"
+
 	"github.com/xdpcac/xdpcac/loader"
 	"github.com/xdpcac/xdpcac/tests/harness"
 )
@@ -86,7 +88,7 @@ func requireNothingLeft(t *testing.T, tb *harness.Testbed, after string) {
 	if kind := harness.OurEgress(t, tb); kind != "" {
 		t.Errorf("after %s the egress program is on %s (%s)", after, tb.BoxIface, kind)
 	}
-	for _, path := range []string{tb.State, harness.DaemonFiles(tb.State) + ".lock"} {
+	for _, path := range []string{tb.State, api.PathsOf(tb.State).Lock} {
 		if _, err := os.Lstat(path); !errors.Is(err, os.ErrNotExist) {
 			t.Errorf("after %s %s is left: %v", after, path, err)
 		}

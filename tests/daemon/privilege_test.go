@@ -10,6 +10,8 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/xdpcac/xdpcac/api"
+
 	"github.com/xdpcac/xdpcac/tests/harness"
 )
 
@@ -41,7 +43,7 @@ func TestDaemonLeastPrivilege(t *testing.T) {
 	}
 
 	var fi fs.FileInfo
-	socket := harness.DaemonFiles(tb.State) + ".sock"
+	socket := api.PathsOf(tb.State).Socket
 	rootOnly := func(path string, fi fs.FileInfo) {
 		t.Helper()
 		st := fi.Sys().(*syscall.Stat_t)

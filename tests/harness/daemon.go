@@ -2,19 +2,17 @@ package harness
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
-	"net"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/xdpcac/xdpcac/api"
 
 	"github.com/xdpcac/xdpcac/cac/control"
 	"github.com/xdpcac/xdpcac/loader"
@@ -221,18 +219,12 @@ func StateDir(t testing.TB) string {
 	return dir
 }
 
-// DaemonFiles is how cacctl names what a daemon of stateDir keeps in
-// /run/xdpcac, less the suffix: .sock, .lock and its statuses.
-func DaemonFiles(stateDir string) string {
-	return filepath.Join("/run/xdpcac", "api"+strings.ReplaceAll(filepath.Clean(stateDir), "/", "_"))
-}
-
 // RemoveDaemonFiles removes what a daemon of stateDir leaves in
-// /run/xdpcac: its lock file, its statuses, and the socket of one that was
-// killed.
+// api.RunDir: its lock file, its statuses (and the file a crash left while
+// writing them), and the socket of one that was killed.
 func RemoveDaemonFiles(stateDir string) {
-	left, _ := filepath.Glob(DaemonFiles(stateDir) + ".*")
-	for _, f := range left {
+	p := api.PathsOf(stateDir)
+	for _, f := range []string{p.Lock, p.Socket, p.Agents, p.Agents + ".tmp"} {
 		os.Remove(f)
 	}
 }
@@ -296,18 +288,8 @@ func (tb *Testbed) InForce(t *testing.T) maps.InForce {
 // and says whether the daemon answered that it had: it may die before it
 // answers, which is no failure of PostApply's.
 func (tb *Testbed) PostApply(cfg string) (applied bool) {
-	socket := DaemonFiles(tb.State) + ".sock"
-	c := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{
-		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
-			return (&net.Dialer{}).DialContext(ctx, "unix", socket)
-		},
-	}}
-	resp, err := c.Post("http://xdpcac/v1/apply", "application/json", strings.NewReader(`{"config": "`+cfg+`"}`))
-	if err != nil {
-		return false
-	}
-	resp.Body.Close()
-	return resp.StatusCode == http.StatusOK
+	c := api.Dial(tb.State)
+	return c != nil && c.Apply(cfg, false) == nil
 }
 
 // DaemonCaps are the capabilities `cacctl run` is tested with: deploy/'s
