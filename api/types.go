@@ -29,6 +29,9 @@ type Status struct {
 	Netns        string    `json:"netns"`
 	Metrics      string    `json:"metrics"`
 	LastError    string    `json:"last_error"`
+	// PinsLost are the attachments whose pins are gone and could not be
+	// made again yet: the filter is on, but the CLI cannot see it.
+	PinsLost []string `json:"pins_lost"`
 }
 
 // ApplyRequest asks the daemon to put a file in force.

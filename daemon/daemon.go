@@ -115,7 +115,7 @@ func New(cfg Config) *Daemon {
 	}
 	return &Daemon{
 		cfg: cfg, log: cfg.Log, applies: make(chan applyCall), reloads: make(chan struct{}, 1), readGID: -1,
-		status: api.Status{PID: os.Getpid(), Config: cfg.File, ReloadConfig: cfg.File, Since: cfg.Now(), StateDir: cfg.StateDir, Netns: cfg.Netns},
+		status: api.Status{PID: os.Getpid(), Config: cfg.File, ReloadConfig: cfg.File, PinsLost: []string{}, Since: cfg.Now(), StateDir: cfg.StateDir, Netns: cfg.Netns},
 	}
 }
 

@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"errors"
+	"slices"
 	"time"
 
 	"github.com/cilium/ebpf/link"
@@ -26,6 +27,7 @@ func (d *Daemon) keepPins() {
 			// `cacctl detach` took it off, or the interface went: the
 			// pins went on purpose, or come back with the interface.
 			d.unhold(a)
+			delete(d.pinErrs, a)
 			d.log.Info("detached while the daemon runs; its state is not pinned again", "interface", a.String())
 		case err == nil:
 			delete(d.pinErrs, a)
@@ -41,6 +43,14 @@ func (d *Daemon) keepPins() {
 				"interface", a.String(), "err", err)
 		}
 	}
+	lost := []string{}
+	for a := range d.pinErrs {
+		lost = append(lost, a.Key())
+	}
+	slices.Sort(lost)
+	d.mu.Lock()
+	d.status.PinsLost = lost // status says degraded while any is
+	d.mu.Unlock()
 }
 
 // hold keeps the link of a open (the one pinned now: a reattach pins a

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -14,42 +15,6 @@ import (
 	"github.com/xdpcac/xdpcac/maps"
 )
 
-// statusView is `cacctl status -o json`.
-type statusView struct {
-	Version  string `json:"version"`
-	StateDir string `json:"state_dir"`
-	// Daemon is null when no cacctl run serves this state directory.
-	Daemon         *api.Status       `json:"daemon"`
-	HeartbeatAgeMS *int64            `json:"heartbeat_age_ms"`
-	Stale          bool              `json:"stale"`
-	OnStale        string            `json:"on_stale"`
-	Interfaces     []interfaceStatus `json:"interfaces"`
-	// Orphans are directories attaches that were killed left behind.
-	Orphans []orphanStatus `json:"orphans"`
-}
-
-// orphanStatus is one directory of an attach killed before it finished.
-type orphanStatus struct {
-	Interface string `json:"interface"` // "" when its name does not say
-	Dir       string `json:"dir"`
-	// Filter says it holds the XDP link: the filter is on the interface
-	// until a detach or an attach of it removes it.
-	Filter bool   `json:"filter_on"`
-	iface  string // what detach takes
-}
-
-type interfaceStatus struct {
-	Interface  string `json:"interface"`
-	Mode       string `json:"mode"`
-	Link       string `json:"link"`
-	ProgramTag string `json:"program_tag"`
-	Current    bool   `json:"current"`
-	// Egress is how the egress program that learns the dialogs the SIP
-	// server opens is attached: tcx, clsact, none (attached by a version
-	// before it) or missing (cacctl run attaches it again).
-	Egress string `json:"egress"`
-}
-
 func newStatusCmd(g *globals) *cobra.Command {
 	var out *outputFlag
 	cmd := &cobra.Command{
@@ -57,7 +22,7 @@ func newStatusCmd(g *globals) *cobra.Command {
 		Short: "Each attached interface, its mode and program version, the daemon and its heartbeat",
 		Args:  exactArgs(),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			v := statusView{Version: version.String(), StateDir: g.stateDir, Interfaces: []interfaceStatus{}, Orphans: []orphanStatus{}}
+			v := api.StatusReport{Version: version.String(), StateDir: g.stateDir, Interfaces: []api.InterfaceStatus{}, Orphans: []api.Orphan{}}
 			if c := api.Dial(g.stateDir); c != nil {
 				st, err := c.Status()
 				if err != nil {
@@ -70,7 +35,7 @@ func newStatusCmd(g *globals) *cobra.Command {
 				return err
 			}
 			for _, a := range atts {
-				v.Interfaces = append(v.Interfaces, interfaceStatus{
+				v.Interfaces = append(v.Interfaces, api.InterfaceStatus{
 					Interface: a.Key(), Mode: a.Mode, Link: a.Link, ProgramTag: a.ProgramTag, Current: a.Current, Egress: a.Egress,
 				})
 			}
@@ -83,7 +48,7 @@ func newStatusCmd(g *globals) *cobra.Command {
 				if o.Iface != "" {
 					name = o.Key()
 				}
-				v.Orphans = append(v.Orphans, orphanStatus{Interface: name, Dir: o.Dir, Filter: o.Link, iface: o.Iface})
+				v.Orphans = append(v.Orphans, api.Orphan{Interface: name, Dir: o.Dir, Filter: o.Link, Iface: o.Iface})
 			}
 			ca, err := loader.ReadCallAdmission(g.stateDir)
 			if err != nil {
@@ -93,10 +58,17 @@ func newStatusCmd(g *globals) *cobra.Command {
 				cav := maps.CallAdmissionViewOf(ca.CallAdmission, ca.Inputs, ca.Rings, ca.Stats, control.MonotonicCoarse(), nil)
 				v.HeartbeatAgeMS, v.Stale, v.OnStale = cav.HeartbeatAgeMS, cav.Stale, cav.OnStale
 			}
+			v.Degraded = degradedBy(v)
 			if *out == "json" {
-				return printJSON(cmd.OutOrStdout(), v)
+				if err := printJSON(cmd.OutOrStdout(), v); err != nil {
+					return err
+				}
+			} else {
+				writeStatus(cmd.OutOrStdout(), v)
 			}
-			writeStatus(cmd.OutOrStdout(), v)
+			if len(v.Degraded) > 0 {
+				return degradedError{why: v.Degraded}
+			}
 			return nil
 		},
 	}
@@ -104,7 +76,37 @@ func newStatusCmd(g *globals) *cobra.Command {
 	return cmd
 }
 
-func writeStatus(w io.Writer, v statusView) {
+// degradedBy says what keeps the filter from protecting as configured:
+// nothing attached, a stale control plane, an interface without its
+// egress program, pins the daemon could not make again, a filter a
+// stopped attach left on an interface.
+func degradedBy(v api.StatusReport) []string {
+	why := []string{}
+	if len(v.Interfaces) == 0 {
+		why = append(why, "attached to no interface")
+	}
+	if v.Stale {
+		why = append(why, "control plane stale (on-stale "+v.OnStale+")")
+	}
+	for _, i := range v.Interfaces {
+		if i.Egress == "missing" {
+			why = append(why, "no egress program on "+i.Interface)
+		}
+	}
+	if v.Daemon != nil {
+		for _, p := range v.Daemon.PinsLost {
+			why = append(why, "pins of "+p+" lost")
+		}
+	}
+	for _, o := range v.Orphans {
+		if o.Filter {
+			why = append(why, "a stopped attach left the filter on "+o.Interface)
+		}
+	}
+	return why
+}
+
+func writeStatus(w io.Writer, v api.StatusReport) {
 	fmt.Fprintf(w, "cacctl %s, state in %s\n", v.Version, v.StateDir)
 	if d := v.Daemon; d != nil {
 		fmt.Fprintf(w, "daemon: running, pid %d, up %s; config %s, in force since %s\n",
@@ -130,6 +132,7 @@ func writeStatus(w io.Writer, v statusView) {
 	writeOrphans(w, v.Orphans)
 	if len(v.Interfaces) == 0 {
 		fmt.Fprintln(w, "xdpcac is attached to no interface")
+		writeDegraded(w, v.Degraded)
 		return
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
@@ -146,6 +149,7 @@ func writeStatus(w io.Writer, v statusView) {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", i.Interface, mode, i.Link, i.Egress, prog)
 	}
 	tw.Flush()
+	writeDegraded(w, v.Degraded)
 }
 
 func msAge(ms int64) string {
@@ -154,15 +158,22 @@ func msAge(ms int64) string {
 
 // writeOrphans says what attaches that were killed left, and how to
 // remove it.
-func writeOrphans(w io.Writer, orphans []orphanStatus) {
+func writeOrphans(w io.Writer, orphans []api.Orphan) {
 	for _, o := range orphans {
 		switch {
 		case o.Interface == "":
 			fmt.Fprintf(w, "left by a stopped attach: %s, for no interface its name says; remove it by hand\n", o.Dir)
 		case o.Filter:
-			fmt.Fprintf(w, "left by a stopped attach: %s; the filter is on %s: cacctl detach %s or attach it again\n", o.Dir, o.Interface, o.iface)
+			fmt.Fprintf(w, "left by a stopped attach: %s; the filter is on %s: cacctl detach %s or attach it again\n", o.Dir, o.Interface, o.Iface)
 		default:
 			fmt.Fprintf(w, "left by a stopped attach: %s, for %s; the next detach or attach of it removes it\n", o.Dir, o.Interface)
 		}
+	}
+}
+
+// writeDegraded ends the status with what keeps it from protecting.
+func writeDegraded(w io.Writer, why []string) {
+	if len(why) > 0 {
+		fmt.Fprintf(w, "DEGRADED: %s\n", strings.Join(why, "; "))
 	}
 }

@@ -95,7 +95,7 @@ func TestDaemonApply(t *testing.T) {
 		t.Errorf("counters after apply %+v, before %+v", after, before)
 	}
 	out, _, err = tb.Cacctl(t, "status")
-	if err != nil || !strings.Contains(out, higher) || !strings.Contains(out, "daemon: running") {
+	if harness.StatusErr(err) != nil || !strings.Contains(out, higher) || !strings.Contains(out, "daemon: running") {
 		t.Errorf("status after apply does not name the file in force:\n%s", out)
 	}
 }

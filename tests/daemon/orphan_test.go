@@ -62,7 +62,7 @@ func attachKilled(t *testing.T, tb *harness.Testbed, step string, clsact bool) {
 func orphansOf(t *testing.T, tb *harness.Testbed) []orphanView {
 	t.Helper()
 	out, stderr, err := tb.Cacctl(t, "status", "-o", "json")
-	if err != nil {
+	if harness.StatusErr(err) != nil {
 		t.Fatalf("status: %v: %s", err, stderr)
 	}
 	var v struct{ Orphans []orphanView }

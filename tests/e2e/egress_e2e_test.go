@@ -73,7 +73,7 @@ func TestEgressDialogs(t *testing.T) {
 			if got := harness.OurEgress(t, tb); got != kind {
 				t.Fatalf("status says %s, the interface has %q", kind, got)
 			}
-			if out, _, err := tb.Cacctl(t, "status"); err != nil || !strings.Contains(out, "egress") || !strings.Contains(out, " "+kind+" ") {
+			if out, _, err := tb.Cacctl(t, "status"); harness.StatusErr(err) != nil || !strings.Contains(out, "egress") || !strings.Contains(out, " "+kind+" ") {
 				t.Errorf("status text does not show the egress program (%s): %v\n%s", kind, err, out)
 			}
 
@@ -147,7 +147,7 @@ func attachClsact(t *testing.T, stateDir string, a loader.Attachment, cfgFile st
 func statusEgress(t *testing.T, tb *harness.Testbed) string {
 	t.Helper()
 	out, stderr, err := tb.Cacctl(t, "status", "-o", "json")
-	if err != nil {
+	if harness.StatusErr(err) != nil {
 		t.Fatalf("status: %v: %s", err, stderr)
 	}
 	var v struct {

@@ -223,6 +223,7 @@ func ListenUDP(t *testing.T, ns, addr string) *net.UDPConn {
 func (tb *Testbed) Metrics(t *testing.T) string {
 	t.Helper()
 	out, _, err := tb.Cacctl(t, "status", "-o", "json")
+	err = StatusErr(err)
 	m := regexp.MustCompile(`"metrics": "([0-9.:]+)"`).FindStringSubmatch(out)
 	if err != nil || m == nil {
 		t.Fatalf("status does not say where metrics are: %v\n%s", err, out)
