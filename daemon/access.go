@@ -130,8 +130,8 @@ func (d *Daemon) setReadGroup(gid int, name string) error {
 			return fmt.Errorf("api.read-group: let readers reach %s: %w", api.RunDir, err)
 		}
 	}
-	if err := os.Chown(socket, 0, owner); err != nil {
-		return fmt.Errorf("api.read-group: %w", err)
+	if err := os.Chown(socket, -1, owner); err != nil {
+		return fmt.Errorf("api.read-group: give the socket to the group (CAP_CHOWN): %w", err)
 	}
 	if err := os.Chmod(socket, mode); err != nil {
 		return fmt.Errorf("api.read-group: %w", err)

@@ -16,7 +16,7 @@ import (
 )
 
 // TestDaemonLeastPrivilege: `cacctl run` runs with CAP_NET_ADMIN,
-// CAP_SYS_ADMIN, CAP_BPF and CAP_NET_RAW alone, as in every daemon test, and attaches,
+// CAP_SYS_ADMIN, CAP_BPF, CAP_NET_RAW and CAP_CHOWN alone, as in every daemon test, and attaches,
 // enforces and takes an apply; its API socket and the pins it makes are
 // root's alone, and a user who is not root is told to use sudo.
 func TestDaemonLeastPrivilege(t *testing.T) {
@@ -26,9 +26,9 @@ func TestDaemonLeastPrivilege(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	const want = 1<<12 | 1<<13 | 1<<21 | 1<<39 // CAP_NET_ADMIN, CAP_NET_RAW, CAP_SYS_ADMIN, CAP_BPF
+	const want = 1<<0 | 1<<12 | 1<<13 | 1<<21 | 1<<39 // CAP_CHOWN, CAP_NET_ADMIN, CAP_NET_RAW, CAP_SYS_ADMIN, CAP_BPF
 	if !strings.Contains(string(status), fmt.Sprintf("CapEff:\t%016x\n", want)) {
-		t.Fatalf("the daemon does not run with those four capabilities alone:\n%s", status)
+		t.Fatalf("the daemon does not run with those five capabilities alone:\n%s", status)
 	}
 	for i, want := range []string{"admitted", "class"} {
 		if got := tb.PadiOutcome(t); got != want {

@@ -310,10 +310,11 @@ func (tb *Testbed) PostApply(cfg string) (applied bool) {
 
 // DaemonCaps are the capabilities `cacctl run` is tested with: deploy/'s
 // unit grants these and CAP_PERFMON, for which CAP_SYS_ADMIN stands in.
-// CAP_NET_RAW sends the 503s of action: reject.
+// CAP_NET_RAW sends the 503s of action: reject, CAP_CHOWN gives the socket
+// to api.read-group.
 var DaemonCaps = []string{"setpriv",
-	"--bounding-set=-all,+net_admin,+sys_admin,+bpf,+net_raw", "--inh-caps=-all,+net_admin,+sys_admin,+bpf,+net_raw",
-	"--ambient-caps=-all,+net_admin,+sys_admin,+bpf,+net_raw", "--"}
+	"--bounding-set=-all,+net_admin,+sys_admin,+bpf,+net_raw,+chown", "--inh-caps=-all,+net_admin,+sys_admin,+bpf,+net_raw,+chown",
+	"--ambient-caps=-all,+net_admin,+sys_admin,+bpf,+net_raw,+chown", "--"}
 
 // StatsByReason is show stats' rejects by class and reason, as sumByReason
 // keys them.
