@@ -58,23 +58,7 @@ func TestAlertRulesMetrics(t *testing.T) {
 			if strings.HasPrefix(r.Expr, "up{") {
 				continue // the scrape's own
 			}
-			found := false
-			for _, m := range selectorRe.FindAllStringSubmatch(r.Expr, -1) {
-				found = true
-				labels, ok := metrics[m[1]]
-				if !ok {
-					t.Errorf("alert %s: %s is no metric of the collector", r.Alert, m[1])
-					continue
-				}
-				for _, lm := range matcherRe.FindAllStringSubmatch(m[2], -1) {
-					if !labels[lm[1]] {
-						t.Errorf("alert %s: %s has no label %s", r.Alert, m[1], lm[1])
-					}
-				}
-			}
-			if !found {
-				t.Errorf("alert %s: no xdpcac metric in %q", r.Alert, r.Expr)
-			}
+			checkSelectors(t, metrics, "alert "+r.Alert, r.Expr)
 		}
 	}
 	if n == 0 {

@@ -94,23 +94,9 @@ func TestDashboardMetrics(t *testing.T) {
 	}
 	used := map[string]bool{}
 	for where, expr := range exprs {
-		inExpr := map[string]bool{}
-		for _, m := range selectorRe.FindAllStringSubmatch(expr, -1) {
-			labels, ok := metrics[m[1]]
-			if !ok {
-				t.Errorf("%s: %s is no metric of the collector", where, m[1])
-				continue
-			}
-			used[m[1]] = true
-			inExpr[m[1]] = true
-			for _, lm := range matcherRe.FindAllStringSubmatch(m[2], -1) {
-				if !labels[lm[1]] {
-					t.Errorf("%s: %s has no label %s", where, m[1], lm[1])
-				}
-			}
-		}
-		if len(inExpr) == 0 {
-			t.Errorf("%s: no xdpcac metric in %q", where, expr)
+		inExpr := checkSelectors(t, metrics, where, expr)
+		for name := range inExpr {
+			used[name] = true
 		}
 		for _, g := range groupingRe.FindAllStringSubmatch(expr, -1) {
 			for _, l := range strings.Split(g[1], ",") {
@@ -144,6 +130,31 @@ func TestDashboardMetrics(t *testing.T) {
 	if len(missing) > 0 {
 		t.Errorf("not on the dashboard: %v (add a panel, or say why in elsewhere)", missing)
 	}
+}
+
+// checkSelectors fails t for each metric of expr that the collector does
+// not export, or selects by a label it does not have, and for an expr of
+// no xdpcac metric; it returns the metrics expr names.
+func checkSelectors(t *testing.T, metrics map[string]map[string]bool, where, expr string) map[string]bool {
+	t.Helper()
+	in := map[string]bool{}
+	for _, m := range selectorRe.FindAllStringSubmatch(expr, -1) {
+		labels, ok := metrics[m[1]]
+		if !ok {
+			t.Errorf("%s: %s is no metric of the collector", where, m[1])
+			continue
+		}
+		in[m[1]] = true
+		for _, lm := range matcherRe.FindAllStringSubmatch(m[2], -1) {
+			if !labels[lm[1]] {
+				t.Errorf("%s: %s has no label %s", where, m[1], lm[1])
+			}
+		}
+	}
+	if len(in) == 0 {
+		t.Errorf("%s: no xdpcac metric in %q", where, expr)
+	}
+	return in
 }
 
 // TestDashboardRejects: a panel of rejects counts every reason, so that
