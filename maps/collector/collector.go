@@ -114,7 +114,7 @@ func New(r Reader, version string) *Collector {
 			"1 while the control plane's heartbeat is older than stale-after.",
 			prometheus.GaugeValue),
 		calls: newFamily("xdpcac_calls_total",
-			"Calls call admission accepted or rejected, over all interfaces.",
+			"Calls (PADI, ICRQ, INVITE) over all interfaces: accepted, every one admitted; rejected, those call admission refused, not the buckets (xdpcac_packets_total has every drop).",
 			prometheus.CounterValue, "result"),
 		agentUp: newFamily("xdpcac_session_agent_up",
 			"1 while a session agent is up towards a destination in a realm.",

@@ -145,7 +145,7 @@ xdpcac_bucket_tokens{class="pppoe-padi",level="class"} 12.5
 # HELP xdpcac_build_info Always 1; labels give the version of xdpcac and of Go.
 # TYPE xdpcac_build_info gauge
 xdpcac_build_info{goversion=%q,version="v1.2.3"} 1
-# HELP xdpcac_calls_total Calls call admission accepted or rejected, over all interfaces.
+# HELP xdpcac_calls_total Calls (PADI, ICRQ, INVITE) over all interfaces: accepted, every one admitted; rejected, those call admission refused, not the buckets (xdpcac_packets_total has every drop).
 # TYPE xdpcac_calls_total counter
 xdpcac_calls_total{result="accepted"} 16
 xdpcac_calls_total{result="rejected"} 6
