@@ -4,7 +4,11 @@
 #
 # Environment: GO (default go); CGO_ENABLED (default 0: a static binary,
 # which needs no libc); DEB_GOFLAGS (default -trimpath, so that the
-# binary holds no path of the machine that built it); DEB_VERSION
+# binary holds no path of the machine that built it); DEB_LDFLAGS
+# (default -s -w: stripped, as Debian ships binaries; a panic's stack
+# trace keeps its function names and lines); DEB_COMPRESS (dpkg-deb's
+# -Z, default xz: the smallest file; gzip is ten times faster to make);
+# DEB_VERSION
 # (default from git, below); DEB_MAINTAINER. The package has no maintainer scripts: nothing runs at
 # install, the unit is not enabled, and an install into another root
 # (dpkg --root) needs no shell there.
@@ -65,7 +69,7 @@ install -d -m 0755 "$stage/DEBIAN" "$stage/usr/sbin" "$stage/lib/systemd/system"
 	"$stage/etc/xdpcac" "$stage/usr/share/xdpcac" "$stage/usr/share/doc/xdpcac"
 
 # shellcheck disable=SC2086 # DEB_GOFLAGS is a list of flags
-"$GO" build -buildvcs=auto ${DEB_GOFLAGS--trimpath} -o "$stage/usr/sbin/cacctl" ./cmd/cacctl
+"$GO" build -buildvcs=auto ${DEB_GOFLAGS--trimpath} -ldflags="${DEB_LDFLAGS--s -w}" -o "$stage/usr/sbin/cacctl" ./cmd/cacctl
 chmod 0755 "$stage/usr/sbin/cacctl"
 # The unit in deploy/ runs the binary of a hand install; the package's is
 # in /usr/sbin.
@@ -104,5 +108,5 @@ chmod 0644 "$stage/DEBIAN/control" "$stage/DEBIAN/md5sums"
 
 mkdir -p "$out"
 deb="$out/xdpcac_${ver}_${arch}.deb"
-dpkg-deb --root-owner-group -Zxz --build "$stage" "$deb" >/dev/null
+dpkg-deb --root-owner-group -Z"${DEB_COMPRESS:-xz}" --build "$stage" "$deb" >/dev/null
 echo "$deb"
