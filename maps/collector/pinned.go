@@ -37,6 +37,7 @@ func ReadPinnedNamed(stateDir string, now uint64, names Names) (Snapshot, error)
 	v := maps.CallAdmissionViewOf(st.CallAdmission, st.Inputs, st.Rings, st.Stats, now, ifaces)
 	snap.CallAdmission = &v
 	first := true
+	var accountsErr error
 	err = loader.EachPinned(stateDir, func(p *loader.Pinned) error {
 		s, err := maps.ReadStats(p.Stats)
 		if err != nil {
@@ -63,10 +64,13 @@ func ReadPinnedNamed(stateDir string, now uint64, names Names) (Snapshot, error)
 		if err != nil || names == nil {
 			return err
 		}
+		// Kept aside rather than returned: an error here would end the
+		// walk and lose every other interface's counters.
 		tokens, err := maps.ReadAccountTokens(maps.PolicyMapsOf(&p.XdpMaps), now)
 		accounts, customers, nerr := nameBuckets(tokens, names)
 		snap.Accounts, snap.Customers = accounts, customers
-		return errors.Join(err, nerr)
+		accountsErr = errors.Join(err, nerr)
+		return nil
 	})
-	return snap, err
+	return snap, errors.Join(err, accountsErr)
 }
