@@ -83,6 +83,18 @@ install -m 0644 deploy/xdpcac-alerts.yml deploy/grafana-dashboard.json "$stage/u
 install -m 0644 deploy/debian/copyright "$stage/usr/share/doc/xdpcac/copyright"
 install -m 0644 deploy/README.md "$stage/usr/share/doc/xdpcac/README.md"
 
+# A native package's changelog: one entry, this build's.
+at=$(git log -1 --format=%cD 2>/dev/null || date -R)
+commit=$(git rev-parse HEAD 2>/dev/null || echo unknown)
+maintainer=${DEB_MAINTAINER:-xdpcac developers <xdpcac@packages.invalid>}
+printf 'xdpcac (%s) unstable; urgency=medium\n\n  * Built from commit %s.\n\n -- %s  %s\n' \
+	"$ver" "$commit" "$maintainer" "$at" | gzip -9n >"$stage/usr/share/doc/xdpcac/changelog.gz"
+chmod 0644 "$stage/usr/share/doc/xdpcac/changelog.gz"
+# Go links statically by design: say so to lintian.
+install -d -m 0755 "$stage/usr/share/lintian/overrides"
+printf 'xdpcac: statically-linked-binary [usr/sbin/cacctl]\n' >"$stage/usr/share/lintian/overrides/xdpcac"
+chmod 0644 "$stage/usr/share/lintian/overrides/xdpcac"
+
 # Depends: nothing for a static binary; libc6 for one linked against it
 # (CGO_ENABLED=1), the only library a Go binary links.
 depends=
@@ -97,7 +109,6 @@ if ! file -b "$stage/usr/sbin/cacctl" | grep -q 'statically linked'; then
 fi
 
 size=$(du -sk --exclude=DEBIAN "$stage" | cut -f1)
-maintainer=${DEB_MAINTAINER:-xdpcac developers <xdpcac@packages.invalid>}
 awk -v ver="$ver" -v arch="$arch" -v size="$size" -v dep="$depends" -v m="$maintainer" '
 	{ gsub(/@VERSION@/, ver); gsub(/@ARCH@/, arch); gsub(/@SIZE@/, size); gsub(/@MAINTAINER@/, m) }
 	/@DEPENDS@/ { sub(/@DEPENDS@/, dep) }
