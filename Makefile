@@ -18,6 +18,7 @@ GO ?= go
 BENCH_PACKAGES := nftables ethtool
 
 .PHONY: all build deps generate check-generate vet check test bench soak fuzz kernels demo clean
+.PHONY: deb
 
 all: build
 
@@ -115,3 +116,13 @@ demo:
 
 clean:
 	rm -rf bin .cache
+
+# deb builds dist/xdpcac_VERSION_ARCH.deb with dpkg-deb (deploy/debian/build.sh):
+# cacctl in /usr/sbin, the unit in /lib/systemd/system naming it there,
+# cac.yaml as a conffile, the alert rules and the dashboard in
+# /usr/share/xdpcac. DEB_VERSION defaults to one made from git describe
+# or the commit; CGO stays off, so the binary is static and needs no libc.
+DEB_VERSION ?=
+DEB_CGO ?= 0
+deb:
+	GO="$(GO)" CGO_ENABLED=$(DEB_CGO) DEB_VERSION="$(DEB_VERSION)" deploy/debian/build.sh dist

@@ -37,8 +37,16 @@ func (d *Daemon) serveMetrics(listen string) (*metricsServer, error) {
 		d.mu.Unlock()
 		return &metricsServer{}, nil
 	}
+	names := &collector.FileNames{}
 	c := collector.New(collector.ReaderFunc(func() (collector.Snapshot, error) {
-		s, err := collector.ReadPinned(d.cfg.StateDir, control.MonotonicCoarse())
+		// The accounts' names are the file's in force, read once each
+		// time one is put in force.
+		d.mu.Lock()
+		file, loaded := d.status.Config, d.status.LoadedAt
+		d.mu.Unlock()
+		n, nerr := names.Of(file, loaded)
+		s, err := collector.ReadPinnedNamed(d.cfg.StateDir, control.MonotonicCoarse(), n)
+		err = errors.Join(err, nerr)
 		s.SIPAnswered, s.SIPSuppressed = d.answers.answered.Load(), d.answers.suppressed.Load()
 		s.Agents = d.agentStates()
 		return s, err

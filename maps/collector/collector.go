@@ -46,7 +46,9 @@ type Collector struct {
 	packets, rejects, recordsLost     family
 	rejectsUnrecorded                 family
 	bucketTokens, bucketBurst         family
-	charges, cpu, cpuAverage          family
+	accountTokens, accountBurst       family
+	customerTokens, customerBurst     family
+	limit, charges, cpu, cpuAverage   family
 	buffersFull, heartbeatAge, stale  family
 	calls, agentUp, buildInfo, errors family
 	sipAnswered, sipSuppressed        family
@@ -78,14 +80,29 @@ func New(r Reader, version string) *Collector {
 		bucketBurst: newFamily("xdpcac_bucket_burst",
 			"Burst (capacity in tokens) of a class or environment bucket.",
 			prometheus.GaugeValue, "level", "class"),
-		charges: newFamily("xdpcac_charges",
-			"Call admission charges: session, load, their total, and the limit.",
-			prometheus.GaugeValue, "kind"),
-		cpu: newFamily("xdpcac_cpu_percent",
-			"CPU percent of the last interval, as the call admission CPU gate sees it.",
+		accountTokens: newFamily("xdpcac_account_bucket_tokens",
+			"Tokens left in an account's bucket, of the accounts of the configuration with a rate.",
+			prometheus.GaugeValue, "customer", "account"),
+		accountBurst: newFamily("xdpcac_account_bucket_burst",
+			"Burst (capacity in tokens) of an account's bucket.",
+			prometheus.GaugeValue, "customer", "account"),
+		customerTokens: newFamily("xdpcac_customer_bucket_tokens",
+			"Tokens left in the bucket a customer's accounts share, of the customers of the configuration with a rate.",
+			prometheus.GaugeValue, "customer"),
+		customerBurst: newFamily("xdpcac_customer_bucket_burst",
+			"Burst (capacity in tokens) of a customer's bucket.",
+			prometheus.GaugeValue, "customer"),
+		limit: newFamily("xdpcac_call_admission_limit",
+			"Call admission limit that the total charge is held to.",
 			prometheus.GaugeValue),
-		cpuAverage: newFamily("xdpcac_cpu_average_percent",
-			"Average CPU percent behind the call admission load charge.",
+		charges: newFamily("xdpcac_call_admission_charges",
+			"Call admission charges in force: session, load and their total.",
+			prometheus.GaugeValue, "kind"),
+		cpu: newFamily("xdpcac_cpu_ratio",
+			"CPU of the last interval as a ratio (0-1), as the call admission CPU gate sees it.",
+			prometheus.GaugeValue),
+		cpuAverage: newFamily("xdpcac_cpu_average_ratio",
+			"Average CPU as a ratio (0-1) behind the call admission load charge.",
 			prometheus.GaugeValue),
 		buffersFull: newFamily("xdpcac_buffers_full",
 			"1 while a watched receive buffer is full and call admission rejects as buffers.",
@@ -97,7 +114,7 @@ func New(r Reader, version string) *Collector {
 			"1 while the control plane's heartbeat is older than stale-after.",
 			prometheus.GaugeValue),
 		calls: newFamily("xdpcac_calls_total",
-			"Calls call admission accepted or rejected, over all interfaces.",
+			"Calls (PADI, ICRQ, INVITE) over all interfaces: accepted, every one admitted; rejected, those call admission refused, not the buckets (xdpcac_packets_total has every drop).",
 			prometheus.CounterValue, "result"),
 		agentUp: newFamily("xdpcac_session_agent_up",
 			"1 while a session agent is up towards a destination in a realm.",
@@ -126,7 +143,8 @@ func New(r Reader, version string) *Collector {
 func (c *Collector) families() []family {
 	return []family{
 		c.packets, c.rejects, c.recordsLost, c.rejectsUnrecorded, c.bucketTokens, c.bucketBurst,
-		c.charges, c.cpu, c.cpuAverage, c.buffersFull, c.heartbeatAge, c.stale,
+		c.accountTokens, c.accountBurst, c.customerTokens, c.customerBurst,
+		c.limit, c.charges, c.cpu, c.cpuAverage, c.buffersFull, c.heartbeatAge, c.stale,
 		c.calls, c.agentUp, c.buildInfo, c.errors, c.sipAnswered, c.sipSuppressed,
 		c.sipVerified, c.sipRetransmits,
 	}
@@ -152,6 +170,7 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	}
 	c.collectInterfaces(e, snap)
 	c.collectBuckets(e, snap.Buckets)
+	c.collectAccounts(e, snap.Accounts, snap.Customers)
 	if snap.CallAdmission != nil {
 		c.collectCallAdmission(e, snap.CallAdmission)
 	}
@@ -253,9 +272,10 @@ func (c *Collector) collectCallAdmission(e *emitter, v *maps.CallAdmissionView) 
 	e.emit(c.charges, v.SessionCharges, "session")
 	e.emit(c.charges, v.LoadCharge, "load")
 	e.emit(c.charges, v.TotalCharges, "total")
-	e.emit(c.charges, v.Limit, "limit")
-	e.emit(c.cpu, v.CPUPercent)
-	e.emit(c.cpuAverage, v.LoadPercent)
+	e.emit(c.limit, v.Limit)
+	// Prometheus wants ratios, not percentages (base units).
+	e.emit(c.cpu, v.CPUPercent/100)
+	e.emit(c.cpuAverage, v.LoadPercent/100)
 	e.emit(c.buffersFull, boolValue(v.BuffersFull))
 	if v.HeartbeatAgeMS != nil {
 		e.emit(c.heartbeatAge, float64(*v.HeartbeatAgeMS)/1000)

@@ -38,6 +38,11 @@ func fakeSnapshot() Snapshot {
 			CPUPercent: 42.5, LoadPercent: 37, BuffersFull: true,
 			Accepted: 16, Rejected: 6, HeartbeatAgeMS: &age,
 		},
+		Accounts: []AccountBucket{
+			{Customer: "acme", Account: "acme-hq", Tokens: 3, Burst: 10},
+			{Customer: "acme", Account: "acme-lab", Tokens: 10, Burst: 10},
+		},
+		Customers: []CustomerBucket{{Customer: "acme", Tokens: 20, Burst: 40}},
 		Agents: []Agent{
 			{Name: "sbc1", Destination: "10.0.0.1:5060", Realm: "core", Up: true},
 			{Name: "sbc1", Destination: "10.0.0.2:5060", Realm: "core"},
@@ -112,8 +117,8 @@ func TestCollect(t *testing.T) {
 		`xdpcac_rejects_total{class="pppoe-padi",iface="eth1",reason="cpu-limit"}`:            0,
 		`xdpcac_rejects_total{class="sip-invite",iface="blue:eth2",reason="session-charges"}`: 6,
 		`xdpcac_bucket_burst{class="",level="environment"}`:                                   200,
-		`xdpcac_cpu_percent`:         42.5,
-		`xdpcac_cpu_average_percent`: 37,
+		`xdpcac_cpu_ratio`:           0.425,
+		`xdpcac_cpu_average_ratio`:   0.37,
 		`xdpcac_buffers_full`:        1,
 		`xdpcac_control_plane_stale`: 0,
 	} {
@@ -140,16 +145,25 @@ xdpcac_bucket_tokens{class="pppoe-padi",level="class"} 12.5
 # HELP xdpcac_build_info Always 1; labels give the version of xdpcac and of Go.
 # TYPE xdpcac_build_info gauge
 xdpcac_build_info{goversion=%q,version="v1.2.3"} 1
-# HELP xdpcac_calls_total Calls call admission accepted or rejected, over all interfaces.
+# HELP xdpcac_calls_total Calls (PADI, ICRQ, INVITE) over all interfaces: accepted, every one admitted; rejected, those call admission refused, not the buckets (xdpcac_packets_total has every drop).
 # TYPE xdpcac_calls_total counter
 xdpcac_calls_total{result="accepted"} 16
 xdpcac_calls_total{result="rejected"} 6
-# HELP xdpcac_charges Call admission charges: session, load, their total, and the limit.
-# TYPE xdpcac_charges gauge
-xdpcac_charges{kind="limit"} 1000
-xdpcac_charges{kind="load"} 50
-xdpcac_charges{kind="session"} 300
-xdpcac_charges{kind="total"} 350
+# HELP xdpcac_call_admission_charges Call admission charges in force: session, load and their total.
+# TYPE xdpcac_call_admission_charges gauge
+xdpcac_call_admission_charges{kind="load"} 50
+xdpcac_call_admission_charges{kind="session"} 300
+xdpcac_call_admission_charges{kind="total"} 350
+# HELP xdpcac_call_admission_limit Call admission limit that the total charge is held to.
+# TYPE xdpcac_call_admission_limit gauge
+xdpcac_call_admission_limit 1000
+# HELP xdpcac_account_bucket_tokens Tokens left in an account's bucket, of the accounts of the configuration with a rate.
+# TYPE xdpcac_account_bucket_tokens gauge
+xdpcac_account_bucket_tokens{account="acme-hq",customer="acme"} 3
+xdpcac_account_bucket_tokens{account="acme-lab",customer="acme"} 10
+# HELP xdpcac_customer_bucket_burst Burst (capacity in tokens) of a customer's bucket.
+# TYPE xdpcac_customer_bucket_burst gauge
+xdpcac_customer_bucket_burst{customer="acme"} 40
 # HELP xdpcac_collect_errors_total Scrapes that could not read or export all of the fast path's state.
 # TYPE xdpcac_collect_errors_total counter
 xdpcac_collect_errors_total 0
@@ -162,7 +176,8 @@ xdpcac_session_agent_up{agent="sbc1",destination="10.0.0.1:5060",realm="core"} 1
 xdpcac_session_agent_up{agent="sbc1",destination="10.0.0.2:5060",realm="core"} 0
 `, runtime.Version())
 	if err := testutil.CollectAndCompare(c, strings.NewReader(expected),
-		"xdpcac_bucket_tokens", "xdpcac_build_info", "xdpcac_calls_total", "xdpcac_charges",
+		"xdpcac_bucket_tokens", "xdpcac_build_info", "xdpcac_calls_total", "xdpcac_call_admission_charges",
+		"xdpcac_call_admission_limit", "xdpcac_account_bucket_tokens", "xdpcac_customer_bucket_burst",
 		"xdpcac_collect_errors_total", "xdpcac_heartbeat_age_seconds", "xdpcac_session_agent_up"); err != nil {
 		t.Error(err)
 	}
@@ -253,7 +268,7 @@ func TestNoCallAdmissionNoAgents(t *testing.T) {
 	reg.MustRegister(c)
 	s := scrape(t, reg)
 	for _, name := range []string{
-		"xdpcac_charges", "xdpcac_cpu_percent", "xdpcac_cpu_average_percent", "xdpcac_buffers_full",
+		"xdpcac_call_admission_charges", "xdpcac_call_admission_limit", "xdpcac_cpu_ratio", "xdpcac_cpu_average_ratio", "xdpcac_buffers_full",
 		"xdpcac_heartbeat_age_seconds", "xdpcac_control_plane_stale", "xdpcac_calls_total", "xdpcac_session_agent_up",
 	} {
 		if n := count(s, name); n != 0 {

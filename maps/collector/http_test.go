@@ -5,6 +5,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"os/exec"
 	"strings"
 	"testing"
@@ -37,7 +38,8 @@ func TestHTTP(t *testing.T) {
 		`xdpcac_packets_total{class="pppoe-padi",iface="eth1",verdict="pass"} 5`,
 		`xdpcac_packets_total{class="sip-invite",iface="blue:eth2",verdict="drop"} 6`,
 		`xdpcac_rejects_total{class="pppoe-padi",iface="eth1",reason="class"} 2`,
-		`xdpcac_charges{kind="total"} 350`,
+		`xdpcac_call_admission_charges{kind="total"} 350`,
+		`xdpcac_cpu_ratio 0.425`,
 		`xdpcac_collect_errors_total 0`,
 	} {
 		if !strings.Contains(string(body), "\n"+line+"\n") {
@@ -45,9 +47,12 @@ func TestHTTP(t *testing.T) {
 		}
 	}
 
-	promtool, err := exec.LookPath("promtool")
-	if err != nil {
-		t.Log("promtool not on PATH: `promtool check metrics` not run")
+	promtool := os.Getenv("XDPCAC_PROMTOOL")
+	if promtool == "" {
+		promtool, _ = exec.LookPath("promtool")
+	}
+	if promtool == "" {
+		t.Log("no promtool (XDPCAC_PROMTOOL, PATH): `promtool check metrics` not run")
 		return
 	}
 	cmd := exec.Command(promtool, "check", "metrics")

@@ -1,6 +1,7 @@
 package collector
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/xdpcac/xdpcac/bpf"
@@ -15,6 +16,12 @@ import (
 // buckets and call admission once. The loader opens the maps and knows
 // nothing of a scrape, so the dependency runs from here to it, never back.
 func ReadPinned(stateDir string, now uint64) (Snapshot, error) {
+	return ReadPinnedNamed(stateDir, now, nil)
+}
+
+// ReadPinnedNamed is ReadPinned with the account and customer buckets,
+// named by names; with names nil it leaves them out, as ReadPinned does.
+func ReadPinnedNamed(stateDir string, now uint64, names Names) (Snapshot, error) {
 	snap := Snapshot{Interfaces: map[string]maps.Stats{}}
 	st, err := loader.ReadCallAdmission(stateDir)
 	if err != nil {
@@ -30,6 +37,7 @@ func ReadPinned(stateDir string, now uint64) (Snapshot, error) {
 	v := maps.CallAdmissionViewOf(st.CallAdmission, st.Inputs, st.Rings, st.Stats, now, ifaces)
 	snap.CallAdmission = &v
 	first := true
+	var accountsErr error
 	err = loader.EachPinned(stateDir, func(p *loader.Pinned) error {
 		s, err := maps.ReadStats(p.Stats)
 		if err != nil {
@@ -53,7 +61,16 @@ func ReadPinned(stateDir string, now uint64) (Snapshot, error) {
 			}
 			snap.Buckets = append(snap.Buckets, b)
 		}
-		return err
+		if err != nil || names == nil {
+			return err
+		}
+		// Kept aside rather than returned: an error here would end the
+		// walk and lose every other interface's counters.
+		tokens, err := maps.ReadAccountTokens(maps.PolicyMapsOf(&p.XdpMaps), now)
+		accounts, customers, nerr := nameBuckets(tokens, names)
+		snap.Accounts, snap.Customers = accounts, customers
+		accountsErr = errors.Join(err, nerr)
+		return nil
 	})
-	return snap, err
+	return snap, errors.Join(err, accountsErr)
 }

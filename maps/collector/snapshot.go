@@ -27,6 +27,12 @@ type Snapshot struct {
 	Buckets []Bucket
 	// CallAdmission: nil when nothing is attached.
 	CallAdmission *maps.CallAdmissionView
+	// Accounts and Customers: the buckets of the configuration's accounts
+	// and customers that have a rate, by name; none without Names. Their
+	// number is the configuration's own, which the fast path's tables cap
+	// (policy.MaxAccounts, policy.MaxCustomers).
+	Accounts  []AccountBucket
+	Customers []CustomerBucket
 	// Agents: session agents and their state per destination and realm;
 	// empty when none are configured.
 	Agents []Agent

@@ -1,0 +1,136 @@
+package collector
+
+import (
+	"fmt"
+	"net/netip"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/xdpcac/xdpcac/cac/config"
+	"github.com/xdpcac/xdpcac/cac/policy"
+	"github.com/xdpcac/xdpcac/maps"
+)
+
+// AccountBucket is the state of one account's own bucket.
+type AccountBucket struct {
+	Customer, Account string
+	Tokens, Burst     float64
+}
+
+// CustomerBucket is the state of the bucket a customer's accounts share.
+type CustomerBucket struct {
+	Customer      string
+	Tokens, Burst float64
+}
+
+// AccountName is what the configuration calls an account and its
+// customer.
+type AccountName struct{ Account, Customer string }
+
+// Names are the names of a configuration's accounts, by source prefix as
+// the fast path's trie holds it (policy.Mapped). The fast path knows
+// accounts only by prefix and customers only by a bucket index, so the
+// names come from the configuration in force.
+type Names map[netip.Prefix]AccountName
+
+// NamesOf reads the names of cfg's accounts.
+func NamesOf(cfg *config.Config) Names {
+	n := Names{}
+	for _, cu := range cfg.Customers {
+		for _, a := range cu.Accounts {
+			n[policy.Mapped(a.Source)] = AccountName{Account: a.Name, Customer: cu.Name}
+		}
+	}
+	return n
+}
+
+// FileNames holds the Names of the configuration file in force, read
+// once for each time a file is put in force rather than on every scrape.
+type FileNames struct {
+	mu     sync.Mutex
+	file   string
+	loaded time.Time
+	names  Names
+	err    error
+}
+
+// Of returns the Names of file, put in force at loaded, reading it only
+// when either differs from the last call's.
+func (f *FileNames) Of(file string, loaded time.Time) (Names, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if file == f.file && loaded.Equal(f.loaded) && (f.names != nil || f.err != nil) {
+		return f.names, f.err
+	}
+	f.file, f.loaded, f.names, f.err = file, loaded, nil, nil
+	cfg, err := config.Load(file)
+	if err != nil {
+		f.err = fmt.Errorf("names of accounts and customers: %w", err)
+		return nil, f.err
+	}
+	f.names = NamesOf(cfg)
+	return f.names, nil
+}
+
+// nameBuckets names the account and customer buckets the fast path holds;
+// only those with a rate have a series. A prefix in force that names lack
+// (the file changed after it was put in force) is left out, and said.
+func nameBuckets(tokens []maps.AccountTokens, names Names) ([]AccountBucket, []CustomerBucket, error) {
+	var accounts []AccountBucket
+	var customers []CustomerBucket
+	seen := map[string]bool{}
+	var missing []string
+	for _, t := range tokens {
+		n, ok := names[t.Prefix]
+		if !ok {
+			missing = append(missing, unmapped(t.Prefix).String())
+			continue
+		}
+		if t.Limited {
+			accounts = append(accounts, AccountBucket{Customer: n.Customer, Account: n.Account, Tokens: t.Tokens, Burst: t.Burst})
+		}
+		if t.CustomerLimited && !seen[n.Customer] {
+			seen[n.Customer] = true
+			customers = append(customers, CustomerBucket{Customer: n.Customer, Tokens: t.CustomerTokens, Burst: t.CustomerBurst})
+		}
+	}
+	sort.Slice(accounts, func(i, j int) bool { return accounts[i].Account < accounts[j].Account })
+	sort.Slice(customers, func(i, j int) bool { return customers[i].Customer < customers[j].Customer })
+	if len(missing) > 0 {
+		sort.Strings(missing)
+		return accounts, customers, fmt.Errorf("account prefixes in force that the configuration file does not name: %v", missing)
+	}
+	return accounts, customers, nil
+}
+
+func (c *Collector) collectAccounts(e *emitter, accounts []AccountBucket, customers []CustomerBucket) {
+	seen := map[string]bool{}
+	for _, a := range accounts {
+		if seen[a.Account] {
+			e.fail(fmt.Errorf("export account %q: duplicate", a.Account))
+			continue
+		}
+		seen[a.Account] = true
+		e.emit(c.accountTokens, a.Tokens, a.Customer, a.Account)
+		e.emit(c.accountBurst, a.Burst, a.Customer, a.Account)
+	}
+	seen = map[string]bool{}
+	for _, cu := range customers {
+		if seen[cu.Customer] {
+			e.fail(fmt.Errorf("export customer %q: duplicate", cu.Customer))
+			continue
+		}
+		seen[cu.Customer] = true
+		e.emit(c.customerTokens, cu.Tokens, cu.Customer)
+		e.emit(c.customerBurst, cu.Burst, cu.Customer)
+	}
+}
+
+// unmapped is an IPv4 prefix as the file writes it, undoing policy.Mapped.
+func unmapped(p netip.Prefix) netip.Prefix {
+	if p.Addr().Is4In6() && p.Bits() >= 96 {
+		return netip.PrefixFrom(p.Addr().Unmap(), p.Bits()-96)
+	}
+	return p
+}
