@@ -1,9 +1,10 @@
 package api
 
 import (
-	"github.com/xdpcac/xdpcac/loader"
 	"path/filepath"
 	"strings"
+
+	"github.com/xdpcac/xdpcac/loader"
 )
 
 // RunDir holds every daemon's lock and API socket; a unit's

@@ -1,10 +1,11 @@
 package api
 
 import (
+	"time"
+
 	"github.com/xdpcac/xdpcac/cac/agents"
 	"github.com/xdpcac/xdpcac/maps"
 	"golang.org/x/sys/unix"
-	"time"
 )
 
 // The endpoints, each answering the type named beside it, or Error.

@@ -3,10 +3,11 @@ package daemon
 import (
 	"context"
 	"fmt"
-	"github.com/xdpcac/xdpcac/cac/sipd"
-	"github.com/xdpcac/xdpcac/loader"
 	"net"
 	"time"
+
+	"github.com/xdpcac/xdpcac/cac/sipd"
+	"github.com/xdpcac/xdpcac/loader"
 )
 
 // agentResolver is the resolver of the session agents' hostnames. A

@@ -3,9 +3,10 @@ package daemon
 import (
 	"context"
 	"errors"
+	"time"
+
 	"github.com/xdpcac/xdpcac/cac/agents"
 	"github.com/xdpcac/xdpcac/cac/sipd"
-	"time"
 )
 
 // pingDue starts a ping for every target that is due and not waiting.

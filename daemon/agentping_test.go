@@ -2,10 +2,11 @@ package daemon
 
 import (
 	"fmt"
-	"github.com/xdpcac/xdpcac/cac/agents"
-	"github.com/xdpcac/xdpcac/cac/sipd"
 	"testing"
 	"time"
+
+	"github.com/xdpcac/xdpcac/cac/agents"
+	"github.com/xdpcac/xdpcac/cac/sipd"
 )
 
 // TestApplyPing: what the daemon does with a Ping's outcome. A ping that

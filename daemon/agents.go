@@ -4,18 +4,19 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/xdpcac/xdpcac/api"
-	"github.com/xdpcac/xdpcac/cac/agents"
-	"github.com/xdpcac/xdpcac/cac/config"
-	"github.com/xdpcac/xdpcac/cac/sipd"
-	"github.com/xdpcac/xdpcac/loader"
-	"github.com/xdpcac/xdpcac/maps"
 	"log/slog"
 	"net/netip"
 	"os"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/xdpcac/xdpcac/api"
+	"github.com/xdpcac/xdpcac/cac/agents"
+	"github.com/xdpcac/xdpcac/cac/config"
+	"github.com/xdpcac/xdpcac/cac/sipd"
+	"github.com/xdpcac/xdpcac/loader"
+	"github.com/xdpcac/xdpcac/maps"
 )
 
 // How often the monitor looks at its targets, and resolves hostnames.

@@ -3,12 +3,13 @@ package daemon
 import (
 	"context"
 	"errors"
+	"net/netip"
+	"slices"
+
 	"github.com/xdpcac/xdpcac/cac/agents"
 	"github.com/xdpcac/xdpcac/cac/config"
 	"github.com/xdpcac/xdpcac/loader"
 	"github.com/xdpcac/xdpcac/maps"
-	"net/netip"
-	"slices"
 )
 
 // carryAgentAddrs adds to literal the addresses the agents of cfg resolved

@@ -3,6 +3,7 @@ package daemon
 import (
 	"errors"
 	"fmt"
+
 	"github.com/xdpcac/xdpcac/cac/config"
 	"github.com/xdpcac/xdpcac/loader"
 )

@@ -4,14 +4,15 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/xdpcac/xdpcac/api"
-	"github.com/xdpcac/xdpcac/cac/control"
-	"github.com/xdpcac/xdpcac/loader"
-	"github.com/xdpcac/xdpcac/maps"
 	"log/slog"
 	"os"
 	"sync"
 	"time"
+
+	"github.com/xdpcac/xdpcac/api"
+	"github.com/xdpcac/xdpcac/cac/control"
+	"github.com/xdpcac/xdpcac/loader"
+	"github.com/xdpcac/xdpcac/maps"
 )
 
 // journalKeep is how many finished records the daemon keeps in memory for

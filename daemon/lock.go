@@ -3,12 +3,13 @@ package daemon
 import (
 	"errors"
 	"fmt"
-	"github.com/xdpcac/xdpcac/api"
-	"golang.org/x/sys/unix"
 	"io"
 	"os"
 	"strconv"
 	"strings"
+
+	"github.com/xdpcac/xdpcac/api"
+	"golang.org/x/sys/unix"
 )
 
 // daemonLock is held by `cacctl run` for as long as it runs.

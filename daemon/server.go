@@ -4,14 +4,15 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"github.com/xdpcac/xdpcac/api"
-	"github.com/xdpcac/xdpcac/cac/agents"
 	"io"
 	"net"
 	"net/http"
 	"os"
 	"syscall"
 	"time"
+
+	"github.com/xdpcac/xdpcac/api"
+	"github.com/xdpcac/xdpcac/cac/agents"
 )
 
 func writeJSON(w http.ResponseWriter, code int, v any) {

@@ -5,7 +5,6 @@ import (
 	"net/netip"
 
 	"github.com/cilium/ebpf"
-
 	"github.com/xdpcac/xdpcac/bpf"
 	"github.com/xdpcac/xdpcac/cac/bucket"
 	"github.com/xdpcac/xdpcac/cac/policy"

@@ -2,11 +2,12 @@ package main
 
 import (
 	"bytes"
+	"strings"
+	"testing"
+
 	"github.com/xdpcac/xdpcac/cac"
 	"github.com/xdpcac/xdpcac/cac/policy"
 	"github.com/xdpcac/xdpcac/maps"
-	"strings"
-	"testing"
 )
 
 // viewOf is the view of 30 VPDN calls of charge 10 admitted at one tick,

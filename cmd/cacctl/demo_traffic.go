@@ -1,10 +1,11 @@
 package main
 
 import (
-	"github.com/xdpcac/xdpcac/internal/pkt"
-	"github.com/xdpcac/xdpcac/internal/storm"
 	"net/netip"
 	"time"
+
+	"github.com/xdpcac/xdpcac/internal/pkt"
+	"github.com/xdpcac/xdpcac/internal/storm"
 )
 
 // A demo scenario: a generator, and what it stands for as the demo tells.

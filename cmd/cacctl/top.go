@@ -8,14 +8,13 @@ import (
 
 	tea "charm.land/bubbletea/v2"
 	"github.com/spf13/cobra"
-	"golang.org/x/sys/unix"
-
 	"github.com/xdpcac/xdpcac/api"
 	"github.com/xdpcac/xdpcac/cac/agents"
 	"github.com/xdpcac/xdpcac/cac/control"
 	"github.com/xdpcac/xdpcac/loader"
 	"github.com/xdpcac/xdpcac/maps"
 	"github.com/xdpcac/xdpcac/maps/collector"
+	"golang.org/x/sys/unix"
 )
 
 // topSample is what one refresh of cacctl top reads.

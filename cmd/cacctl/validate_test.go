@@ -4,14 +4,15 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"github.com/xdpcac/xdpcac/cac/config"
-	"github.com/xdpcac/xdpcac/daemon"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/xdpcac/xdpcac/cac/config"
+	"github.com/xdpcac/xdpcac/daemon"
 )
 
 // TestMain lets the tests run this binary as cacctl itself, to see the

@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/xdpcac/xdpcac/internal/dashboard"
 )
 
 // exported are the collector's metric names with their labels.
@@ -39,39 +40,9 @@ func exported(t *testing.T) map[string]map[string]bool {
 // variables, by where they stand.
 func dashboardExprs(t *testing.T) map[string]string {
 	t.Helper()
-	data, err := os.ReadFile("../../deploy/grafana-dashboard.json")
+	out, err := dashboard.Exprs("../../deploy/grafana-dashboard.json")
 	if err != nil {
 		t.Fatal(err)
-	}
-	var d struct {
-		Panels []struct {
-			Title   string
-			Targets []struct{ Expr string }
-		}
-		Templating struct {
-			List []struct {
-				Name  string
-				Query any
-			}
-		}
-	}
-	if err := json.Unmarshal(data, &d); err != nil {
-		t.Fatalf("deploy/grafana-dashboard.json: %v", err)
-	}
-	out := map[string]string{}
-	for _, p := range d.Panels {
-		for i, tg := range p.Targets {
-			out[fmt.Sprintf("panel %q target %d", p.Title, i)] = tg.Expr
-		}
-	}
-	// label_values(SELECTOR, LABEL) is Grafana's, not PromQL: its selector is.
-	lv := regexp.MustCompile(`^label_values\((.*), *[a-z_]+\)$`)
-	for _, v := range d.Templating.List {
-		if q, ok := v.Query.(map[string]any); ok {
-			if m := lv.FindStringSubmatch(fmt.Sprint(q["query"])); m != nil {
-				out["variable "+v.Name] = m[1]
-			}
-		}
 	}
 	return out
 }
@@ -176,13 +147,12 @@ func TestDashboardRejects(t *testing.T) {
 // with Grafana's variables put in, as a recording rule.
 func TestDashboardPromQL(t *testing.T) {
 	tool := promtool(t)
-	vars := strings.NewReplacer("$__rate_interval", "1m", "$__range", "1h", "$instance", ".*", "$iface", ".*")
 	var rules strings.Builder
 	rules.WriteString("groups:\n  - name: dashboard\n    rules:\n")
 	i := 0
 	for _, expr := range dashboardExprs(t) {
 		i++
-		q, _ := json.Marshal(vars.Replace(expr)) // a JSON string is a YAML one
+		q, _ := json.Marshal(dashboard.Expand(expr, "1m", "1h")) // a JSON string is a YAML one
 		fmt.Fprintf(&rules, "      - record: dashboard:expr%d\n        expr: %s\n", i, q)
 	}
 	file := filepath.Join(t.TempDir(), "dashboard.yml")

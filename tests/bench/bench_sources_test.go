@@ -8,11 +8,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/xdpcac/xdpcac/cac/policy"
-
 	"github.com/cilium/ebpf"
 	"github.com/xdpcac/xdpcac/bpf"
 	"github.com/xdpcac/xdpcac/cac"
+	"github.com/xdpcac/xdpcac/cac/policy"
 	. "github.com/xdpcac/xdpcac/internal/pkt"
 	"github.com/xdpcac/xdpcac/maps"
 	"github.com/xdpcac/xdpcac/tests/harness"

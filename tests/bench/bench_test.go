@@ -7,12 +7,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/xdpcac/xdpcac/cac/policy"
-
 	"github.com/cilium/ebpf"
 	"github.com/xdpcac/xdpcac/bpf"
 	"github.com/xdpcac/xdpcac/cac"
 	"github.com/xdpcac/xdpcac/cac/control"
+	"github.com/xdpcac/xdpcac/cac/policy"
 	. "github.com/xdpcac/xdpcac/internal/pkt"
 	"github.com/xdpcac/xdpcac/maps"
 	"github.com/xdpcac/xdpcac/tests/harness"

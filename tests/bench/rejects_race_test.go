@@ -9,10 +9,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/xdpcac/xdpcac/cac/policy"
-
 	"github.com/cilium/ebpf"
 	"github.com/xdpcac/xdpcac/cac"
+	"github.com/xdpcac/xdpcac/cac/policy"
 	"github.com/xdpcac/xdpcac/maps"
 	"github.com/xdpcac/xdpcac/tests/harness"
 	"golang.org/x/sys/unix"

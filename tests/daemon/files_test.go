@@ -8,7 +8,6 @@ import (
 	"testing"
 
 	"github.com/xdpcac/xdpcac/api"
-
 	"github.com/xdpcac/xdpcac/tests/harness"
 	"github.com/xdpcac/xdpcac/tests/testenv"
 )

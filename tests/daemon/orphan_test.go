@@ -10,7 +10,6 @@ import (
 	"testing"
 
 	"github.com/xdpcac/xdpcac/api"
-
 	"github.com/xdpcac/xdpcac/loader"
 	"github.com/xdpcac/xdpcac/tests/harness"
 )

@@ -11,7 +11,6 @@ import (
 	"testing"
 
 	"github.com/xdpcac/xdpcac/api"
-
 	"github.com/xdpcac/xdpcac/tests/harness"
 )
 

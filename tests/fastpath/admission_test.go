@@ -8,17 +8,15 @@ import (
 	"testing"
 	"time"
 
-	"github.com/xdpcac/xdpcac/cac/policy"
-
 	"github.com/cilium/ebpf"
-	"github.com/xdpcac/xdpcac/tests/harness"
-	"github.com/xdpcac/xdpcac/tests/testenv"
-
 	"github.com/xdpcac/xdpcac/cac"
 	"github.com/xdpcac/xdpcac/cac/admission"
 	"github.com/xdpcac/xdpcac/cac/bucket"
+	"github.com/xdpcac/xdpcac/cac/policy"
 	. "github.com/xdpcac/xdpcac/internal/pkt"
 	"github.com/xdpcac/xdpcac/maps"
+	"github.com/xdpcac/xdpcac/tests/harness"
+	"github.com/xdpcac/xdpcac/tests/testenv"
 	"golang.org/x/sys/unix"
 )
 

@@ -5,10 +5,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/xdpcac/xdpcac/cac/policy"
-
 	"github.com/cilium/ebpf/ringbuf"
 	"github.com/xdpcac/xdpcac/cac"
+	"github.com/xdpcac/xdpcac/cac/policy"
 	. "github.com/xdpcac/xdpcac/internal/pkt"
 	"github.com/xdpcac/xdpcac/maps"
 	"github.com/xdpcac/xdpcac/tests/harness"

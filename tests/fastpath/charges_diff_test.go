@@ -6,11 +6,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/xdpcac/xdpcac/cac/policy"
-
 	"github.com/xdpcac/xdpcac/bpf"
 	"github.com/xdpcac/xdpcac/cac"
 	"github.com/xdpcac/xdpcac/cac/bucket"
+	"github.com/xdpcac/xdpcac/cac/policy"
 	"github.com/xdpcac/xdpcac/maps"
 	"github.com/xdpcac/xdpcac/tests/harness"
 	"github.com/xdpcac/xdpcac/tests/testenv"

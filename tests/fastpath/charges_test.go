@@ -4,10 +4,9 @@ import (
 	"fmt"
 	"testing"
 
-	"github.com/xdpcac/xdpcac/cac/policy"
-
 	"github.com/xdpcac/xdpcac/cac"
 	"github.com/xdpcac/xdpcac/cac/cpu"
+	"github.com/xdpcac/xdpcac/cac/policy"
 	. "github.com/xdpcac/xdpcac/internal/pkt"
 	"github.com/xdpcac/xdpcac/tests/harness"
 )

@@ -9,12 +9,11 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/xdpcac/xdpcac/cac/policy"
-
 	"github.com/cilium/ebpf"
 	"github.com/xdpcac/xdpcac/bpf"
 	"github.com/xdpcac/xdpcac/cac"
 	"github.com/xdpcac/xdpcac/cac/classify"
+	"github.com/xdpcac/xdpcac/cac/policy"
 	. "github.com/xdpcac/xdpcac/internal/pkt"
 	"github.com/xdpcac/xdpcac/tests/harness"
 )

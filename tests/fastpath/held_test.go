@@ -5,9 +5,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/xdpcac/xdpcac/cac/policy"
-
 	"github.com/xdpcac/xdpcac/cac"
+	"github.com/xdpcac/xdpcac/cac/policy"
 	. "github.com/xdpcac/xdpcac/internal/pkt"
 	"github.com/xdpcac/xdpcac/tests/harness"
 )

@@ -7,9 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/xdpcac/xdpcac/cac/policy"
-
 	"github.com/xdpcac/xdpcac/cac"
+	"github.com/xdpcac/xdpcac/cac/policy"
 	"github.com/xdpcac/xdpcac/maps"
 	"github.com/xdpcac/xdpcac/tests/harness"
 	"golang.org/x/sys/unix"

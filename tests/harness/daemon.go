@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"github.com/xdpcac/xdpcac/api"
-
 	"github.com/xdpcac/xdpcac/cac/control"
 	"github.com/xdpcac/xdpcac/loader"
 	"github.com/xdpcac/xdpcac/maps"

@@ -7,14 +7,13 @@ import (
 	"net/netip"
 	"testing"
 
-	"github.com/xdpcac/xdpcac/cac/policy"
-
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/asm"
 	"github.com/xdpcac/xdpcac/bpf"
 	"github.com/xdpcac/xdpcac/cac"
 	"github.com/xdpcac/xdpcac/cac/admission"
 	"github.com/xdpcac/xdpcac/cac/classify"
+	"github.com/xdpcac/xdpcac/cac/policy"
 	"github.com/xdpcac/xdpcac/maps"
 	"github.com/xdpcac/xdpcac/tests/testenv"
 )

@@ -8,11 +8,10 @@ import (
 	"testing"
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	. "github.com/xdpcac/xdpcac/internal/pkt"
 	"github.com/xdpcac/xdpcac/tests/harness"
 	"github.com/xdpcac/xdpcac/tests/testenv"
+	"golang.org/x/sys/unix"
 )
 
 // pppoeServer starts pppoe-server on the testbed's box, waits for its
