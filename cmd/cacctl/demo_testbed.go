@@ -1,0 +1,84 @@
+package main
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/xdpcac/xdpcac/daemon"
+	"github.com/xdpcac/xdpcac/loader"
+)
+
+// testbed is what the demo makes, and removes.
+type testbed struct {
+	bras, peer         string // network namespaces
+	brasIface, peerIfc string
+	// stateDir is the daemon's bpffs directory; its lock and socket are
+	// in /run/xdpcac, named after it.
+	stateDir string
+	// tmpDir holds the configuration and the rejects log.
+	tmpDir, cfgFile, rejectsLog string
+}
+
+func newTestbed(cpuSource string) (*testbed, error) {
+	b := make([]byte, 3)
+	if _, err := rand.Read(b); err != nil {
+		return nil, fmt.Errorf("testbed id: %w", err)
+	}
+	id := hex.EncodeToString(b)
+	tb := &testbed{
+		bras: "xcdemo-bras-" + id, peer: "xcdemo-peer-" + id,
+		brasIface: "xcd" + id + "b", peerIfc: "xcd" + id + "p",
+		stateDir: filepath.Join("/sys/fs/bpf", "xdpcac-demo-"+id),
+	}
+	steps := [][]string{
+		{"netns", "add", tb.bras},
+		{"netns", "add", tb.peer},
+		{"link", "add", tb.brasIface, "netns", tb.bras, "type", "veth", "peer", "name", tb.peerIfc, "netns", tb.peer},
+		{"-n", tb.bras, "link", "set", "lo", "up"},
+		{"-n", tb.peer, "link", "set", "lo", "up"},
+		{"-n", tb.bras, "link", "set", tb.brasIface, "up"},
+		{"-n", tb.peer, "link", "set", tb.peerIfc, "up"},
+		{"-n", tb.bras, "addr", "add", "192.0.2.1/24", "dev", tb.brasIface},
+		{"-n", tb.peer, "addr", "add", "192.0.2.2/24", "dev", tb.peerIfc},
+	}
+	for _, s := range steps {
+		if out, err := exec.Command("ip", s...).CombinedOutput(); err != nil {
+			tb.remove()
+			return nil, fmt.Errorf("ip %s: %v: %s", strings.Join(s, " "), err, out)
+		}
+	}
+	dir, err := os.MkdirTemp("", "xdpcac-demo-")
+	if err != nil {
+		tb.remove()
+		return nil, fmt.Errorf("temporary directory: %w", err)
+	}
+	tb.tmpDir = dir
+	tb.cfgFile = filepath.Join(dir, "cac.yaml")
+	tb.rejectsLog = filepath.Join(dir, "rejects.jsonl")
+	cfg := strings.NewReplacer("IFACE", tb.brasIface, "CPUSOURCE", strconv.Quote(cpuSource)).Replace(demoConfig)
+	if err := os.WriteFile(tb.cfgFile, []byte(cfg), 0o600); err != nil {
+		tb.remove()
+		return nil, fmt.Errorf("demo configuration: %w", err)
+	}
+	return tb, nil
+}
+
+// remove takes down what newTestbed made and what the daemon left: it
+// detaches on exit, but one that failed half way may not have. Deleting
+// the namespaces takes the veth pair with them.
+func (tb *testbed) remove() {
+	loader.Detach(loader.Attachment{Iface: tb.brasIface, Netns: tb.bras}, tb.stateDir)
+	os.RemoveAll(tb.stateDir)
+	daemon.RemoveStaleFiles(tb.stateDir)
+	exec.Command("ip", "netns", "del", tb.bras).Run()
+	exec.Command("ip", "netns", "del", tb.peer).Run()
+	if tb.tmpDir != "" {
+		os.RemoveAll(tb.tmpDir)
+	}
+}
