@@ -23,8 +23,13 @@ type testbed struct {
 	stateDir string
 	// tmpDir holds the configuration and the rejects log.
 	tmpDir, cfgFile, rejectsLog string
+	// cpuSource is what the CPU gate measures; comm is this process's
+	// name before the testbed renamed it, "" when it did not.
+	cpuSource, comm string
 }
 
+// newTestbed makes the namespaces, the veth and the configuration; with
+// cpuSource "" the CPU gate measures this process alone.
 func newTestbed(cpuSource string) (*testbed, error) {
 	b := make([]byte, 3)
 	if _, err := rand.Read(b); err != nil {
@@ -61,12 +66,32 @@ func newTestbed(cpuSource string) (*testbed, error) {
 	tb.tmpDir = dir
 	tb.cfgFile = filepath.Join(dir, "cac.yaml")
 	tb.rejectsLog = filepath.Join(dir, "rejects.jsonl")
-	cfg := strings.NewReplacer("IFACE", tb.brasIface, "CPUSOURCE", strconv.Quote(cpuSource)).Replace(demoConfig)
+	tb.cpuSource = cpuSource
+	if cpuSource == "" {
+		tb.cpuSource = tb.nameProcess(id)
+	}
+	cfg := strings.NewReplacer("IFACE", tb.brasIface, "CPUSOURCE", strconv.Quote(tb.cpuSource)).Replace(demoConfig)
 	if err := os.WriteFile(tb.cfgFile, []byte(cfg), 0o600); err != nil {
 		tb.remove()
 		return nil, fmt.Errorf("demo configuration: %w", err)
 	}
 	return tb, nil
+}
+
+// nameProcess names this process after the testbed and returns it as a
+// CPU source. The testbed's control plane (the daemon, the SIP server)
+// runs in this process, as a BRAS's in accel-pppd; the whole box's CPU is
+// other work's too, and other cacctl processes share the name cacctl.
+// Writing /proc/self/comm names the main thread, whose comm is the
+// process's; the old name comes back in remove.
+func (tb *testbed) nameProcess(id string) string {
+	old, err := os.ReadFile("/proc/self/comm")
+	name := "xcdemo-" + id
+	if err != nil || os.WriteFile("/proc/self/comm", []byte(name), 0) != nil {
+		return "system"
+	}
+	tb.comm = strings.TrimSuffix(string(old), "\n")
+	return "process:" + name
 }
 
 // remove takes down what newTestbed made and what the daemon left: it
@@ -80,5 +105,8 @@ func (tb *testbed) remove() {
 	exec.Command("ip", "netns", "del", tb.peer).Run()
 	if tb.tmpDir != "" {
 		os.RemoveAll(tb.tmpDir)
+	}
+	if tb.comm != "" {
+		os.WriteFile("/proc/self/comm", []byte(tb.comm), 0)
 	}
 }
