@@ -55,6 +55,11 @@ func writeResult(w io.Writer, tb *testbed, d *demoDaemon, results []stormResult,
 		num(cpuMax), num(final.ca.CPULimitPercent), gate)
 	fmt.Fprintf(w, "charges: the calls in force peaked at %s of the limit %s; %d calls were refused for want of room under it\n",
 		num(chargesMax), num(final.ca.Limit), chargeRefused)
+	if cpuRefused > 0 && len(failed) > 0 {
+		// Then the gate is the likely cause: say what it measured.
+		failed = append(failed, fmt.Sprintf("the CPU gate refused %d calls: %s was over %s%% (the default --cpu-source measures the demo's process alone)",
+			cpuRefused, tb.cpuSource, num(final.ca.CPULimitPercent)))
+	}
 	switch {
 	case final.ca.HeartbeatAgeMS == nil:
 		failed = append(failed, "the daemon's control loop never wrote its measurements")
@@ -118,7 +123,7 @@ func writeStorm(w io.Writer, r stormResult, server *uas) []string {
 		}
 		fmt.Fprintln(w)
 	}
-	if r.calls {
+	if r.calls && r.stats.SIPInDialogVerified > 0 {
 		fmt.Fprintf(w, "  %12s %d of the in-dialog requests were of dialogs the filter saw the server open, and passed uncharged\n", "", r.stats.SIPInDialogVerified)
 	}
 	if n := r.stats.L2TPUnanswered; n > 0 {
