@@ -107,8 +107,10 @@ soak: deps
 kernels:
 	GO="$(GO)" tests/kernels/run.sh
 
-# demo needs root: a testbed in network namespaces, the filter on it, a
-# minute of storms; everything it makes goes when it ends or is stopped.
+# demo needs root: a testbed in network namespaces, the daemon on it,
+# 45 s of storms beside a trusted peer's calls; it fails when the filter
+# did not do what it shows, and everything it makes goes when it ends or
+# is stopped.
 demo:
 	@dpkg -s iproute2 >/dev/null 2>&1 || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq iproute2; }
 	$(GO) build -buildvcs=auto -o bin/cacctl ./cmd/cacctl
