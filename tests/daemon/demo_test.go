@@ -3,18 +3,20 @@ package daemon
 import (
 	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/xdpcac/xdpcac/api"
 	"github.com/xdpcac/xdpcac/tests/harness"
 	"github.com/xdpcac/xdpcac/tests/testenv"
 )
 
 // demoLeftovers lists what of the demo with this id is still there: its
-// namespaces, its veth ends, its state directory.
+// namespaces, its veth ends, its state directory and its daemon's files.
 func demoLeftovers(t *testing.T, id string) []string {
 	t.Helper()
 	var left []string
@@ -25,8 +27,12 @@ func demoLeftovers(t *testing.T, id string) []string {
 			left = append(left, l)
 		}
 	}
-	if _, err := os.Stat("/sys/fs/bpf/xdpcac-demo-" + id); err == nil {
-		left = append(left, "/sys/fs/bpf/xdpcac-demo-"+id)
+	state := "/sys/fs/bpf/xdpcac-demo-" + id
+	p := api.PathsOf(state)
+	for _, f := range []string{state, p.Lock, p.Socket, p.Agents} {
+		if _, err := os.Stat(f); err == nil {
+			left = append(left, f)
+		}
 	}
 	return left
 }
@@ -37,6 +43,7 @@ var demoID = regexp.MustCompile(`namespace xcdemo-bras-([0-9a-f]+)`)
 // summary, exits 0, and leaves nothing behind.
 func TestDemo(t *testing.T) {
 	testenv.RequireBPF(t)
+	temps, _ := filepath.Glob(filepath.Join(os.TempDir(), "xdpcac-demo-*"))
 	out, stderr, err := harness.Cacctl(t, "demo", "--duration", "4s")
 	if err != nil {
 		t.Fatalf("demo: %v: %s\n%s", err, stderr, out)
@@ -45,13 +52,18 @@ func TestDemo(t *testing.T) {
 	if m == nil {
 		t.Fatalf("demo does not name its testbed:\n%s", out)
 	}
-	for _, want := range []string{"== padi-storm", "== icrq-burst", "== sip-scanner", "Cac New Model (SRSM) is ACTIVE", "pppoe-padi rejected by"} {
+	for _, want := range []string{"== padi-storm", "== icrq-burst", "== sip-scanner", "Cac New Model (SRSM) is ACTIVE",
+		"daemon: cacctl run in this process", "metrics: http://127.0.0.1:", "== result",
+		"trusted peer 192.0.2.2 (account pbx):", "result: every storm was held back"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("demo output lacks %q:\n%s", want, out)
 		}
 	}
 	if left := demoLeftovers(t, m[1]); len(left) > 0 {
 		t.Errorf("demo left behind: %v", left)
+	}
+	if after, _ := filepath.Glob(filepath.Join(os.TempDir(), "xdpcac-demo-*")); len(after) > len(temps) {
+		t.Errorf("demo left temporary files: %v (before: %v)", after, temps)
 	}
 }
 
