@@ -213,6 +213,11 @@ func NeedsAttach(stateDir string, a Attachment) bool {
 	if !IsAttached(stateDir, a) {
 		return true
 	}
+	if dir := a.Dir(stateDir); pinnedMulti(dir) {
+		d, slot, err := multiSlot(a, dir)
+		d.close()
+		return err != nil || slot < 0 // not in the interface's dispatcher
+	}
 	l, err := link.LoadPinnedLink(filepath.Join(stateDir, a.dirName(), pinLink), nil)
 	if err != nil {
 		return true
@@ -252,6 +257,9 @@ func onInterface(a Attachment, ifindex uint32, prog ebpf.ProgramID) (bool, error
 // for as long as the holder keeps it, even if the pin goes (a bpffs
 // unmounted, a state directory removed by hand).
 func HoldLink(stateDir string, a Attachment) (link.Link, error) {
+	if dir := a.Dir(stateDir); pinnedMulti(dir) {
+		return holdMulti(a, dir)
+	}
 	l, err := link.LoadPinnedLink(filepath.Join(stateDir, a.dirName(), pinLink), nil)
 	if err != nil {
 		return nil, fmt.Errorf("hold the link of %s: %w", a, err)

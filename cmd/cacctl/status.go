@@ -39,8 +39,11 @@ type orphanStatus struct {
 }
 
 type interfaceStatus struct {
-	Interface  string `json:"interface"`
-	Mode       string `json:"mode"`
+	Interface string `json:"interface"`
+	Mode      string `json:"mode"`
+	// Priority is the run priority in the libxdp dispatcher, in mode
+	// multi only.
+	Priority   uint32 `json:"priority,omitempty"`
 	Link       string `json:"link"`
 	ProgramTag string `json:"program_tag"`
 	Current    bool   `json:"current"`
@@ -71,7 +74,7 @@ func newStatusCmd(g *globals) *cobra.Command {
 			}
 			for _, a := range atts {
 				v.Interfaces = append(v.Interfaces, interfaceStatus{
-					Interface: a.Key(), Mode: a.Mode, Link: a.Link, ProgramTag: a.ProgramTag, Current: a.Current, Egress: a.Egress,
+					Interface: a.Key(), Mode: a.Mode, Priority: a.Priority, Link: a.Link, ProgramTag: a.ProgramTag, Current: a.Current, Egress: a.Egress,
 				})
 			}
 			orphans, err := loader.Orphans(g.stateDir)
@@ -142,6 +145,9 @@ func writeStatus(w io.Writer, v statusView) {
 		mode := i.Mode
 		if mode == "" {
 			mode = "-"
+		}
+		if i.Priority != 0 {
+			mode = fmt.Sprintf("%s (priority %d)", mode, i.Priority)
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", i.Interface, mode, i.Link, i.Egress, prog)
 	}
