@@ -49,7 +49,10 @@ func Adopt(a Attachment, o Options) (Adopted, error) {
 		return "", err
 	}
 	defer p.Close()
-	objs, err := loadAgainst(p)
+	if pinnedMulti(dir) {
+		return adoptMulti(a, o, dir, p, missing)
+	}
+	objs, err := loadAgainst(p, nil)
 	if errors.Is(err, ebpf.ErrMapIncompatible) {
 		return "", fmt.Errorf("%s: a map pinned in %s has another shape than this version of xdpcac uses (%w); upgrading would lose its state, so nothing was changed: keep the running version, or start afresh with cacctl detach and attach", a, dir, err)
 	}
@@ -136,8 +139,9 @@ func Adopt(a Attachment, o Options) (Adopted, error) {
 
 // loadAgainst loads this version's program with every map of an
 // attachment in place of its own: nothing new is allocated, and a map this
-// version cannot use fails with ebpf.ErrMapIncompatible.
-func loadAgainst(p *Pinned) (*bpf.XdpObjects, error) {
+// version cannot use fails with ebpf.ErrMapIncompatible. With a target
+// dispatcher it is loaded for one (loadFor).
+func loadAgainst(p *Pinned, target *ebpf.Program) (*bpf.XdpObjects, error) {
 	pinned := map[string]*ebpf.Map{}
 	eachMap(&p.XdpMaps, func(name string, field **ebpf.Map) error {
 		if *field != nil { // a map this version adds is made afresh
@@ -149,7 +153,7 @@ func loadAgainst(p *Pinned) (*bpf.XdpObjects, error) {
 	if p.Dialogs != nil {
 		dialogs = p.Dialogs.MaxEntries()
 	}
-	return Load(p.Sources.MaxEntries(), dialogs, pinned)
+	return loadFor(p.Sources.MaxEntries(), dialogs, pinned, target)
 }
 
 // sameProgram compares the kernel's tags: a hash of the instructions.

@@ -149,8 +149,8 @@ func ourComponent(p *ebpf.Program, prio uint32) (component, error) {
 
 // joinDispatcher adds prog (loaded for a dispatcher, loadFor) to the
 // dispatcher of a's interface, or to a new one, in place of the program
-// with id replace when it is there (an upgrade keeps its slot's run
-// configuration). Under libxdp's lock.
+// with id replace when it is there (an upgrade), at priority prio (0:
+// DefaultPriority). Under libxdp's lock.
 func joinDispatcher(a Attachment, prog *ebpf.Program, prio uint32, replace ebpf.ProgramID) error {
 	lk, err := libxdpLock()
 	if err != nil {
@@ -174,7 +174,6 @@ func joinDispatcher(a Attachment, prog *ebpf.Program, prio uint32, replace ebpf.
 	if old != nil {
 		for _, c := range old.comps {
 			if replace != 0 && c.id == replace {
-				ours.prio, ours.actions = c.prio, c.actions
 				continue
 			}
 			comps = append(comps, c)

@@ -99,7 +99,7 @@ func embeddedTag(stateDir string, a Attachment) (string, error) {
 		return "", err
 	}
 	defer p.Close()
-	objs, err := loadAgainst(p)
+	objs, err := loadAgainst(p, nil)
 	if err != nil {
 		return "", fmt.Errorf("load this version's program to compare: %w", err)
 	}
