@@ -29,6 +29,10 @@ func wantsMulti(a Attachment, mode string) (bool, error) {
 		return false, nil
 	}
 	d, err := dispatcherOn(a)
+	var f *foreignProgram
+	if errors.As(err, &f) {
+		return false, nil // refused as any other program, unless multi was asked for
+	}
 	if err != nil || d == nil {
 		return false, err
 	}
