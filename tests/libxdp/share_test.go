@@ -47,18 +47,8 @@ func TestSharesWithXDPFilter(t *testing.T) {
 	mac := testenv.HardwareAddr(t, ns, iface)
 	send := func(frames [][]byte) { testenv.Send(t, peer, peerIface, frames) }
 
-	b.mustTool(t, "xdp-filter", "load", iface)
+	loadFilter(t, b, cfg)
 	b.mustTool(t, "xdp-filter", "port", "9999")
-	if st := b.mustTool(t, "xdp-loader", "status", iface); !strings.Contains(st, "xdp_dispatcher") {
-		// libxdp falls back to a single program when the kernel refuses
-		// extension programs: there is no dispatcher to share, and
-		// cacctl refuses the interface as it refuses any other program.
-		_, stderr, err := b.cacctlRun("attach", iface, "--config", cfg)
-		if err == nil || !strings.Contains(stderr, "already has an XDP program") {
-			t.Fatalf("attach beside xdp-filter without a dispatcher: want a refusal, got %v: %s", err, stderr)
-		}
-		t.Skipf("libxdp loaded xdp-filter without a dispatcher (this kernel refuses extension programs):\n%s", st)
-	}
 
 	// xdpcac joins xdp-filter's dispatcher, in auto mode.
 	b.cacctl(t, "attach", iface, "--config", cfg)
@@ -108,6 +98,23 @@ func TestSharesWithXDPFilter(t *testing.T) {
 	}
 	if left, _ := filepath.Glob(filepath.Join(b.libxdp, "xdp", "dispatch-*")); len(left) > 0 {
 		t.Errorf("libxdp pins left after the last detach: %v", left)
+	}
+}
+
+// loadFilter loads xdp-filter on the box's interface, and skips t when
+// libxdp put it there without a dispatcher: it falls back to a single
+// program when the kernel refuses extension programs, and there is then
+// nothing to share; cacctl must refuse the interface as it refuses any
+// other program.
+func loadFilter(t *testing.T, b *box, cfg string) {
+	t.Helper()
+	b.mustTool(t, "xdp-filter", "load", b.iface)
+	if st := b.mustTool(t, "xdp-loader", "status", b.iface); !strings.Contains(st, "xdp_dispatcher") {
+		_, stderr, err := b.cacctlRun("attach", b.iface, "--config", cfg)
+		if err == nil || !strings.Contains(stderr, "already has an XDP program") {
+			t.Fatalf("attach beside xdp-filter without a dispatcher: want a refusal, got %v: %s", err, stderr)
+		}
+		t.Skipf("libxdp loaded xdp-filter without a dispatcher (this kernel refuses extension programs):\n%s", st)
 	}
 }
 
