@@ -1,11 +1,8 @@
 package loader
 
 import (
-	"errors"
 	"fmt"
 	"path/filepath"
-
-	"github.com/cilium/ebpf"
 )
 
 // adoptMulti is Adopt for an attachment in multi mode (docs/design.md,
@@ -23,17 +20,11 @@ func adoptMulti(a Attachment, o Options, dir string, p *Pinned, missing []string
 		return "", err
 	}
 	defer target.Close()
-	objs, err := loadAgainst(p, target)
-	if errors.Is(err, ebpf.ErrMapIncompatible) {
-		return "", fmt.Errorf("%s: a map pinned in %s has another shape than this version of xdpcac uses (%w); upgrading would lose its state, so nothing was changed: keep the running version, or start afresh with cacctl detach and attach", a, dir, err)
-	}
+	objs, err := loadUpgrade(a, dir, p, missing, target)
 	if err != nil {
 		return "", err
 	}
 	defer objs.Close()
-	if err := upgradePins(dir, objs, missing); err != nil {
-		return "", err
-	}
 	oldID, err := pinnedProgID(dir)
 	if err != nil {
 		return "", fmt.Errorf("%s: %w", a, err)
@@ -67,20 +58,9 @@ func adoptMulti(a Attachment, o Options, dir string, p *Pinned, missing []string
 		return "", err
 	}
 	if same {
-		changed, err := ensureEgress(a, o, dir, objs, false)
-		if err != nil || !changed {
-			return Kept, err
-		}
-		return Upgraded, nil
+		return keptOrEgress(a, o, dir, objs)
 	}
-	if err := joinDispatcher(a, objs.XdpCac, o.Priority, oldID); err != nil {
-		return "", fmt.Errorf("switch %s to this version's program: %w; the running program stays", a, err)
-	}
-	if err := repin(objs.XdpCac, filepath.Join(dir, pinProgram)); err != nil {
-		return Upgraded, err
-	}
-	if _, err := ensureEgress(a, o, dir, objs, false); err != nil {
-		return Upgraded, err
-	}
-	return Upgraded, nil
+	// A new dispatcher with this version's program in place of the old
+	// one's, swapped in atomically.
+	return upgrade(a, o, dir, objs, func() error { return joinDispatcher(a, objs.XdpCac, o.Priority, oldID) })
 }

@@ -15,16 +15,8 @@ import (
 // xdp-filter's dispatcher with its state, and puts xdpcac back in a
 // dispatcher when the interface is removed and made again.
 func TestDaemonInDispatcher(t *testing.T) {
-	testenv.RequireBPF(t)
-	needTools(t)
-	ns, peer := testenv.Netns(t), testenv.Netns(t)
-	iface, peerIface := testenv.Veth(t, ns, peer)
-	b := newBox(t, ns, iface)
-	cfg := filepath.Join(t.TempDir(), "cac.yaml")
-	if err := os.WriteFile(cfg, []byte(config+"interfaces: [{name: "+iface+", priority: 30}]\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	send := func(frames [][]byte) { testenv.Send(t, peer, peerIface, frames) }
+	b := newBox(t, ", priority: 30")
+	ns, iface, cfg, send := b.ns, b.iface, b.cfg, func(f [][]byte) { b.send(t, f) }
 
 	loadFilter(t, b, cfg)
 	b.cacctl(t, "attach", iface, "--config", cfg)
@@ -48,7 +40,7 @@ func TestDaemonInDispatcher(t *testing.T) {
 	if out, err := exec.Command("ip", "-n", ns, "link", "del", iface).CombinedOutput(); err != nil {
 		t.Fatalf("ip link del: %v: %s", err, out)
 	}
-	testenv.VethNamed(t, ns, peer, iface, peerIface)
+	testenv.VethNamed(t, ns, b.peer, iface, b.peerIface)
 	waitFor(t, log, "attached again", func() bool {
 		st, err := b.tool("xdp-loader", "status", iface)
 		return err == nil && strings.Contains(st, "xdp_cac")

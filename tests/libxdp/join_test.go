@@ -1,8 +1,6 @@
 package libxdp
 
 import (
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -13,18 +11,9 @@ import (
 // its own build; xdp-filter loaded after it joins that dispatcher, as
 // libxdp reads it, and both filter.
 func TestFilterJoinsXdpcac(t *testing.T) {
-	testenv.RequireBPF(t)
-	needTools(t)
-	ns, peer := testenv.Netns(t), testenv.Netns(t)
-	iface, peerIface := testenv.Veth(t, ns, peer)
-	testenv.Addr(t, ns, iface, "192.0.2.2/24")
-	b := newBox(t, ns, iface)
-	cfg := filepath.Join(t.TempDir(), "cac.yaml")
-	if err := os.WriteFile(cfg, []byte(config+"interfaces: [{name: "+iface+", mode: multi}]\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	b := newBox(t, ", mode: multi")
+	ns, iface, cfg, send := b.ns, b.iface, b.cfg, func(f [][]byte) { b.send(t, f) }
 	mac := testenv.HardwareAddr(t, ns, iface)
-	send := func(frames [][]byte) { testenv.Send(t, peer, peerIface, frames) }
 
 	if _, stderr, err := b.cacctlRun("attach", iface, "--config", cfg); err != nil {
 		if strings.Contains(stderr, "refuses extension") {

@@ -37,19 +37,34 @@ func runTests(m *testing.M) int {
 }
 
 // box is the namespace and interface the programs share, with the
-// environment that puts libxdp's pins in a directory of the test's own.
+// environment that puts libxdp's pins in a directory of the test's own,
+// and a peer namespace that sends to it.
 type box struct {
-	ns, iface string
-	stateDir  string
-	libxdp    string // where libxdp pins, as LIBXDP_BPFFS in env
-	env       []string
+	ns, iface       string
+	peer, peerIface string
+	cfg             string // the configuration file
+	stateDir        string
+	libxdp          string // where libxdp pins, as LIBXDP_BPFFS in env
+	env             []string
 }
 
-// newBox makes the box: state directory and libxdp's directory on bpffs,
-// both removed when t ends, after everything is taken off the interface.
-func newBox(t *testing.T, ns, iface string) *box {
+// newBox makes the box: the namespaces and their veth pair, the box's
+// address, a configuration with config and the box's interface given
+// options (YAML flow mapping entries), and the state directory and
+// libxdp's directory on bpffs, removed when t ends after everything is
+// taken off the interface. It skips t without root or xdp-tools.
+func newBox(t *testing.T, options string) *box {
 	t.Helper()
-	b := &box{ns: ns, iface: iface, stateDir: filepath.Join("/sys/fs/bpf", testenv.Unique("xdpcac-t-"))}
+	testenv.RequireBPF(t)
+	needTools(t)
+	ns, peer := testenv.Netns(t), testenv.Netns(t)
+	iface, peerIface := testenv.Veth(t, ns, peer)
+	testenv.Addr(t, ns, iface, "192.0.2.2/24")
+	b := &box{ns: ns, iface: iface, peer: peer, peerIface: peerIface, stateDir: filepath.Join("/sys/fs/bpf", testenv.Unique("xdpcac-t-"))}
+	b.cfg = filepath.Join(t.TempDir(), "cac.yaml")
+	if err := os.WriteFile(b.cfg, []byte(config+"interfaces: [{name: "+iface+options+"}]\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	// libxdp reads LIBXDP_BPFFS for where it pins dispatchers, and so
 	// does cacctl: a directory on bpffs of this test's, removed whole.
 	b.libxdp = filepath.Join("/sys/fs/bpf", testenv.Unique("xdpcac-t-"))
@@ -87,6 +102,9 @@ func (b *box) mustTool(t *testing.T, args ...string) string {
 	}
 	return out
 }
+
+// send sends frames from the peer to the box.
+func (b *box) send(t *testing.T, frames [][]byte) { testenv.Send(t, b.peer, b.peerIface, frames) }
 
 func (b *box) cacctlRun(args ...string) (string, string, error) {
 	var o, e bytes.Buffer

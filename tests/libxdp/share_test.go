@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"net"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -34,18 +33,9 @@ const (
 // each drops its own frames, xdp-loader lists both, and each taken off
 // alone leaves the other filtering.
 func TestSharesWithXDPFilter(t *testing.T) {
-	testenv.RequireBPF(t)
-	needTools(t)
-	ns, peer := testenv.Netns(t), testenv.Netns(t)
-	iface, peerIface := testenv.Veth(t, ns, peer)
-	testenv.Addr(t, ns, iface, "192.0.2.2/24")
-	b := newBox(t, ns, iface)
-	cfg := filepath.Join(t.TempDir(), "cac.yaml")
-	if err := os.WriteFile(cfg, []byte(config+"interfaces: [{name: "+iface+"}]\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	b := newBox(t, "")
+	ns, iface, cfg, send := b.ns, b.iface, b.cfg, func(f [][]byte) { b.send(t, f) }
 	mac := testenv.HardwareAddr(t, ns, iface)
-	send := func(frames [][]byte) { testenv.Send(t, peer, peerIface, frames) }
 
 	loadFilter(t, b, cfg)
 	b.mustTool(t, "xdp-filter", "port", "9999")
