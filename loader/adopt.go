@@ -211,7 +211,7 @@ func reattach(a Attachment, o Options, dir string, old link.Link, objs *bpf.XdpO
 		return err
 	}
 	if o.Force {
-		if err := removeForeign(a); err != nil {
+		if err := removeForeign(a, false); err != nil {
 			return err
 		}
 	}

@@ -163,7 +163,7 @@ func Attach(a Attachment, o Options) (mode string, err error) {
 		return "", err
 	}
 	if o.Force {
-		if err := removeForeign(a); err != nil {
+		if err := removeForeign(a, multi); err != nil {
 			return "", err
 		}
 	}

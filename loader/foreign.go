@@ -49,11 +49,22 @@ func replaceable(err error, force bool) error {
 }
 
 // removeForeign removes another program attached over netlink (--force).
-func removeForeign(a Attachment) error {
+// A libxdp dispatcher is never removed: its programs belong to other
+// tools, and evicting it is what sharing the interface is for not doing
+// (docs/design.md, "Sharing an interface"). In multi mode xdpcac joins
+// it; in another mode the attach is refused.
+func removeForeign(a Attachment, multi bool) error {
 	err := checkForeign(a)
 	var f *foreignProgram
 	if !errors.As(err, &f) {
 		return err
+	}
+	if d, derr := dispatcherOn(a); derr == nil && d != nil {
+		d.close()
+		if multi {
+			return nil
+		}
+		return fmt.Errorf("%s runs a libxdp dispatcher (%s), whose programs --force does not evict: attach in mode auto or multi to share the interface, or take its programs off with xdp-loader unload first; nothing was changed", a, describeProg(f.id))
 	}
 	nl, err := linkByName(a.Netns, a.Iface)
 	if err != nil {

@@ -40,6 +40,12 @@ func TestSharesWithXDPFilter(t *testing.T) {
 	loadFilter(t, b, cfg)
 	b.mustTool(t, "xdp-filter", "port", "9999")
 
+	// --force in another mode never evicts the dispatcher.
+	if _, stderr, err := b.cacctlRun("attach", iface, "--config", cfg, "--mode", "native", "--force"); err == nil || !strings.Contains(stderr, "--force does not evict") {
+		t.Errorf("attach --mode native --force beside xdp-filter: want a refusal, got %v: %s", err, stderr)
+	}
+	loaderLists(t, b, "xdp_dispatcher", "xdpfilt_")
+
 	// xdpcac joins xdp-filter's dispatcher, in auto mode.
 	b.cacctl(t, "attach", iface, "--config", cfg)
 	loaderLists(t, b, "xdpfilt_", "xdp_cac")
