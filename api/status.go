@@ -30,8 +30,11 @@ type Orphan struct {
 
 // InterfaceStatus is one attachment.
 type InterfaceStatus struct {
-	Interface  string `json:"interface"`
-	Mode       string `json:"mode"`
+	Interface string `json:"interface"`
+	Mode      string `json:"mode"`
+	// Priority is the run priority in the libxdp dispatcher, in mode
+	// multi only (0 otherwise).
+	Priority   uint32 `json:"priority"`
 	Link       string `json:"link"`
 	ProgramTag string `json:"program_tag"`
 	Current    bool   `json:"current"`

@@ -69,7 +69,7 @@ func (d *Daemon) attachAll(cfg *config.Config, opts loader.Options) error {
 
 // ensure attaches one interface or takes it over, and holds its link.
 func (d *Daemon) ensure(i config.Interface, opts loader.Options) error {
-	opts.StateDir, opts.Mode, opts.Force = d.cfg.StateDir, i.Mode, d.cfg.Force
+	opts.StateDir, opts.Mode, opts.Force, opts.Priority = d.cfg.StateDir, i.Mode, d.cfg.Force, i.Priority
 	a := loader.Attachment{Iface: i.Name, Netns: d.cfg.Netns}
 	opts.Notify = func(msg string) { d.log.Warn(msg, "interface", a.String()) }
 	if l, ok := d.held[a]; ok && !loader.IsAttached(d.cfg.StateDir, a) {

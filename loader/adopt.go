@@ -49,19 +49,14 @@ func Adopt(a Attachment, o Options) (Adopted, error) {
 		return "", err
 	}
 	defer p.Close()
-	objs, err := loadAgainst(p)
-	if errors.Is(err, ebpf.ErrMapIncompatible) {
-		return "", fmt.Errorf("%s: a map pinned in %s has another shape than this version of xdpcac uses (%w); upgrading would lose its state, so nothing was changed: keep the running version, or start afresh with cacctl detach and attach", a, dir, err)
+	if pinnedMulti(dir) {
+		return adoptMulti(a, o, dir, p, missing)
 	}
+	objs, err := loadUpgrade(a, dir, p, missing, nil)
 	if err != nil {
 		return "", err
 	}
 	defer objs.Close()
-	// A map this version adds is pinned before the program that uses it
-	// runs: the pins are whole whatever happens after.
-	if err := upgradePins(dir, objs, missing); err != nil {
-		return "", err
-	}
 
 	l, err := link.LoadPinnedLink(filepath.Join(dir, pinLink), nil)
 	if err != nil {
@@ -111,18 +106,20 @@ func Adopt(a Attachment, o Options) (Adopted, error) {
 		return "", err
 	}
 	if same {
-		// The egress program may be another version's, or missing.
-		changed, err := ensureEgress(a, o, dir, objs, false)
-		if err != nil || !changed {
-			return Kept, err
-		}
-		return Upgraded, nil
+		return keptOrEgress(a, o, dir, objs)
 	}
 	update := o.UpdateLink
 	if update == nil {
 		update = func(l link.Link, p *ebpf.Program) error { return l.Update(p) }
 	}
-	if err := update(l, objs.XdpCac); err != nil {
+	return upgrade(a, o, dir, objs, func() error { return update(l, objs.XdpCac) })
+}
+
+// upgrade runs this version's program in place of another's with sw (an
+// atomic switch that leaves the old program running when it fails), then
+// pins it and switches or attaches the egress program.
+func upgrade(a Attachment, o Options, dir string, objs *bpf.XdpObjects, sw func() error) (Adopted, error) {
+	if err := sw(); err != nil {
 		return "", fmt.Errorf("switch %s to this version's program: %w; the running program stays", a, err)
 	}
 	if err := repin(objs.XdpCac, filepath.Join(dir, pinProgram)); err != nil {
@@ -134,10 +131,41 @@ func Adopt(a Attachment, o Options) (Adopted, error) {
 	return Upgraded, nil
 }
 
+// keptOrEgress is what Adopt does with an attachment that runs this
+// version's program: it is kept, unless its egress program is another
+// version's, or missing, and is switched or attached.
+func keptOrEgress(a Attachment, o Options, dir string, objs *bpf.XdpObjects) (Adopted, error) {
+	changed, err := ensureEgress(a, o, dir, objs, false)
+	if err != nil || !changed {
+		return Kept, err
+	}
+	return Upgraded, nil
+}
+
+// loadUpgrade loads this version's program against the pinned maps of the
+// attachment in dir (for the target dispatcher, if any) and pins the maps
+// it adds. A map this version adds is pinned before the program that uses
+// it runs: the pins are whole whatever happens after.
+func loadUpgrade(a Attachment, dir string, p *Pinned, missing []string, target *ebpf.Program) (*bpf.XdpObjects, error) {
+	objs, err := loadAgainst(p, target)
+	if errors.Is(err, ebpf.ErrMapIncompatible) {
+		return nil, fmt.Errorf("%s: a map pinned in %s has another shape than this version of xdpcac uses (%w); upgrading would lose its state, so nothing was changed: keep the running version, or start afresh with cacctl detach and attach", a, dir, err)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if err := upgradePins(dir, objs, missing); err != nil {
+		objs.Close()
+		return nil, err
+	}
+	return objs, nil
+}
+
 // loadAgainst loads this version's program with every map of an
 // attachment in place of its own: nothing new is allocated, and a map this
-// version cannot use fails with ebpf.ErrMapIncompatible.
-func loadAgainst(p *Pinned) (*bpf.XdpObjects, error) {
+// version cannot use fails with ebpf.ErrMapIncompatible. With a target
+// dispatcher it is loaded for one (loadFor).
+func loadAgainst(p *Pinned, target *ebpf.Program) (*bpf.XdpObjects, error) {
 	pinned := map[string]*ebpf.Map{}
 	eachMap(&p.XdpMaps, func(name string, field **ebpf.Map) error {
 		if *field != nil { // a map this version adds is made afresh
@@ -149,7 +177,7 @@ func loadAgainst(p *Pinned) (*bpf.XdpObjects, error) {
 	if p.Dialogs != nil {
 		dialogs = p.Dialogs.MaxEntries()
 	}
-	return Load(p.Sources.MaxEntries(), dialogs, pinned)
+	return loadFor(p.Sources.MaxEntries(), dialogs, pinned, target)
 }
 
 // sameProgram compares the kernel's tags: a hash of the instructions.
@@ -183,7 +211,7 @@ func reattach(a Attachment, o Options, dir string, old link.Link, objs *bpf.XdpO
 		return err
 	}
 	if o.Force {
-		if err := removeForeign(a); err != nil {
+		if err := removeForeign(a, false); err != nil {
 			return err
 		}
 	}
@@ -212,6 +240,11 @@ func reattach(a Attachment, o Options, dir string, old link.Link, objs *bpf.XdpO
 func NeedsAttach(stateDir string, a Attachment) bool {
 	if !IsAttached(stateDir, a) {
 		return true
+	}
+	if dir := a.Dir(stateDir); pinnedMulti(dir) {
+		d, slot, err := multiSlot(a, dir)
+		d.close()
+		return err != nil || slot < 0 // not in the interface's dispatcher
 	}
 	l, err := link.LoadPinnedLink(filepath.Join(stateDir, a.dirName(), pinLink), nil)
 	if err != nil {
@@ -252,6 +285,9 @@ func onInterface(a Attachment, ifindex uint32, prog ebpf.ProgramID) (bool, error
 // for as long as the holder keeps it, even if the pin goes (a bpffs
 // unmounted, a state directory removed by hand).
 func HoldLink(stateDir string, a Attachment) (link.Link, error) {
+	if dir := a.Dir(stateDir); pinnedMulti(dir) {
+		return holdMulti(a, dir)
+	}
 	l, err := link.LoadPinnedLink(filepath.Join(stateDir, a.dirName(), pinLink), nil)
 	if err != nil {
 		return nil, fmt.Errorf("hold the link of %s: %w", a, err)

@@ -13,7 +13,6 @@ import (
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/link"
 	"github.com/cilium/ebpf/rlimit"
-	"github.com/vishvananda/netlink"
 	"github.com/xdpcac/xdpcac/bpf"
 	"github.com/xdpcac/xdpcac/cac/policy"
 	"github.com/xdpcac/xdpcac/maps"
@@ -25,8 +24,11 @@ const lockTimeout = 10 * time.Second
 
 // Options say how to attach and what the fast path starts with.
 type Options struct {
-	StateDir  string
-	Mode      string // auto, native or generic
+	StateDir string
+	Mode     string // auto, native, generic or multi
+	// Priority is the run priority in a libxdp dispatcher (multi mode);
+	// 0 is DefaultPriority.
+	Priority  uint32
 	Settings  maps.Settings
 	L2TPPorts []uint16
 	SIPPorts  []uint16
@@ -72,6 +74,15 @@ func rejectTable(cpus int) uint32 { return uint32(max(65536, cpus*4*1024)) }
 // table of sourceTable entries and a dialog table of dialogTable (0: the
 // defaults), using the maps of shared in place of its own.
 func Load(sourceTable, dialogTable uint32, shared map[string]*ebpf.Map) (*bpf.XdpObjects, error) {
+	return loadFor(sourceTable, dialogTable, shared, nil)
+}
+
+// loadFor is Load, and with a target dispatcher loads the program as an
+// extension of its first slot, which is how a dispatcher runs it: the
+// verifier checks it as the same XDP program, and a link may put it in any
+// slot of any dispatcher of the same protocol (docs/design.md, "Sharing an
+// interface").
+func loadFor(sourceTable, dialogTable uint32, shared map[string]*ebpf.Map, target *ebpf.Program) (*bpf.XdpObjects, error) {
 	if err := rlimit.RemoveMemlock(); err != nil {
 		return nil, fmt.Errorf("lift memlock limit: %w", err)
 	}
@@ -81,6 +92,10 @@ func Load(sourceTable, dialogTable uint32, shared map[string]*ebpf.Map) (*bpf.Xd
 	spec, err := bpf.LoadXdp()
 	if err != nil {
 		return nil, err
+	}
+	if target != nil {
+		ps := spec.Programs[bpf.XdpProgXdpCac]
+		ps.Type, ps.AttachType, ps.AttachTarget, ps.AttachTo = ebpf.Extension, ebpf.AttachNone, target, "prog0"
 	}
 	if sourceTable > 0 {
 		spec.Maps[bpf.XdpMapSources].MaxEntries = sourceTable
@@ -97,6 +112,9 @@ func Load(sourceTable, dialogTable uint32, shared map[string]*ebpf.Map) (*bpf.Xd
 	if err := spec.LoadAndAssign(&objs, &ebpf.CollectionOptions{MapReplacements: shared}); err != nil {
 		if errors.Is(err, ebpf.ErrMapIncompatible) {
 			return nil, fmt.Errorf("the interfaces already attached have other map shapes (per-source-table or dialog-table differs, or another xdpcac version): detach them or use the same configuration: %w", err)
+		}
+		if target != nil && (errors.Is(err, unix.EPERM) || errors.Is(err, ebpf.ErrNotSupported) || errors.Is(err, unix.EOPNOTSUPP)) {
+			return nil, fmt.Errorf("this kernel refuses extension (freplace) programs, which libxdp's dispatcher runs its programs as (a kernel built without BPF trampolines, CONFIG_FUNCTION_TRACER, refuses them; libxdp then loads a single program without a dispatcher too): attach without mode multi: %w", err)
 		}
 		var ve *ebpf.VerifierError
 		if errors.As(err, &ve) {
@@ -122,7 +140,11 @@ func Attach(a Attachment, o Options) (mode string, err error) {
 	// The program of an attach that was killed is no foreign one: it is
 	// taken off under the lock.
 	dir := filepath.Join(o.StateDir, a.dirName())
-	if err := replaceable(checkFree(a, dir), o.Force || hasOrphan(o.StateDir, a)); err != nil {
+	multi, err := wantsMulti(a, o.Mode)
+	if err != nil && !errors.Is(err, ErrNoInterface) {
+		return "", replaceable(err, o.Force)
+	}
+	if err := replaceable(checkFree(a, dir, multi), o.Force || hasOrphan(o.StateDir, a)); err != nil {
 		return "", err
 	}
 	if err := checkVLANKeys(a, o.Policy); err != nil {
@@ -137,11 +159,11 @@ func Attach(a Attachment, o Options) (mode string, err error) {
 	if _, err := cleanOrphans(o.StateDir, a); err != nil {
 		return "", err
 	}
-	if err := replaceable(checkFree(a, dir), o.Force); err != nil {
+	if err := replaceable(checkFree(a, dir, multi), o.Force); err != nil {
 		return "", err
 	}
 	if o.Force {
-		if err := removeForeign(a); err != nil {
+		if err := removeForeign(a, multi); err != nil {
 			return "", err
 		}
 	}
@@ -160,7 +182,14 @@ func Attach(a Attachment, o Options) (mode string, err error) {
 		}
 		defer closeMaps(shared)
 	}
-	objs, err := Load(o.SourceTable, o.DialogTable, shared)
+	var target *ebpf.Program
+	if multi {
+		if target, err = bareDispatcher(); err != nil {
+			return "", err
+		}
+		defer target.Close()
+	}
+	objs, err := loadFor(o.SourceTable, o.DialogTable, shared, target)
 	if err != nil {
 		return "", err
 	}
@@ -174,11 +203,22 @@ func Attach(a Attachment, o Options) (mode string, err error) {
 		}
 	}
 
-	l, err := attachXDP(a, o, nl, objs.XdpCac)
-	if err != nil {
-		return "", err
+	var l link.Link
+	if multi {
+		if err := joinDispatcher(a, objs.XdpCac, o.Priority, 0); err != nil {
+			return "", err
+		}
+		defer func() {
+			if err != nil {
+				leaveProgram(a, objs.XdpCac)
+			}
+		}()
+	} else {
+		if l, err = attachXDP(a, o, nl, objs.XdpCac); err != nil {
+			return "", err
+		}
+		defer l.Close() // detaches, unless pinned below
 	}
-	defer l.Close() // detaches, unless pinned below
 
 	eg, err := startEgress(a, nl.Attrs().Index, objs, o.EgressClsact)
 	if err != nil {
@@ -192,6 +232,9 @@ func Attach(a Attachment, o Options) (mode string, err error) {
 		eg.undo(a)
 		return "", err
 	}
+	if multi {
+		return ModeMulti, nil
+	}
 	mode = "unknown"
 	if after, err := linkByName(a.Netns, a.Iface); err == nil && after.Attrs().Xdp != nil {
 		mode = attachModeName(after.Attrs().Xdp.AttachMode)
@@ -201,80 +244,18 @@ func Attach(a Attachment, o Options) (mode string, err error) {
 
 // checkFree refuses an interface that xdpcac is attached to (its state is
 // in dir), that is missing, or that has another XDP program (a
-// *foreignProgram, which Force may replace).
-func checkFree(a Attachment, dir string) error {
+// *foreignProgram, which Force may replace); in multi mode a libxdp
+// dispatcher is no other program but one to join.
+func checkFree(a Attachment, dir string, multi bool) error {
 	if _, err := os.Stat(dir); err == nil {
 		return fmt.Errorf("xdpcac is already attached to %s (state in %s): use cacctl detach first", a, dir)
 	}
+	if multi { // a dispatcher to join, or nothing, or a foreign program
+		d, err := dispatcherOn(a)
+		d.close()
+		return err
+	}
 	return checkForeign(a)
-}
-
-// foreignProgram is another XDP program on the interface.
-type foreignProgram struct {
-	a    Attachment
-	id   uint32
-	mode uint32 // IFLA_XDP_ATTACHED
-}
-
-func (f *foreignProgram) Error() string {
-	return fmt.Sprintf("%s already has an XDP program (%s): detach it first, or replace it with --force; nothing was changed", f.a, describeProg(f.id))
-}
-
-// checkForeign refuses an interface that is missing or has an XDP program.
-func checkForeign(a Attachment) error {
-	nl, err := linkByName(a.Netns, a.Iface)
-	if err != nil {
-		return err
-	}
-	if x := nl.Attrs().Xdp; x != nil && x.Attached {
-		return &foreignProgram{a: a, id: x.ProgId, mode: x.AttachMode}
-	}
-	return nil
-}
-
-// replaceable passes a foreign program when force is set, to be removed
-// under the lock; every other refusal stands.
-func replaceable(err error, force bool) error {
-	var f *foreignProgram
-	if force && errors.As(err, &f) {
-		return nil
-	}
-	return err
-}
-
-// removeForeign removes another program attached over netlink (--force).
-func removeForeign(a Attachment) error {
-	err := checkForeign(a)
-	var f *foreignProgram
-	if !errors.As(err, &f) {
-		return err
-	}
-	nl, err := linkByName(a.Netns, a.Iface)
-	if err != nil {
-		return err
-	}
-	// Detaching needs the mode it was attached in.
-	flags := map[uint32]int{1: unix.XDP_FLAGS_DRV_MODE, 2: unix.XDP_FLAGS_SKB_MODE, 3: unix.XDP_FLAGS_HW_MODE}[f.mode]
-	err = inNetns(a.Netns, func() error { return netlink.LinkSetXdpFdWithFlags(nl, -1, flags) })
-	if errors.Is(err, unix.EBUSY) {
-		return fmt.Errorf("%s: its XDP program (%s) is held by another tool's bpf_link, which --force cannot remove: stop that tool; nothing was changed", a, describeProg(f.id))
-	}
-	if err != nil {
-		return fmt.Errorf("remove the XDP program (%s) of %s: %w", describeProg(f.id), a, err)
-	}
-	return nil
-}
-
-func describeProg(id uint32) string {
-	p, err := ebpf.NewProgramFromID(ebpf.ProgramID(id))
-	if err != nil {
-		return fmt.Sprintf("id %d", id)
-	}
-	defer p.Close()
-	if info, err := p.Info(); err == nil && info.Name != "" {
-		return fmt.Sprintf("id %d, %s", id, info.Name)
-	}
-	return fmt.Sprintf("id %d", id)
 }
 
 // pinAll pins the link, program and maps, and the egress program, in a
@@ -309,7 +290,7 @@ func pinAll(stateDir string, a Attachment, l link.Link, objs *bpf.XdpObjects, eg
 		step(StepMaps)
 		err = pin(pinProgram, objs.XdpCac.Pin)
 	}
-	if err == nil {
+	if err == nil && l != nil { // multi mode pins no link of its own
 		step(StepProgram)
 		err = pin(pinLink, l.Pin)
 	}
@@ -364,7 +345,15 @@ func Detach(a Attachment, stateDir string) error {
 	if err := removeEgress(a, dir); err != nil {
 		return err
 	}
-	if err := detachPinnedLink(a, filepath.Join(dir, pinLink)); err != nil {
+	if pinnedMulti(dir) {
+		id, err := pinnedProgID(dir)
+		if err != nil {
+			return fmt.Errorf("%s: %w", a, err)
+		}
+		if err := leaveDispatcher(a, id); err != nil {
+			return err
+		}
+	} else if err := detachPinnedLink(a, filepath.Join(dir, pinLink)); err != nil {
 		return err
 	}
 	if err := os.RemoveAll(dir); err != nil {

@@ -14,14 +14,14 @@ import (
 // choose, the others ask for one.
 func xdpFlags(mode string) (link.XDPAttachFlags, error) {
 	switch mode {
-	case "", "auto":
+	case "", "auto", ModeMulti: // multi: the dispatcher's mode, or the kernel's choice
 		return 0, nil // the driver's mode where it has one, generic otherwise
 	case "native":
 		return link.XDPDriverMode, nil
 	case "generic":
 		return link.XDPGenericMode, nil
 	}
-	return 0, fmt.Errorf("unknown mode %q (want auto, native or generic)", mode)
+	return 0, fmt.Errorf("unknown mode %q (want auto, native, generic or multi)", mode)
 }
 
 // attachModeName names an IFLA_XDP_ATTACHED value (kernel ABI): the mode

@@ -119,6 +119,14 @@ func cleanOrphans(stateDir string, a Attachment) (bool, error) {
 			if err := detachPinnedLink(a, filepath.Join(o.Dir, pinLink)); err != nil {
 				return cleaned, fmt.Errorf("what a stopped attach left in %s: %w", o.Dir, err)
 			}
+		} else if pinnedMulti(o.Dir) {
+			// Mode multi pins no link: its program is in the dispatcher
+			// from before the pins were made.
+			if id, err := pinnedProgID(o.Dir); err == nil {
+				if err := leaveDispatcher(a, id); err != nil {
+					return cleaned, fmt.Errorf("what a stopped attach left in %s: %w", o.Dir, err)
+				}
+			}
 		}
 		if err := os.RemoveAll(o.Dir); err != nil {
 			return cleaned, fmt.Errorf("remove %s: %w", o.Dir, err)

@@ -46,6 +46,11 @@ func pinAgain(stateDir string, a Attachment, held link.Link) error {
 	if err != nil {
 		return fmt.Errorf("link of %s: %w", a, err)
 	}
+	if info.Type == link.TracingType {
+		// A slot's link of a libxdp dispatcher: the dispatcher and its
+		// pins are libxdp's, and a rebuild may have replaced the link.
+		return fmt.Errorf("%s runs in a libxdp dispatcher (mode multi), whose pins are not made again from a held link: cacctl detach and attach it again to pin its state afresh", a)
+	}
 	if x := info.XDP(); x == nil || x.Ifindex == 0 {
 		return fmt.Errorf("%s: %w", a, ErrDetached)
 	}

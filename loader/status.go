@@ -11,7 +11,9 @@ import (
 // AttachmentStatus is one attachment as `cacctl status` shows it.
 type AttachmentStatus struct {
 	Attachment
-	Mode string // native, generic, offload; "" when the interface is gone
+	Mode string // native, generic, offload, multi; "" when the interface is gone
+	// Priority is the run priority in the libxdp dispatcher (multi mode).
+	Priority uint32
 	// Link is active, or defunct when its interface went away (Adopt
 	// attaches again when it returns).
 	Link string
@@ -37,6 +39,19 @@ func Status(stateDir string) ([]AttachmentStatus, error) {
 	for _, a := range atts {
 		st := AttachmentStatus{Attachment: a, Link: "active"}
 		dir := filepath.Join(stateDir, a.dirName())
+		if pinnedMulti(dir) {
+			if err := multiStatus(&st, dir); err != nil {
+				return nil, err
+			}
+			if current == "" {
+				if current, err = embeddedTag(stateDir, a); err != nil {
+					return nil, err
+				}
+			}
+			st.Current = st.ProgramTag == current
+			out = append(out, st)
+			continue
+		}
 		l, err := link.LoadPinnedLink(filepath.Join(dir, pinLink), nil)
 		if err != nil {
 			return nil, fmt.Errorf("open the pinned link of %s: %w", a, err)
@@ -84,7 +99,7 @@ func embeddedTag(stateDir string, a Attachment) (string, error) {
 		return "", err
 	}
 	defer p.Close()
-	objs, err := loadAgainst(p)
+	objs, err := loadAgainst(p, nil)
 	if err != nil {
 		return "", fmt.Errorf("load this version's program to compare: %w", err)
 	}
@@ -94,4 +109,35 @@ func embeddedTag(stateDir string, a Attachment) (string, error) {
 		return "", fmt.Errorf("program info: %w", err)
 	}
 	return info.Tag, nil
+}
+
+// multiStatus fills st for an attachment in multi mode: it is active while
+// the dispatcher of its interface runs its program, which has the slot's
+// priority; the tag is the pinned program's. Its instructions are those of
+// the XDP program, so its tag compares with this version's as any other.
+func multiStatus(st *AttachmentStatus, dir string) error {
+	var err error
+	if st.Egress, err = egressKind(st.Attachment, dir); err != nil {
+		return err
+	}
+	st.Mode, st.Link = ModeMulti, "defunct"
+	d, slot, err := multiSlot(st.Attachment, dir)
+	if err != nil {
+		return err
+	}
+	defer d.close()
+	if slot >= 0 {
+		st.Link, st.Priority = "active", d.conf.RunPrios[slot]
+	}
+	p, err := ebpf.LoadPinnedProgram(filepath.Join(dir, pinProgram), nil)
+	if err != nil {
+		return fmt.Errorf("open the pinned program of %s: %w", st.Attachment, err)
+	}
+	defer p.Close()
+	info, err := p.Info()
+	if err != nil {
+		return fmt.Errorf("program info of %s: %w", st.Attachment, err)
+	}
+	st.ProgramTag = info.Tag
+	return nil
 }

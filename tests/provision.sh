@@ -13,8 +13,10 @@ GO_VERSION=1.26.0
 # has pppoe-server, pppoe-discovery and pppoe, a real BRAS and clients, and
 # ppp the pppd their sessions start; xl2tpd a real LAC and LNS;
 # kamailio the real SIP server behind the filter; sipvicious (svmap,
-# svwar) a SIP scanner; ruby checks the Vagrantfile.
-PACKAGES=(make git clang llvm iproute2 ethtool sip-tester pppoe ppp xl2tpd kamailio sipvicious ruby)
+# svwar) a SIP scanner; ruby checks the Vagrantfile; xdp-tools has
+# xdp-filter and xdp-loader, the libxdp programs tests/libxdp shares an
+# interface with.
+PACKAGES=(make git clang llvm iproute2 ethtool sip-tester pppoe ppp xl2tpd kamailio sipvicious ruby xdp-tools)
 
 want_go=0
 if [[ ${1:-} == --go ]]; then

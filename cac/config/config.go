@@ -51,7 +51,11 @@ type Config struct {
 // Interface is one interface to attach to.
 type Interface struct {
 	Name string
-	Mode string // auto, native or generic
+	Mode string // auto, native, generic or multi
+	// Priority is the run priority in a libxdp dispatcher (mode multi, or
+	// auto on an interface that has one); 0 is the loader's default
+	// (docs/design.md, "Sharing an interface").
+	Priority uint32
 
 	node *yaml.Node
 }
@@ -281,7 +285,13 @@ func (d *decoder) iface(path string, n *yaml.Node) Interface {
 				d.errorf(v, p, "%q is not an interface name", i.Name)
 			}
 		},
-		"mode": func(p string, v *yaml.Node) { d.oneOf(v, p, &i.Mode, "auto", "native", "generic") },
+		"mode": func(p string, v *yaml.Node) { d.oneOf(v, p, &i.Mode, "auto", "native", "generic", "multi") },
+		"priority": func(p string, v *yaml.Node) {
+			// libxdp runs lower priorities first; 0 means its default.
+			if n, ok := d.integer(v, p, 1, 1000); ok {
+				i.Priority = uint32(n)
+			}
+		},
 	})
 	if i.Name == "" {
 		d.errorf(n, join(path, "name"), "is required")

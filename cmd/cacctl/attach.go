@@ -15,7 +15,7 @@ func newAttachCmd(g *globals) *cobra.Command {
 	var cfgFile, mode string
 	var force bool
 	cmd := &cobra.Command{
-		Use:               "attach IFACE --config FILE [--mode auto|native|generic]",
+		Use:               "attach IFACE --config FILE [--mode auto|native|generic|multi]",
 		ValidArgsFunction: completeInterfaces(g),
 		Short:             "Attach the filter to an interface with the static limits of FILE, and leave it there",
 		Args:              exactArgs("IFACE"),
@@ -25,13 +25,16 @@ func newAttachCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if mode == "" {
-				mode = "auto"
-				for _, i := range cfg.Interfaces {
-					if i.Name == iface {
+			for _, i := range cfg.Interfaces {
+				if i.Name == iface {
+					opts.Priority = i.Priority
+					if mode == "" {
 						mode = i.Mode
 					}
 				}
+			}
+			if mode == "" {
+				mode = "auto"
 			}
 			a := loader.Attachment{Iface: iface, Netns: g.netns}
 			opts.StateDir, opts.Mode, opts.Force = g.stateDir, mode, force
@@ -55,7 +58,7 @@ func newAttachCmd(g *globals) *cobra.Command {
 		},
 	}
 	cmd.Flags().StringVar(&cfgFile, "config", "", "configuration file (required)")
-	cmd.Flags().StringVar(&mode, "mode", "", "XDP mode: auto, native or generic (default: the interface's mode in FILE, else auto)")
+	cmd.Flags().StringVar(&mode, "mode", "", "XDP mode: auto, native, generic, or multi to share the interface through a libxdp dispatcher (default: the interface's mode in FILE, else auto, which joins a dispatcher already there)")
 	cmd.Flags().BoolVar(&force, "force", false, "replace another XDP program attached over netlink")
 	cmd.MarkFlagRequired("config")
 	return cmd

@@ -36,7 +36,7 @@ func newStatusCmd(g *globals) *cobra.Command {
 			}
 			for _, a := range atts {
 				v.Interfaces = append(v.Interfaces, api.InterfaceStatus{
-					Interface: a.Key(), Mode: a.Mode, Link: a.Link, ProgramTag: a.ProgramTag, Current: a.Current, Egress: a.Egress,
+					Interface: a.Key(), Mode: a.Mode, Priority: a.Priority, Link: a.Link, ProgramTag: a.ProgramTag, Current: a.Current, Egress: a.Egress,
 				})
 			}
 			orphans, err := loader.Orphans(g.stateDir)
@@ -145,6 +145,9 @@ func writeStatus(w io.Writer, v api.StatusReport) {
 		mode := i.Mode
 		if mode == "" {
 			mode = "-"
+		}
+		if i.Priority != 0 {
+			mode = fmt.Sprintf("%s (priority %d)", mode, i.Priority)
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", i.Interface, mode, i.Link, i.Egress, prog)
 	}
