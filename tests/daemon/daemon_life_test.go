@@ -158,15 +158,7 @@ func TestDaemonInterfaceReturns(t *testing.T) {
 // with an atomic link update and keeps the counters; a link update that
 // fails, or a pinned map of another shape, leaves the running program.
 func TestUpgrade(t *testing.T) {
-	tb := harness.NewTestbed(t)
-	cfg := harness.WriteConfig(t, lifeConfig(tb, 3, ""))
-	if _, stderr, err := tb.Cacctl(t, "attach", tb.BoxIface, "--config", cfg); err != nil {
-		t.Fatalf("attach: %v: %s", err, stderr)
-	}
-	t.Cleanup(func() { tb.Cacctl(t, "detach", tb.BoxIface) })
-	tb.PadiOutcome(t)
-	a := loader.Attachment{Iface: tb.BoxIface, Netns: tb.Box}
-	dir := a.Dir(tb.State)
+	tb, cfg, a, dir := attachedForUpgrade(t)
 
 	// Stand in an "old version": another program on the pinned link.
 	old := harness.PassProgram(t, "old_version")

@@ -12,21 +12,29 @@ import (
 	"github.com/xdpcac/xdpcac/tests/harness"
 )
 
+// attachedForUpgrade attaches the filter of lifeConfig with burst 3 and
+// takes one PADI, for a test to stand an older version in under it; it
+// returns the file and the attachment's pin directory.
+func attachedForUpgrade(t *testing.T) (tb *harness.Testbed, cfg string, a loader.Attachment, dir string) {
+	t.Helper()
+	tb = harness.NewTestbed(t)
+	cfg = harness.WriteConfig(t, lifeConfig(tb, 3, ""))
+	if _, stderr, err := tb.Cacctl(t, "attach", tb.BoxIface, "--config", cfg); err != nil {
+		t.Fatalf("attach: %v: %s", err, stderr)
+	}
+	t.Cleanup(func() { tb.Cacctl(t, "detach", tb.BoxIface) })
+	tb.PadiOutcome(t)
+	a = loader.Attachment{Iface: tb.BoxIface, Netns: tb.Box}
+	return tb, cfg, a, a.Dir(tb.State)
+}
+
 // TestUpgradeAddsMaps: an attachment of a version before the L2TP tunnel
 // table has no pin of it. The reading commands still work on it, and an
 // upgrade makes the table, pins it beside the others and switches the
 // link to this version's program, which uses it; the other maps, and
 // what they count, stay.
 func TestUpgradeAddsMaps(t *testing.T) {
-	tb := harness.NewTestbed(t)
-	cfg := harness.WriteConfig(t, lifeConfig(tb, 3, ""))
-	if _, stderr, err := tb.Cacctl(t, "attach", tb.BoxIface, "--config", cfg); err != nil {
-		t.Fatalf("attach: %v: %s", err, stderr)
-	}
-	t.Cleanup(func() { tb.Cacctl(t, "detach", tb.BoxIface) })
-	tb.PadiOutcome(t)
-	a := loader.Attachment{Iface: tb.BoxIface, Netns: tb.Box}
-	dir := a.Dir(tb.State)
+	tb, _, a, dir := attachedForUpgrade(t)
 
 	// Stand in the older version: another program on the link, and no
 	// pin of the table it did not have.
