@@ -43,3 +43,33 @@ type InterfaceStatus struct {
 	// before it) or missing (cacctl run attaches it again).
 	Egress string `json:"egress"`
 }
+
+// DegradedBy says what keeps the filter from protecting as configured:
+// nothing attached, a stale control plane, an interface without its
+// egress program, pins the daemon could not make again, a filter a
+// stopped attach left on an interface.
+func (v StatusReport) DegradedBy() []string {
+	why := []string{}
+	if len(v.Interfaces) == 0 {
+		why = append(why, "attached to no interface")
+	}
+	if v.Stale {
+		why = append(why, "control plane stale (on-stale "+v.OnStale+")")
+	}
+	for _, i := range v.Interfaces {
+		if i.Egress == "missing" {
+			why = append(why, "no egress program on "+i.Interface)
+		}
+	}
+	if v.Daemon != nil {
+		for _, p := range v.Daemon.PinsLost {
+			why = append(why, "pins of "+p+" lost")
+		}
+	}
+	for _, o := range v.Orphans {
+		if o.Filter {
+			why = append(why, "a stopped attach left the filter on "+o.Interface)
+		}
+	}
+	return why
+}

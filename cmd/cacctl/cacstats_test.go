@@ -7,6 +7,7 @@ import (
 
 	"github.com/xdpcac/xdpcac/cac"
 	"github.com/xdpcac/xdpcac/cac/policy"
+	"github.com/xdpcac/xdpcac/internal/show"
 	"github.com/xdpcac/xdpcac/maps"
 )
 
@@ -63,7 +64,7 @@ func TestCallAdmissionText(t *testing.T) {
 	}
 	for _, c := range cases {
 		var b bytes.Buffer
-		writeCallAdmission(&b, viewOf(c.ca))
+		show.CallAdmission(&b, viewOf(c.ca))
 		got := strings.Split(strings.TrimSpace(b.String()), "\n")
 		if strings.Join(got, "\n") != strings.Join(c.want, "\n") {
 			t.Errorf("%s:\n got:\n%s\nwant:\n%s", c.name, b.String(), strings.Join(c.want, "\n"))
@@ -73,7 +74,7 @@ func TestCallAdmissionText(t *testing.T) {
 
 func TestCallAdmissionNotAttached(t *testing.T) {
 	var b bytes.Buffer
-	writeCallAdmission(&b, maps.CallAdmissionViewOf(policy.CallAdmission{}, policy.Inputs{}, [cac.NumCallTypes]policy.ChargeRing{}, maps.Stats{}, 1, nil))
+	show.CallAdmission(&b, maps.CallAdmissionViewOf(policy.CallAdmission{}, policy.Inputs{}, [cac.NumCallTypes]policy.ChargeRing{}, maps.Stats{}, 1, nil))
 	if want := "Call Admission Control is not operational\nHardware CAC is currently not active\n"; b.String() != want {
 		t.Errorf("got %q, want %q", b.String(), want)
 	}

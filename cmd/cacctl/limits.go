@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/xdpcac/xdpcac/cac"
+	"github.com/xdpcac/xdpcac/internal/show"
 	"github.com/xdpcac/xdpcac/loader"
 	"github.com/xdpcac/xdpcac/maps"
 )
@@ -45,7 +46,7 @@ func rate(l maps.LimitView) string {
 	if l.CPS == 0 {
 		return "-"
 	}
-	return fmt.Sprintf("%s/s burst %s", num(l.CPS), num(l.Burst))
+	return fmt.Sprintf("%s/s burst %s", show.Num(l.CPS), show.Num(l.Burst))
 }
 
 func writeLimits(w io.Writer, v maps.LimitsView) error {
@@ -60,9 +61,9 @@ func writeLimits(w io.Writer, v maps.LimitsView) error {
 				key = fmt.Sprintf("ip (IPv6 /%d)", l.PerSource.IPv6Prefix)
 			}
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", c, rate(l.LimitView), num(l.AgentReserve), rate(l.PerSource.LimitView), key)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", c, rate(l.LimitView), show.Num(l.AgentReserve), rate(l.PerSource.LimitView), key)
 	}
-	fmt.Fprintf(tw, "environment\t%s\t%s\t\t\n", rate(v.Environment.LimitView), num(v.Environment.AgentReserve))
+	fmt.Fprintf(tw, "environment\t%s\t%s\t\t\n", rate(v.Environment.LimitView), show.Num(v.Environment.AgentReserve))
 	if err := tw.Flush(); err != nil {
 		return err
 	}

@@ -1,29 +1,17 @@
 package main
 
 import (
-	"cmp"
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
-	"net/netip"
 	"slices"
-	"strings"
 	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/xdpcac/xdpcac/api"
-	"github.com/xdpcac/xdpcac/cac"
 	"github.com/xdpcac/xdpcac/loader"
 )
-
-// rejectFilter is what of the records `show rejects` keeps.
-type rejectFilter struct {
-	class, reason string
-	since         time.Duration
-	source        func(string) bool // nil keeps every source
-}
 
 func newShowRejectsCmd(g *globals) *cobra.Command {
 	var class, reason, source string
@@ -43,9 +31,9 @@ it, those the table holds. --source keeps an address, a prefix or a MAC;
 N biggest. -o json prints one JSON object per line.`,
 		Args: exactArgs(),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			f, err := newRejectFilter(class, reason, source, since)
+			f, err := api.NewRejectFilter(class, reason, source, since)
 			if err != nil {
-				return err
+				return usageError{err}
 			}
 			if top < 0 {
 				return usagef("--top wants a count of 1 or more, got %d", top)
@@ -54,9 +42,9 @@ N biggest. -o json prints one JSON object per line.`,
 			if err != nil {
 				return err
 			}
-			lines = f.keep(lines, time.Now())
+			lines = f.Keep(lines, time.Now())
 			if top > 0 {
-				lines = biggest(lines, top)
+				lines = api.Biggest(lines, top)
 			} else {
 				slices.SortFunc(lines, func(a, b api.RejectLine) int { return b.Time.Compare(a.Time) })
 			}
@@ -100,96 +88,6 @@ func readRejectLines(stateDir string) ([]api.RejectLine, error) {
 		lines = append(lines, api.RejectLineOf(r, wall, mono))
 	}
 	return lines, nil
-}
-
-func newRejectFilter(class, reason, source string, since time.Duration) (rejectFilter, error) {
-	f := rejectFilter{class: class, reason: reason, since: since}
-	if class != "" {
-		if _, err := cac.ParseClass(class); err != nil {
-			return f, usagef("--class: %w", err)
-		}
-	}
-	if reason != "" {
-		if _, err := cac.ParseReason(reason); err != nil {
-			return f, usagef("--reason: %w", err)
-		}
-	}
-	if since < 0 {
-		return f, usagef("--since must not be negative, got %v", since)
-	}
-	if source != "" {
-		match, err := sourceMatcher(source)
-		if err != nil {
-			return f, err
-		}
-		f.source = match
-	}
-	return f, nil
-}
-
-// sourceMatcher matches a record's source to --source: an address, a
-// prefix (IPv4 sources also match as IPv4-mapped IPv6), or a MAC.
-func sourceMatcher(s string) (func(string) bool, error) {
-	if mac, err := net.ParseMAC(s); err == nil {
-		return func(src string) bool { return strings.EqualFold(src, mac.String()) }, nil
-	}
-	p, err := netip.ParsePrefix(s)
-	if err != nil {
-		a, aerr := netip.ParseAddr(s)
-		if aerr != nil {
-			return nil, usagef("--source: want an address, a prefix or a MAC, got %q", s)
-		}
-		p = netip.PrefixFrom(a, a.BitLen())
-	}
-	return func(src string) bool {
-		a, err := netip.ParseAddr(src)
-		return err == nil && p.Contains(a.Unmap())
-	}, nil
-}
-
-func (f rejectFilter) keep(lines []api.RejectLine, wall time.Time) []api.RejectLine {
-	out := lines[:0:0]
-	for _, l := range lines {
-		if (f.class == "" || l.Class == f.class) && (f.reason == "" || l.Reason == f.reason) &&
-			(f.since == 0 || wall.Sub(l.Time) <= f.since) && (f.source == nil || f.source(l.Source)) {
-			out = append(out, l)
-		}
-	}
-	return out
-}
-
-// biggest sums the records of each interface, source, class and reason
-// (first and last of all of them) and keeps the n with the most rejects.
-func biggest(lines []api.RejectLine, n int) []api.RejectLine {
-	type key struct{ iface, source, class, reason string }
-	sums := map[key]*api.RejectLine{}
-	for _, l := range lines {
-		k := key{l.Interface, l.Source, l.Class, l.Reason}
-		s, ok := sums[k]
-		if !ok {
-			c := l
-			sums[k] = &c
-			continue
-		}
-		s.Count += l.Count
-		if l.Time.After(s.Time) {
-			s.Time = l.Time
-		}
-		if l.First.Before(s.First) {
-			s.First = l.First
-		}
-	}
-	out := make([]api.RejectLine, 0, len(sums))
-	for _, s := range sums {
-		out = append(out, *s)
-	}
-	slices.SortFunc(out, func(a, b api.RejectLine) int {
-		if c := cmp.Compare(b.Count, a.Count); c != 0 {
-			return c
-		}
-		return b.Time.Compare(a.Time)
-	})
-	return out[:min(n, len(out))]
 }
 
 func writeRejectsText(w io.Writer, lines []api.RejectLine) error {

@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/xdpcac/xdpcac/api"
 	"github.com/xdpcac/xdpcac/cac/control"
+	"github.com/xdpcac/xdpcac/internal/show"
 	"github.com/xdpcac/xdpcac/internal/version"
 	"github.com/xdpcac/xdpcac/loader"
 	"github.com/xdpcac/xdpcac/maps"
@@ -58,7 +59,7 @@ func newStatusCmd(g *globals) *cobra.Command {
 				cav := maps.CallAdmissionViewOf(ca.CallAdmission, ca.Inputs, ca.Rings, ca.Stats, control.MonotonicCoarse(), nil)
 				v.HeartbeatAgeMS, v.Stale, v.OnStale = cav.HeartbeatAgeMS, cav.Stale, cav.OnStale
 			}
-			v.Degraded = degradedBy(v)
+			v.Degraded = v.DegradedBy()
 			if *out == "json" {
 				if err := printJSON(cmd.OutOrStdout(), v); err != nil {
 					return err
@@ -74,36 +75,6 @@ func newStatusCmd(g *globals) *cobra.Command {
 	}
 	out = addOutputFlag(cmd)
 	return cmd
-}
-
-// degradedBy says what keeps the filter from protecting as configured:
-// nothing attached, a stale control plane, an interface without its
-// egress program, pins the daemon could not make again, a filter a
-// stopped attach left on an interface.
-func degradedBy(v api.StatusReport) []string {
-	why := []string{}
-	if len(v.Interfaces) == 0 {
-		why = append(why, "attached to no interface")
-	}
-	if v.Stale {
-		why = append(why, "control plane stale (on-stale "+v.OnStale+")")
-	}
-	for _, i := range v.Interfaces {
-		if i.Egress == "missing" {
-			why = append(why, "no egress program on "+i.Interface)
-		}
-	}
-	if v.Daemon != nil {
-		for _, p := range v.Daemon.PinsLost {
-			why = append(why, "pins of "+p+" lost")
-		}
-	}
-	for _, o := range v.Orphans {
-		if o.Filter {
-			why = append(why, "a stopped attach left the filter on "+o.Interface)
-		}
-	}
-	return why
 }
 
 func writeStatus(w io.Writer, v api.StatusReport) {
@@ -125,9 +96,9 @@ func writeStatus(w io.Writer, v api.StatusReport) {
 	case v.HeartbeatAgeMS == nil:
 		fmt.Fprintln(w, "control plane: none has written measurements (attached with cacctl attach)")
 	case v.Stale:
-		fmt.Fprintf(w, "control plane: STALE, last heartbeat %s ago; on-stale %s applies\n", msAge(*v.HeartbeatAgeMS), v.OnStale)
+		fmt.Fprintf(w, "control plane: STALE, last heartbeat %s ago; on-stale %s applies\n", show.MsAge(*v.HeartbeatAgeMS), v.OnStale)
 	default:
-		fmt.Fprintf(w, "control plane: heartbeat %s ago\n", msAge(*v.HeartbeatAgeMS))
+		fmt.Fprintf(w, "control plane: heartbeat %s ago\n", show.MsAge(*v.HeartbeatAgeMS))
 	}
 	writeOrphans(w, v.Orphans)
 	if len(v.Interfaces) == 0 {
@@ -153,10 +124,6 @@ func writeStatus(w io.Writer, v api.StatusReport) {
 	}
 	tw.Flush()
 	writeDegraded(w, v.Degraded)
-}
-
-func msAge(ms int64) string {
-	return (time.Duration(ms) * time.Millisecond).Round(100 * time.Millisecond).String()
 }
 
 // writeOrphans says what attaches that were killed left, and how to

@@ -1,4 +1,4 @@
-package main
+package top
 
 import (
 	"fmt"
@@ -17,8 +17,8 @@ import (
 // whose difference gives the rates, what it has seen since it started,
 // and the view the operator picked.
 type topModel struct {
-	read       func() (topSample, error)
-	prev, last topSample
+	read       func() (Sample, error)
+	prev, last Sample
 	err        error
 	// known are the interfaces attached at any reading since top started:
 	// one of them missing now was detached under it.
@@ -36,18 +36,18 @@ type topModel struct {
 // topSampleMsg is a reading, which the tick command takes off the
 // program's loop.
 type topSampleMsg struct {
-	s   topSample
+	s   Sample
 	err error
 }
 
-func newTopModel(read func() (topSample, error), first topSample) topModel {
+func newTopModel(read func() (Sample, error), first Sample) topModel {
 	m := topModel{read: read, known: map[string]bool{}, window: rejectWindow{}, width: 80, height: 24}
 	return m.withSample(first, nil).sync(true)
 }
 
 // withSample takes in a reading; a failed one keeps the last frame, and
 // the error is shown above it.
-func (m topModel) withSample(s topSample, err error) topModel {
+func (m topModel) withSample(s Sample, err error) topModel {
 	m.err = err
 	if err != nil {
 		return m

@@ -1,4 +1,4 @@
-package main
+package top
 
 import (
 	"fmt"
@@ -19,11 +19,11 @@ var t0 = time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
 
 // sample is a top sample at t0+secs on eth1, with n PADIs admitted and
 // 2n rejected by class.
-func sample(secs int, n uint64) topSample {
+func sample(secs int, n uint64) Sample {
 	var s maps.Stats
 	s.Classes[cac.PPPoEPADI].Admitted = n
 	s.Classes[cac.PPPoEPADI].Rejected[cac.ReasonClass] = 2 * n
-	return topSample{at: t0.Add(time.Duration(secs) * time.Second), second: 1000 + uint64(secs), total: s, snap: collector.Snapshot{
+	return Sample{at: t0.Add(time.Duration(secs) * time.Second), second: 1000 + uint64(secs), total: s, snap: collector.Snapshot{
 		Interfaces: map[string]maps.Stats{"eth1": s},
 		Buckets:    []collector.Bucket{{Level: "class", Class: "pppoe-padi", Tokens: 5, Burst: 10}},
 	}}
@@ -35,7 +35,7 @@ func reject(source string, second, n uint64) maps.Reject {
 }
 
 // modelOf is a model that has read the samples in turn, sized w by h.
-func modelOf(w, h int, ss ...topSample) topModel {
+func modelOf(w, h int, ss ...Sample) topModel {
 	m := newTopModel(nil, ss[0])
 	for _, s := range ss[1:] {
 		m = m.withSample(s, nil)
@@ -94,7 +94,7 @@ func TestTopFrame(t *testing.T) {
 // order of the sources; q quits.
 func TestTopKeys(t *testing.T) {
 	n := uint64(0)
-	m := newTopModel(func() (topSample, error) { n += 10; return sample(int(n), n), nil }, sample(0, 0))
+	m := newTopModel(func() (Sample, error) { n += 10; return sample(int(n), n), nil }, sample(0, 0))
 	if m.Init() == nil {
 		t.Fatal("Init asks for no reading")
 	}
@@ -194,7 +194,7 @@ func TestTopNotProtected(t *testing.T) {
 
 // crowded is a sample that fills every view past 80x24: many sources
 // with long names, many agents, warnings.
-func crowded() (topSample, topSample) {
+func crowded() (Sample, Sample) {
 	a, b := sample(0, 1e9), sample(1, 2e9)
 	b.defunct = []string{"blue:eth2"}
 	for i := range 60 {

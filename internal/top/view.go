@@ -1,4 +1,4 @@
-package main
+package top
 
 import (
 	"cmp"
@@ -10,6 +10,7 @@ import (
 
 	"github.com/xdpcac/xdpcac/cac"
 	"github.com/xdpcac/xdpcac/cac/agents"
+	"github.com/xdpcac/xdpcac/internal/show"
 	"github.com/xdpcac/xdpcac/maps"
 )
 
@@ -162,7 +163,7 @@ func (m topModel) sourcesBody() viewBody {
 	}
 }
 
-func agentsBody(s topSample) viewBody {
+func agentsBody(s Sample) viewBody {
 	t := tableSpec{cols: []colSpec{
 		{title: "agent", width: 10},
 		{title: "destination", width: 20},
@@ -198,7 +199,7 @@ func agentsBody(s topSample) viewBody {
 	return viewBody{caption: []string{caption}, main: t}
 }
 
-func chargesBody(s topSample) viewBody {
+func chargesBody(s Sample) viewBody {
 	var b viewBody
 	v := s.snap.CallAdmission
 	switch {
@@ -208,14 +209,14 @@ func chargesBody(s topSample) viewBody {
 		b.caption = []string{"call admission: not operational"}
 	default:
 		line := fmt.Sprintf("call admission, old model: charges %s of %s (session %s, load %s); CPU %s%%",
-			num(v.TotalCharges), num(v.Limit), num(v.SessionCharges), num(v.LoadCharge), num(v.CPUPercent))
+			show.Num(v.TotalCharges), show.Num(v.Limit), show.Num(v.SessionCharges), show.Num(v.LoadCharge), show.Num(v.CPUPercent))
 		if v.NewModel {
 			limit := "no limit"
 			if v.CPULimitPercent > 0 {
-				limit = "limit " + num(v.CPULimitPercent) + "%"
+				limit = "limit " + show.Num(v.CPULimitPercent) + "%"
 			}
 			line = fmt.Sprintf("call admission, new model: session charges %s of %s; CPU %s%% (%s)",
-				num(v.SessionCharges), num(v.Limit), num(v.CPUPercent), limit)
+				show.Num(v.SessionCharges), show.Num(v.Limit), show.Num(v.CPUPercent), limit)
 		}
 		if v.BuffersFull {
 			line += "; receive buffers FULL"
@@ -229,7 +230,7 @@ func chargesBody(s topSample) viewBody {
 		}}
 		for _, t := range cac.CallTypeNames() {
 			if c, ok := v.Charges[t]; ok {
-				ct.rows = append(ct.rows, []string{t, strconv.Itoa(int(c.Charge)), num(c.LifetimeS), count(c.InForce)})
+				ct.rows = append(ct.rows, []string{t, strconv.Itoa(int(c.Charge)), show.Num(c.LifetimeS), count(c.InForce)})
 			}
 		}
 		if len(ct.rows) > 0 {
@@ -254,7 +255,7 @@ func chargesBody(s topSample) viewBody {
 		if bk.Burst > 0 {
 			fill = min(bk.Tokens/bk.Burst, 1)
 		}
-		b.main.rows = append(b.main.rows, []string{name, num(bk.Tokens), num(bk.Burst), strconv.Itoa(int(fill*1000 + 0.5))})
+		b.main.rows = append(b.main.rows, []string{name, show.Num(bk.Tokens), show.Num(bk.Burst), strconv.Itoa(int(fill*1000 + 0.5))})
 	}
 	return b
 }
@@ -272,10 +273,10 @@ func controlPlaneLine(v *maps.CallAdmissionView) string {
 	case v.HeartbeatAgeMS == nil:
 		return "control plane: none (no cacctl run): CPU and buffers are not measured"
 	case v.Stale:
-		return fmt.Sprintf("control plane: STALE, last heartbeat %s ago; on-stale %s applies", msAge(*v.HeartbeatAgeMS), v.OnStale)
+		return fmt.Sprintf("control plane: STALE, last heartbeat %s ago; on-stale %s applies", show.MsAge(*v.HeartbeatAgeMS), v.OnStale)
 	}
 	return fmt.Sprintf("control plane: heartbeat %s ago (stale after %s s, on-stale %s)",
-		msAge(*v.HeartbeatAgeMS), num(float64(v.StaleAfterMS)/1000), v.OnStale)
+		show.MsAge(*v.HeartbeatAgeMS), show.Num(float64(v.StaleAfterMS)/1000), v.OnStale)
 }
 
 // count prints a counter whole while it fits a column, then in K, M, G.

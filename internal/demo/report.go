@@ -1,4 +1,4 @@
-package main
+package demo
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 
 	"github.com/xdpcac/xdpcac/cac"
 	"github.com/xdpcac/xdpcac/cac/control"
+	"github.com/xdpcac/xdpcac/internal/show"
 	"github.com/xdpcac/xdpcac/internal/storm"
 	"github.com/xdpcac/xdpcac/loader"
 	"github.com/xdpcac/xdpcac/maps"
@@ -141,13 +142,13 @@ func writeSecond(w io.Writer, d maps.Stats, ca maps.CallAdmissionView) {
 func callAdmissionLine(ca maps.CallAdmissionView) string {
 	hb := "no heartbeat"
 	if ca.HeartbeatAgeMS != nil {
-		hb = "heartbeat " + msAge(*ca.HeartbeatAgeMS) + " ago"
+		hb = "heartbeat " + show.MsAge(*ca.HeartbeatAgeMS) + " ago"
 		if ca.Stale {
 			hb += ", STALE: on-stale " + ca.OnStale + " applies"
 		}
 	}
 	return fmt.Sprintf("CPU %s%% (gate at %s%%), charges %s of %s in force, %s",
-		num(ca.CPUPercent), num(ca.CPULimitPercent), num(ca.TotalCharges), num(ca.Limit), hb)
+		show.Num(ca.CPUPercent), show.Num(ca.CPULimitPercent), show.Num(ca.TotalCharges), show.Num(ca.Limit), hb)
 }
 
 // topReasons names the n reasons that rejected most, as " (r1 N, r2 M)".

@@ -1,4 +1,4 @@
-package main
+package demo
 
 import (
 	"bufio"
@@ -13,6 +13,7 @@ import (
 
 	"github.com/xdpcac/xdpcac/api"
 	"github.com/xdpcac/xdpcac/cac"
+	"github.com/xdpcac/xdpcac/internal/show"
 )
 
 // writeResult reads the filter's state while the daemon still serves it,
@@ -25,7 +26,7 @@ func writeResult(w io.Writer, tb *testbed, d *demoDaemon, results []stormResult,
 	}
 	samples, merr := scrapeMetrics(d.metrics)
 	fmt.Fprintln(w, "\n== show call admission statistics")
-	writeCallAdmission(w, final.ca)
+	show.CallAdmission(w, final.ca)
 	if err := d.stop(); err != nil {
 		return fmt.Errorf("the daemon: %w%s", err, d.journal("\n  "))
 	}
@@ -52,19 +53,19 @@ func writeResult(w io.Writer, tb *testbed, d *demoDaemon, results []stormResult,
 		gate = fmt.Sprintf("and it refused %d calls as cpu-limit", cpuRefused)
 	}
 	fmt.Fprintf(w, "CPU gate: the daemon measured the CPU every second; it peaked at %s%% against the gate's %s%%, %s\n",
-		num(cpuMax), num(final.ca.CPULimitPercent), gate)
+		show.Num(cpuMax), show.Num(final.ca.CPULimitPercent), gate)
 	fmt.Fprintf(w, "charges: the calls in force peaked at %s of the limit %s; %d calls were refused for want of room under it\n",
-		num(chargesMax), num(final.ca.Limit), chargeRefused)
+		show.Num(chargesMax), show.Num(final.ca.Limit), chargeRefused)
 	if cpuRefused > 0 && len(failed) > 0 {
 		// Then the gate is the likely cause: say what it measured.
 		failed = append(failed, fmt.Sprintf("the CPU gate refused %d calls: %s was over %s%% (the default --cpu-source measures the demo's process alone)",
-			cpuRefused, tb.cpuSource, num(final.ca.CPULimitPercent)))
+			cpuRefused, tb.cpuSource, show.Num(final.ca.CPULimitPercent)))
 	}
 	switch {
 	case final.ca.HeartbeatAgeMS == nil:
 		failed = append(failed, "the daemon's control loop never wrote its measurements")
 	case final.ca.Stale:
-		failed = append(failed, fmt.Sprintf("the daemon's heartbeat was stale at the end (%s old)", msAge(*final.ca.HeartbeatAgeMS)))
+		failed = append(failed, fmt.Sprintf("the daemon's heartbeat was stale at the end (%s old)", show.MsAge(*final.ca.HeartbeatAgeMS)))
 	}
 	if merr != nil {
 		failed = append(failed, fmt.Sprintf("the metrics at http://%s/metrics did not answer: %v", d.metrics, merr))

@@ -1,0 +1,117 @@
+package top
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	tea "charm.land/bubbletea/v2"
+	"github.com/xdpcac/xdpcac/api"
+	"github.com/xdpcac/xdpcac/cac/agents"
+	"github.com/xdpcac/xdpcac/cac/control"
+	"github.com/xdpcac/xdpcac/loader"
+	"github.com/xdpcac/xdpcac/maps"
+	"github.com/xdpcac/xdpcac/maps/collector"
+	"golang.org/x/sys/unix"
+)
+
+// Sample is what one refresh of cacctl top reads.
+type Sample struct {
+	at       time.Time
+	second   uint64 // the fast path's clock, in whole seconds, when read
+	stateDir string
+	snap     collector.Snapshot // counters per interface, buckets, call admission
+	total    maps.Stats
+	rejects  []maps.Reject
+	// defunct are attachments whose pinned link no longer holds their
+	// interface: it went away or was replaced, and nothing filters it.
+	defunct []string
+	daemon  bool // a cacctl run serves the state directory
+	agents  []agents.Row
+}
+
+// Read reads a sample from the pinned maps, and the agents from the
+// daemon when one runs.
+func Read(stateDir string) (Sample, error) {
+	now := control.MonotonicCoarse()
+	s := Sample{at: time.Now(), second: now / 1e9, stateDir: stateDir}
+	var err error
+	if s.snap, err = collector.ReadPinned(stateDir, now); err != nil {
+		return s, fmt.Errorf("read %s: %w", stateDir, err)
+	}
+	for _, st := range s.snap.Interfaces {
+		s.total.Add(st)
+	}
+	if s.rejects, err = loader.ReadAllRejects(stateDir); err != nil {
+		return s, fmt.Errorf("read the reject records: %w", err)
+	}
+	atts, err := loader.List(stateDir)
+	if err != nil {
+		return s, fmt.Errorf("list the attachments: %w", err)
+	}
+	for _, a := range atts {
+		// NeedsAttach asks only the pinned link and netlink: cheap enough
+		// for every refresh, unlike loader.Status, which loads a program.
+		if loader.NeedsAttach(stateDir, a) {
+			s.defunct = append(s.defunct, a.Key())
+		}
+	}
+	if c := api.Dial(stateDir); c != nil {
+		s.daemon = true
+		if v, err := c.Agents(); err == nil {
+			s.agents = v.Targets
+		}
+	}
+	return s, nil
+}
+
+// Once prints one plain frame: rates need a second reading a second
+// after the first, which is not worth waiting for when nothing is
+// attached.
+func Once(w io.Writer, first Sample, read func() (Sample, error)) error {
+	last := first
+	if len(first.snap.Interfaces) > 0 {
+		time.Sleep(time.Second)
+		var err error
+		if last, err = read(); err != nil {
+			return err
+		}
+	}
+	m := newTopModel(read, first)
+	m = m.withSample(last, nil)
+	_, err := io.WriteString(w, m.plain(onceWidth))
+	return err
+}
+
+// onceWidth is how wide --once lays out its tables: wide enough that
+// IPv6 sources are whole, narrow enough for a log line.
+const onceWidth = 100
+
+// IsTerminal reports whether w is a terminal: only then does top draw a
+// live view, and only then may anything ask the terminal a question.
+func IsTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	_, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS)
+	return err == nil
+}
+
+// wentDown reports whether any counter is lower in b than in a: an
+// attachment went away or started again between the samples.
+func wentDown(a, b maps.Stats) bool {
+	for c := range a.Classes {
+		if b.Classes[c].Admitted < a.Classes[c].Admitted || b.Classes[c].RejectedTotal() < a.Classes[c].RejectedTotal() {
+			return true
+		}
+	}
+	return false
+}
+
+// Live runs the live view on out, a terminal, until q.
+func Live(out io.Writer, first Sample, read func() (Sample, error)) error {
+	_, err := tea.NewProgram(newTopModel(read, first), tea.WithOutput(out)).Run()
+	return err
+}
