@@ -19,7 +19,7 @@
 #
 # XDPCAC_KERNELS_MINUTES (default 60) bounds the test run; the VM gets 10
 # minutes more to boot and power off. XDPCAC_KERNELS_PACKAGES (default
-# "fastpath e2e") names the packages under tests/ to run, and
+# "fastpath e2e libxdp") names the packages under tests/ to run, and
 # XDPCAC_KERNELS_RUN, a -test.run pattern, only some of their tests (one
 # that failed, say); by default each package runs whole.
 #
@@ -46,9 +46,11 @@ BOOT_SECONDS=${XDPCAC_KERNELS_BOOT_SECONDS:-60}
 KERNEL=${1:-linux-image-amd64}
 
 # busybox-static is the VM's userland; iproute2 and util-linux (essential,
-# so always there) give the ip and setpriv the tests call.
-PACKAGES=(qemu-system-x86 busybox-static iproute2)
-HOST_TOOLS=(ip setpriv)
+# so always there) give the ip, setpriv and nsenter the tests call;
+# xdp-tools the xdp-filter and xdp-loader that tests/libxdp shares an
+# interface with, and their BPF objects.
+PACKAGES=(qemu-system-x86 busybox-static iproute2 xdp-tools)
+HOST_TOOLS=(ip setpriv nsenter xdp-filter xdp-loader)
 # Modules the tests need that Debian builds as modules, dependencies
 # found through modules.dep: veth, and the clsact qdisc and bpf filter the
 # egress program is attached with on a kernel without tcx (the VM has no
@@ -62,7 +64,7 @@ MODULES=(veth sch_ingress cls_bpf)
 # the daemon and the benchmarks are in packages of their own, run on the
 # host only (their timing, or tools the VM lacks). A skipped test fails the
 # run: the VM is there to show that every one of them runs on this kernel.
-PACKAGES_UNDER_TEST=(${XDPCAC_KERNELS_PACKAGES:-fastpath e2e})
+PACKAGES_UNDER_TEST=(${XDPCAC_KERNELS_PACKAGES:-fastpath e2e libxdp})
 
 die() {
 	echo "kernels: $*" >&2
@@ -196,6 +198,12 @@ for tool in "${HOST_TOOLS[@]}"; do
 		while read -r lib; do
 			cp -L --parents "$lib" "$root"
 		done
+done
+
+# libxdp's programs (its dispatcher, xdp-filter's filters), where the
+# tools look for them.
+for obj in $(dpkg -L libxdp1 xdp-tools | grep '/bpf/.*\.o$'); do
+	cp --parents "$obj" "$root"
 done
 
 # Modules, each after the ones it depends on.

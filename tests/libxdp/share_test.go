@@ -135,7 +135,17 @@ func checkStatus(t *testing.T, b *box, mode string, prio uint32) {
 			Link     string `json:"link"`
 		} `json:"interfaces"`
 	}
-	out := b.cacctl(t, "status", "-o", "json")
+	// Protected in full: status exits 0. The egress program comes back a
+	// moment after the XDP one when the interface does, so wait for it.
+	var out, stderr string
+	var err error
+	testenv.Poll(10*time.Second, 100*time.Millisecond, func() bool {
+		out, stderr, err = b.cacctlRun("status", "-o", "json")
+		return err == nil
+	})
+	if err != nil {
+		t.Fatalf("cacctl status -o json: %v: %s\n%s", err, stderr, out)
+	}
 	if err := json.Unmarshal([]byte(out), &v); err != nil || len(v.Interfaces) != 1 {
 		t.Fatalf("cacctl status -o json: %v\n%s", err, out)
 	}
