@@ -117,24 +117,32 @@ func lookupReadGroup(name string) (int, error) {
 
 // setReadGroup puts a group of readers in force: the socket becomes
 // theirs to connect to (root:GROUP 0660, in a directory they may pass
-// through), or root's alone again.
+// through), or root's alone again. The socket changes first: a failure
+// leaves the directory as it was.
 func (d *Daemon) setReadGroup(gid int, name string) error {
 	socket := api.PathsOf(d.cfg.StateDir).Socket
-	mode := os.FileMode(0o600)
-	owner := 0
-	if gid >= 0 {
-		mode, owner = 0o660, gid
+	mode, owner, dir := os.FileMode(0o600), 0, os.FileMode(0)
+	d.mu.Lock()
+	had := d.readGID >= 0
+	d.mu.Unlock()
+	switch {
+	case gid >= 0:
 		// The directory holds the lock and the statuses (0600 each): a
 		// reader may pass through it, not list or write it.
-		if err := os.Chmod(api.RunDir, 0o711); err != nil {
-			return fmt.Errorf("api.read-group: let readers reach %s: %w", api.RunDir, err)
-		}
+		mode, owner, dir = 0o660, gid, 0o711
+	case had:
+		dir = 0o700 // this daemon opened it; it closes it again
 	}
 	if err := os.Chown(socket, -1, owner); err != nil {
 		return fmt.Errorf("api.read-group: give the socket to the group (CAP_CHOWN): %w", err)
 	}
 	if err := os.Chmod(socket, mode); err != nil {
 		return fmt.Errorf("api.read-group: %w", err)
+	}
+	if dir != 0 {
+		if err := os.Chmod(api.RunDir, dir); err != nil {
+			return fmt.Errorf("api.read-group: let readers reach %s: %w", api.RunDir, err)
+		}
 	}
 	d.mu.Lock()
 	d.readGID, d.readName = gid, name

@@ -87,14 +87,18 @@ type Daemon struct {
 	reloads chan struct{}
 
 	// wrote is when the control loop last wrote its measurements (unix
-	// ns), and loopEvery its interval: the watchdog pings while it writes.
-	wrote, loopEvery atomic.Int64
+	// ns), and loopEvery its interval; served when the goroutine that owns
+	// the configuration (reloads, applies, link events, pins) last came
+	// round: the watchdog pings while both do.
+	wrote, loopEvery, served atomic.Int64
 
 	mu     sync.Mutex // guards status and the readers' group
 	status api.Status
 	// readGID and readName are api.read-group in force (-1 and "": none).
 	readGID  int
 	readName string
+	// reading holds a token for each read command running for a reader.
+	reading chan struct{}
 }
 
 // applyCall is one apply through the API, or a reload, with where its
@@ -114,7 +118,7 @@ func New(cfg Config) *Daemon {
 		cfg.Log = slog.New(slog.DiscardHandler)
 	}
 	return &Daemon{
-		cfg: cfg, log: cfg.Log, applies: make(chan applyCall), reloads: make(chan struct{}, 1), readGID: -1,
+		cfg: cfg, log: cfg.Log, applies: make(chan applyCall), reloads: make(chan struct{}, 1), readGID: -1, reading: make(chan struct{}, 2),
 		status: api.Status{PID: os.Getpid(), Config: cfg.File, ReloadConfig: cfg.File, PinsLost: []string{}, Since: cfg.Now(), StateDir: cfg.StateDir, Netns: cfg.Netns},
 	}
 }
@@ -238,15 +242,11 @@ func (d *Daemon) Run(ctx context.Context) error {
 				continue // the loop and the configuration in force stay
 			}
 			if next.Metrics.Listen != cfg.Metrics.Listen {
-				// A new address is listened on before the old one closes:
-				// one that cannot be keeps the old, and says so.
-				if nmx, merr := d.serveMetrics(next.Metrics.Listen); merr != nil {
+				var merr error
+				if metrics, merr = d.moveMetrics(metrics, next.Metrics.Listen); merr != nil {
 					d.log.Error("metrics address of the new configuration; the old one stays", "err", merr)
 					err = fmt.Errorf("%s is in force, but not its metrics address: %w (metrics stay on %s)", call.file, merr, metrics.listen)
 					next.Metrics.Listen = cfg.Metrics.Listen
-				} else {
-					metrics.stop()
-					metrics = nmx
 				}
 			}
 			cfg, opts = next, nextOpts
@@ -281,6 +281,11 @@ func (d *Daemon) reload(call applyCall, cur *config.Config) (*config.Config, loa
 	if err == nil {
 		err = d.checkInterfaces(next)
 	}
+	if err == nil {
+		// Before anything is attached or taken over: a size the tables in
+		// force cannot have refuses the file and changes nothing.
+		err = loader.CheckTableSizes(d.cfg.StateDir, opts)
+	}
 	readGID := -1
 	if err == nil {
 		if readGID, err = lookupReadGroup(next.API.ReadGroup); err != nil {
@@ -300,8 +305,9 @@ func (d *Daemon) reload(call applyCall, cur *config.Config) (*config.Config, loa
 			nm = nil
 		}
 	}
+	var gerr error
 	if err == nil {
-		if gerr := d.setReadGroup(readGID, next.API.ReadGroup); gerr != nil {
+		if gerr = d.setReadGroup(readGID, next.API.ReadGroup); gerr != nil {
 			d.log.Warn("the readers' group of the new configuration", "err", gerr)
 		}
 	}
@@ -313,6 +319,9 @@ func (d *Daemon) reload(call applyCall, cur *config.Config) (*config.Config, loa
 		return nil, opts, nil, err
 	}
 	d.status.Config, d.status.LoadedAt, d.status.LastError = file, d.cfg.Now(), ""
+	if gerr != nil {
+		d.status.LastError = gerr.Error() // in force, but not its readers' group
+	}
 	if call.adopt {
 		d.status.ReloadConfig = file
 	}
@@ -325,9 +334,11 @@ func (d *Daemon) reload(call applyCall, cur *config.Config) (*config.Config, loa
 func (d *Daemon) wait(cfg *config.Config, opts loader.Options, done chan error, links <-chan linkEvent) *applyCall {
 	pins := time.NewTicker(pinCheckEvery)
 	defer pins.Stop()
+	d.served.Store(time.Now().UnixNano())
 	for {
 		select {
 		case <-pins.C:
+			d.served.Store(time.Now().UnixNano())
 			d.keepPins()
 		case err := <-done:
 			done <- err // for the caller

@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -273,9 +274,25 @@ func TestDaemonMetricsMove(t *testing.T) {
 		resp.Body.Close()
 		t.Errorf("the old address %s still serves", old)
 	}
-	// Taken: the apply is in force, but its address is not, and says so.
-	taken := writeFile(t, dir, "taken.yaml", strings.Replace(config(r.iface, ""), `"127.0.0.1:0"`, `"`+now+`"`, 1))
-	err := api.Dial(r.state).Apply(taken, false)
+	// The port the metrics hold, named otherwise: taken once the old
+	// address lets it go.
+	_, port, _ := net.SplitHostPort(now)
+	same := writeFile(t, dir, "same.yaml", strings.Replace(config(r.iface, ""), `"127.0.0.1:0"`, `"localhost:`+port+`"`, 1))
+	if err := api.Dial(r.state).Apply(same, false); err != nil {
+		t.Fatalf("apply with the same port under another name: %v", err)
+	}
+	if st := r.status(t); st.Metrics != now {
+		t.Errorf("metrics on %q after the same port under another name, want %s", st.Metrics, now)
+	}
+	// Another's port: the apply is in force, but its address is not, and
+	// says so; the metrics stay.
+	other, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	taken := writeFile(t, dir, "taken.yaml", strings.Replace(config(r.iface, ""), `"127.0.0.1:0"`, `"`+other.Addr().String()+`"`, 1))
+	err = api.Dial(r.state).Apply(taken, false)
 	if err == nil || !strings.Contains(err.Error(), "metrics") {
 		t.Fatalf("apply with a metrics address in use: %v, want it said", err)
 	}
@@ -372,4 +389,42 @@ func TestDaemonServiceManager(t *testing.T) {
 	if !n.has("STOPPING=1") {
 		t.Errorf("no STOPPING=1 at the stop: %q", n.all())
 	}
+}
+
+// TestDaemonFollowsReattach: every interface detached and attached again
+// while the daemon runs makes new maps; the daemon's heartbeat and its
+// journal follow them, rather than the maps no program uses any more.
+func TestDaemonFollowsReattach(t *testing.T) {
+	r, dir := start(t, "classes: {pppoe-padi: {cps: 1, burst: 1}}\n")
+	if err := loader.Detach(r.attachment(), r.state); err != nil {
+		t.Fatal(err)
+	}
+	_, opts, err := daemon.LoadOptions(filepath.Join(dir, "cac.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts.StateDir = r.state
+	if _, err := loader.Attach(r.attachment(), opts); err != nil {
+		t.Fatal(err)
+	}
+	// The new attachment's heartbeat: written by the daemon, fresh.
+	until(t, 10*time.Second, "a heartbeat in the new maps", func() bool {
+		st, err := loader.ReadCallAdmission(r.state)
+		if err != nil {
+			return false
+		}
+		in := st.Inputs
+		return in.HeartbeatNS != 0 && api.MonotonicNow()-in.HeartbeatNS < uint64(time.Second)
+	})
+	// Rejects of the new table reach the rejects log.
+	var frames [][]byte
+	for i := range 5 {
+		frames = append(frames, pkt.Frame(pkt.Ether{Src: [6]byte{2, 0, 0, 0, 1, byte(i)}, Broadcast: true}, pkt.PPPoE{Code: pkt.PADI}))
+	}
+	testenv.Send(t, r.peer, r.peerIf, frames)
+	log := filepath.Join(dir, "log", "rejects.jsonl")
+	until(t, 10*time.Second, "the new table's records in the rejects log", func() bool {
+		b, _ := os.ReadFile(log)
+		return strings.Contains(string(b), `"class":"pppoe-padi"`)
+	})
 }

@@ -31,17 +31,24 @@ type journal struct {
 
 	// mu is held across a sweep, so that `show rejects` sees each record
 	// once: in a table or among the finished, never in both.
-	mu     sync.Mutex
-	f      *os.File
-	size   int64            // of f, for the rotation
-	recent []api.RejectLine // oldest first
-	tables map[string]*journalTable
+	mu   sync.Mutex
+	f    *os.File
+	size int64 // of f, for the rotation
+	// unrotatable: the last rotation failed; none is tried again before
+	// the next reopen (SIGHUP), rather than one a line.
+	unrotatable bool
+	recent      []api.RejectLine // oldest first
+	tables      map[string]*journalTable
+
+	stop func()         // ends the sweeps
+	wg   sync.WaitGroup // the sweeping goroutine
 }
 
 // journalTable is one attachment's pinned maps, open for sweeping.
 type journalTable struct {
-	a loader.Attachment
-	p *loader.Pinned
+	a   loader.Attachment
+	p   *loader.Pinned
+	gen uint64 // the pins' Generation when opened
 	// lost is the attachment's count of rejects the table took in no
 	// record, unanswered its count of refused ICRQs it could only drop,
 	// as last seen: a rise is logged.
@@ -63,7 +70,10 @@ func (d *Daemon) startJournal(ctx context.Context, path string) (*journal, error
 		return nil, err
 	}
 	j.follow()
+	ctx, j.stop = context.WithCancel(ctx)
+	j.wg.Add(1)
 	go func() {
+		defer j.wg.Done()
 		for {
 			// A second's records are finished when the second after it is
 			// over: sweeping just after each boundary writes them about a
@@ -96,7 +106,7 @@ func (j *journal) reopen() error {
 	}
 	j.mu.Lock()
 	old := j.f
-	j.f, j.size = f, size
+	j.f, j.size, j.unrotatable = f, size, false
 	j.mu.Unlock()
 	if old != nil {
 		old.Close()
@@ -114,9 +124,22 @@ func (j *journal) follow() {
 	}
 	live := map[string]bool{}
 	for _, a := range atts {
+		gen, err := a.Generation(j.stateDir)
+		if err != nil {
+			continue // being detached
+		}
 		live[a.Key()] = true
 		j.mu.Lock()
-		_, known := j.tables[a.Key()]
+		old, known := j.tables[a.Key()]
+		if known && old.gen != gen {
+			// Detached and attached again since: the old table is no
+			// program's any more, and emptied whole; the new one is
+			// another table.
+			j.sweep(old, j.clock(), true)
+			old.p.Close()
+			delete(j.tables, a.Key())
+			known = false
+		}
 		j.mu.Unlock()
 		if known {
 			continue
@@ -125,7 +148,7 @@ func (j *journal) follow() {
 		if err != nil {
 			continue // being detached
 		}
-		t := &journalTable{a: a, p: p}
+		t := &journalTable{a: a, p: p, gen: gen}
 		if st, err := maps.ReadStats(p.Stats); err == nil {
 			// What happened before this daemon is not news.
 			t.lost, t.unanswered = st.RejectRecordsLost, st.L2TPUnanswered
@@ -203,7 +226,7 @@ func (j *journal) addLocked(l api.RejectLine) {
 			j.log.Warn("write rejects log", "path", j.path, "err", err)
 		}
 		j.size += int64(n)
-		if j.rotation.MaxBytes > 0 && j.size >= j.rotation.MaxBytes {
+		if j.rotation.MaxBytes > 0 && j.size >= j.rotation.MaxBytes && !j.unrotatable {
 			j.rotateLocked()
 		}
 	}
@@ -234,6 +257,10 @@ func (j *journal) lines() []api.RejectLine {
 // the next daemon, and those of attachments detached (--detach-on-exit)
 // are written whole.
 func (j *journal) close() {
+	if j.stop != nil {
+		j.stop()
+		j.wg.Wait() // no sweep after this one
+	}
 	j.follow()
 	j.mu.Lock()
 	defer j.mu.Unlock()

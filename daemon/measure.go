@@ -21,6 +21,7 @@ type measure struct {
 	loop    *control.Loop
 	watcher *sockbuf.Watcher
 	pinned  *loader.Pinned // opened at the first write
+	gen     uint64         // pinned's Generation
 }
 
 // measuredPart is what of a configuration the control loop depends on: a
@@ -78,10 +79,23 @@ func (d *Daemon) newMeasure(cfg *config.Config) (*measure, error) {
 
 // write puts measurements into the maps every attachment shares; any
 // attachment's do. None may be attached yet, while interfaces come up.
+// Maps opened before every interface was detached and attached again are
+// no program's: they are opened again, or the new filter would never see a
+// heartbeat while the writes (and the watchdog) went on.
 func (m *measure) write(stateDir string, in policy.Inputs) error {
+	if m.pinned != nil {
+		if gen, err := m.pinned.Attachment.Generation(stateDir); err != nil || gen != m.gen {
+			m.pinned.Close()
+			m.pinned = nil
+		}
+	}
 	if m.pinned == nil {
 		p, err := loader.OpenShared(stateDir)
 		if err != nil {
+			return err
+		}
+		if m.gen, err = p.Attachment.Generation(stateDir); err != nil {
+			p.Close()
 			return err
 		}
 		m.pinned = p

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"syscall"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -16,7 +17,8 @@ import (
 
 // metricsServer is /metrics on one address; listen "" serves nothing.
 type metricsServer struct {
-	listen string
+	listen string // as the file says it
+	addr   string // as it is bound
 	srv    *http.Server
 }
 
@@ -74,7 +76,7 @@ func (d *Daemon) serveMetrics(listen string) (*metricsServer, error) {
 	d.status.Metrics = l.Addr().String()
 	d.mu.Unlock()
 	d.log.Info("serving metrics", "listen", l.Addr().String())
-	return &metricsServer{listen: listen, srv: srv}, nil
+	return &metricsServer{listen: listen, addr: l.Addr().String(), srv: srv}, nil
 }
 
 // errorLog puts promhttp's errors into the daemon's log.
@@ -97,4 +99,31 @@ func (d *Daemon) agentStates() []collector.Agent {
 		out = append(out, collector.Agent{Name: r.Agent, Destination: r.Destination.String(), Realm: r.Realm, Up: r.Status.InService})
 	}
 	return out
+}
+
+// moveMetrics serves the metrics on listen in place of old: the new address
+// is listened on before the old one closes, so a scrape finds one or the
+// other; one whose port the old address holds (another host, the same
+// port) is taken after the old closes, and the old is taken back if it
+// cannot be. On an error the metrics stay where they were.
+func (d *Daemon) moveMetrics(old *metricsServer, listen string) (*metricsServer, error) {
+	m, err := d.serveMetrics(listen)
+	if err == nil {
+		old.stop()
+		return m, nil
+	}
+	_, port, _ := net.SplitHostPort(listen)
+	_, oldPort, _ := net.SplitHostPort(old.addr)
+	if !errors.Is(err, syscall.EADDRINUSE) || old.srv == nil || port != oldPort {
+		return old, err // someone else's port
+	}
+	old.stop()
+	if m, err2 := d.serveMetrics(listen); err2 == nil {
+		return m, nil
+	}
+	back, berr := d.serveMetrics(old.addr)
+	if berr != nil {
+		return &metricsServer{}, fmt.Errorf("%w; and the old address could not be taken back: %v", err, berr)
+	}
+	return back, err
 }

@@ -13,7 +13,8 @@ func (j *journal) rotateLocked() {
 	j.f.Close()
 	j.f, j.size = nil, 0
 	if err := rotateFiles(j.path, j.rotation.Keep); err != nil {
-		j.log.Warn("rotate the rejects log", "path", j.path, "err", err)
+		j.unrotatable = true
+		j.log.Warn("rotate the rejects log; it grows until a SIGHUP tries again", "path", j.path, "err", err)
 	}
 	f, err := openOwn(j.path, os.O_WRONLY|os.O_APPEND|os.O_CREATE)
 	if err != nil {
@@ -23,6 +24,11 @@ func (j *journal) rotateLocked() {
 		return
 	}
 	j.f = f
+	if fi, err := f.Stat(); err == nil {
+		// A rotation that failed reopened the full file: it counts, or
+		// the log would grow by another MaxBytes before the next try.
+		j.size = fi.Size()
+	}
 	j.log.Info("rotated the rejects log", "path", j.path, "keep", j.rotation.Keep)
 }
 

@@ -94,6 +94,15 @@ func (d *Daemon) serveAPI() (func(), error) {
 			writeJSON(w, http.StatusNotFound, api.Error{Error: "this daemon runs no commands for readers"})
 			return
 		}
+		// Readers may not load the daemon, whose CPU the gate may measure:
+		// two commands at a time, the rest told to come back.
+		select {
+		case d.reading <- struct{}{}:
+			defer func() { <-d.reading }()
+		default:
+			writeJSON(w, http.StatusServiceUnavailable, api.Error{Error: "the daemon runs two read commands already: try again"})
+			return
+		}
 		var out bytes.Buffer
 		code, err := d.cfg.Reader(req.Args, &out)
 		ans := api.ReadAnswer{Output: out.String(), ExitCode: code}

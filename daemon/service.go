@@ -31,15 +31,16 @@ func (d *Daemon) notify(state string) {
 
 // pingWatchdog pings the service manager's watchdog twice an interval
 // while the control loop has written within three of its intervals (or
-// the watchdog's, when longer): a loop that hangs stops the pings, and
-// the service manager restarts the daemon.
+// the watchdog's, when longer) and the goroutine that serves reloads,
+// applies and link events came round within the watchdog's: either that
+// hangs stops the pings, and the service manager restarts the daemon.
 func (d *Daemon) pingWatchdog(ctx context.Context) {
 	if d.cfg.Watchdog <= 0 {
 		return
 	}
 	every(ctx, d.cfg.Watchdog/2, func() {
 		alive := max(3*time.Duration(d.loopEvery.Load()), d.cfg.Watchdog)
-		if time.Since(time.Unix(0, d.wrote.Load())) < alive {
+		if time.Since(time.Unix(0, d.wrote.Load())) < alive && time.Since(time.Unix(0, d.served.Load())) < max(3*pinCheckEvery, d.cfg.Watchdog) {
 			d.notify("WATCHDOG=1")
 		}
 	})

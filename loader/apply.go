@@ -1,6 +1,7 @@
 package loader
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/cilium/ebpf"
@@ -93,6 +94,25 @@ func TableSizes(stateDir string) (sources, dialogs uint32, err error) {
 	}
 	defer p.Close()
 	return p.Sources.MaxEntries(), p.Dialogs.MaxEntries(), nil
+}
+
+// CheckTableSizes is checkSizes before anything is attached or loaded:
+// nil when nothing is attached, whose tables the file sizes.
+func CheckTableSizes(stateDir string, o Options) error {
+	sources, dialogs, err := TableSizes(stateDir)
+	if errors.Is(err, ErrNothingAttached) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if o.SourceTable != 0 && o.SourceTable != sources {
+		return TableSizeError{Key: "per-source-table", InForce: sources, File: o.SourceTable}
+	}
+	if o.DialogTable != 0 && o.DialogTable != dialogs {
+		return TableSizeError{Key: "dialog-table", InForce: dialogs, File: o.DialogTable}
+	}
+	return nil
 }
 
 // checkSizes refuses options whose table sizes (0: keep) are not those of

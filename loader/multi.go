@@ -264,11 +264,15 @@ func multiSlot(a Attachment, dir string) (*dispatcher, int, error) {
 	}
 	d, err := dispatcherOn(a)
 	var f *foreignProgram
-	if errors.As(err, &f) || errors.Is(err, ErrNoInterface) || d == nil {
-		return nil, -1, nil
-	}
-	if err != nil {
+	switch {
+	case errors.As(err, &f) || errors.Is(err, ErrNoInterface):
+		return nil, -1, nil // no dispatcher holds it
+	case err != nil:
+		// Not "not there": a dispatcher rebuilt under the read, say.
+		// Taken for absent, a take-over would add a second xdpcac.
 		return nil, -1, err
+	case d == nil:
+		return nil, -1, nil
 	}
 	return d, d.find(id), nil
 }

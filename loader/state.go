@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"strings"
+	"syscall"
 
 	"github.com/cilium/ebpf"
 	"github.com/xdpcac/xdpcac/bpf"
@@ -65,6 +66,21 @@ func (a Attachment) Key() string {
 
 // Dir is where the pins of a live in stateDir.
 func (a Attachment) Dir(stateDir string) string { return filepath.Join(stateDir, a.dirName()) }
+
+// Generation names the attachment's pins as they are now: a detach and an
+// attach of the interface (or pins made again) make a new directory, and
+// what was opened before holds maps no program uses any more.
+func (a Attachment) Generation(stateDir string) (uint64, error) {
+	fi, err := os.Stat(a.Dir(stateDir))
+	if err != nil {
+		return 0, err
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		return 0, fmt.Errorf("%s: no inode", a.Dir(stateDir))
+	}
+	return st.Ino, nil
+}
 
 // dirName is Key with '.', ':' and '%' escaped as %XX: bpffs refuses names
 // with dots, and VLAN sub-interfaces such as eth0.100 have them.

@@ -123,7 +123,7 @@ func multiStatus(st *AttachmentStatus, dir string) error {
 	st.Mode, st.Link = ModeMulti, "defunct"
 	d, slot, err := multiSlot(st.Attachment, dir)
 	if err != nil {
-		return err
+		return nil // its interface's dispatcher cannot be read now: defunct, as far as status can tell
 	}
 	defer d.close()
 	if slot >= 0 {

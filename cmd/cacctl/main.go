@@ -7,6 +7,7 @@ import (
 )
 
 func main() {
+	setUp()
 	err := newRootCmd().Execute()
 	var logged loggedError
 	if err != nil && !errors.As(err, &logged) && err.Error() != "" {

@@ -61,7 +61,7 @@ func readerFor(g globals) func(args []string, out io.Writer) (int, error) {
 				return exitUsage, usagef("--state-dir and --netns are the daemon's own")
 			}
 		}
-		root := newRootCmd()
+		root := newRoot(&globals{inDaemon: true})
 		cmd, _, err := root.Find(args)
 		if err != nil {
 			return exitUsage, usageError{err}

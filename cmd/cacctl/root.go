@@ -17,10 +17,23 @@ import (
 type globals struct {
 	netns    string
 	stateDir string
+	// inDaemon: the command runs in the daemon for a reader, which must
+	// not hand it to a daemon again, whatever capabilities it lacks.
+	inDaemon bool
 }
 
-func newRootCmd() *cobra.Command {
-	g := &globals{}
+func newRootCmd() *cobra.Command { return newRoot(&globals{}) }
+
+// setUp is what the process sets once, before any command is built.
+func setUp() {
+	// IOS abbreviations: `sh call adm stat` as on the router, where the
+	// prefix names one command only. A package variable of cobra's: set
+	// here, not per command, as the daemon builds commands concurrently
+	// for its readers.
+	cobra.EnablePrefixMatching = true
+}
+
+func newRoot(g *globals) *cobra.Command {
 	root := &cobra.Command{
 		Use:   "cacctl",
 		Short: "Call admission control at the NIC",
@@ -32,7 +45,7 @@ admits or drops it, and shows what it counted.`,
 		SilenceErrors: true,
 		PersistentPreRunE: func(cmd *cobra.Command, args []string) error {
 			err := checkPrivilege(cmd)
-			if err == nil || !readCommand(cmd) {
+			if err == nil || !readCommand(cmd) || g.inDaemon {
 				return err
 			}
 			if c := api.Dial(g.stateDir); c != nil {
@@ -43,9 +56,6 @@ admits or drops it, and shows what it counted.`,
 	}
 	root.PersistentFlags().StringVar(&g.netns, "netns", "", "act on an interface in this named network namespace (pins stay in this one)")
 	root.PersistentFlags().StringVar(&g.stateDir, "state-dir", loader.DefaultStateDir, "bpffs directory holding the pinned state of each attachment")
-	// IOS abbreviations: `sh call adm stat` as on the router, where
-	// the prefix names one command only.
-	cobra.EnablePrefixMatching = true
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
 	root.AddCommand(
 		newVersionCmd(),

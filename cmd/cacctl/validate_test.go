@@ -18,6 +18,7 @@ import (
 // TestMain lets the tests run this binary as cacctl itself, to see the
 // exit status and what main prints.
 func TestMain(m *testing.M) {
+	setUp()
 	if os.Getenv("XDPCAC_TEST_AS_CACCTL") == "1" {
 		main()
 		os.Exit(0)
