@@ -113,6 +113,15 @@ func start(t *testing.T, extra string, tweak ...func(*daemon.Config)) (*running,
 	return r, dir
 }
 
+// padis sends one PADI from each of n modems of the group g.
+func (r *running) padis(t *testing.T, g byte, n int) {
+	var frames [][]byte
+	for i := range n {
+		frames = append(frames, pkt.Frame(pkt.Ether{Src: [6]byte{2, 0, 0, 0, g, byte(i)}, Broadcast: true}, pkt.PPPoE{Code: pkt.PADI}))
+	}
+	testenv.Send(t, r.peer, r.peerIf, frames)
+}
+
 func (r *running) attachment() loader.Attachment {
 	return loader.Attachment{Iface: r.iface, Netns: r.box}
 }
@@ -369,11 +378,7 @@ func TestDaemonServiceManager(t *testing.T) {
 
 	// Rejected PADIs from many modems: a record each, a line each in the
 	// log, which rotates every 200 bytes.
-	var frames [][]byte
-	for i := range 10 {
-		frames = append(frames, pkt.Frame(pkt.Ether{Src: [6]byte{2, 0, 0, 0, 0, byte(i)}, Broadcast: true}, pkt.PPPoE{Code: pkt.PADI}))
-	}
-	testenv.Send(t, r.peer, r.peerIf, frames)
+	r.padis(t, 0, 10)
 	log := filepath.Join(dir, "log", "rejects.jsonl")
 	until(t, 10*time.Second, "the rejects log rotated", func() bool {
 		_, err := os.Stat(log + ".1")
@@ -417,11 +422,7 @@ func TestDaemonFollowsReattach(t *testing.T) {
 		return in.HeartbeatNS != 0 && api.MonotonicNow()-in.HeartbeatNS < uint64(time.Second)
 	})
 	// Rejects of the new table reach the rejects log.
-	var frames [][]byte
-	for i := range 5 {
-		frames = append(frames, pkt.Frame(pkt.Ether{Src: [6]byte{2, 0, 0, 0, 1, byte(i)}, Broadcast: true}, pkt.PPPoE{Code: pkt.PADI}))
-	}
-	testenv.Send(t, r.peer, r.peerIf, frames)
+	r.padis(t, 1, 5)
 	log := filepath.Join(dir, "log", "rejects.jsonl")
 	until(t, 10*time.Second, "the new table's records in the rejects log", func() bool {
 		b, _ := os.ReadFile(log)
