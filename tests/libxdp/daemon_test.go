@@ -45,7 +45,7 @@ func TestDaemonInDispatcher(t *testing.T) {
 		st, err := b.tool("xdp-loader", "status", iface)
 		return err == nil && strings.Contains(st, "xdp_cac")
 	})
-	checkStatus(t, b, "multi", 30)
+	checkStatusOf(t, b, "multi", 30, true)
 	send(padiStorm(storm))
 	if got := padiRejected(t, b); got < before+storm-2 {
 		t.Errorf("after the interface came back %d PADIs rejected in all, want at least %d", got, before+storm-2)
