@@ -79,19 +79,6 @@ func reserveCalls(reserveNS uint64, l bpf.XdpCacLimit) float64 {
 	return math.Round(float64(reserveNS)/float64(l.IntervalNs)*1000) / 1000
 }
 
-// sourceKeyName is a per-source key as the configuration spells it.
-func sourceKeyName(k uint8) string {
-	switch k {
-	case uint8(policy.SourceMAC):
-		return "mac"
-	case uint8(policy.SourceMACVLAN):
-		return "mac-vlan"
-	case uint8(policy.SourceVLAN):
-		return "vlan"
-	}
-	return "ip"
-}
-
 // LimitsViewOf is the view of what in holds. Every key is there whatever
 // the state: empty lists, zero limits.
 func LimitsViewOf(in InForce) LimitsView {
@@ -101,7 +88,7 @@ func LimitsViewOf(in InForce) LimitsView {
 		v.Classes[c.String()] = ClassLimitsView{
 			SharedLimitView: SharedLimitView{limitView(in.Limits.Level[c]), reserveCalls(in.Limits.ReserveNs[c], in.Limits.Level[c])},
 			Limited:         in.Word&policyLimited(c) != 0,
-			PerSource:       PerSourceLimits{LimitView: limitView(cl.PerSource), Key: sourceKeyName(cl.SourceKey), IPv6Prefix: int(cl.Ipv6Prefix)},
+			PerSource:       PerSourceLimits{LimitView: limitView(cl.PerSource), Key: policy.SourceKey(cl.SourceKey).String(), IPv6Prefix: int(cl.Ipv6Prefix)},
 		}
 	}
 	env := in.Limits.Level[policy.LevelEnvironment]

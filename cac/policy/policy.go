@@ -90,6 +90,17 @@ func limitOf(what string, lim config.Limit) (bucket.Limit, error) {
 
 var sourceKeys = map[string]SourceKey{"ip": SourceIP, "mac": SourceMAC, "mac-vlan": SourceMACVLAN, "vlan": SourceVLAN}
 
+// String is the key as the configuration spells it; "ip" is the default,
+// the zero key.
+func (k SourceKey) String() string {
+	for name, key := range sourceKeys {
+		if key == k {
+			return name
+		}
+	}
+	return "ip"
+}
+
 // Of converts the limits of a config.
 func Of(cfg *config.Config) (Policy, error) {
 	var p Policy
