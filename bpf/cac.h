@@ -197,6 +197,25 @@ struct cac_agent {
 };
 _Static_assert(__builtin_offsetof(struct cac_agent, limit) == 0, "the limit opens struct cac_agent");
 
+/* What the egress program holds of an agent, by slot like the limits
+ * (egress.h): its connection limit (FlySIP's connection Max CPS; zero
+ * interval: none) and flags (enum cac_agent_flag). */
+struct cac_agent_egress {
+	struct cac_limit connection;
+	__u32 flags;
+	__u32 _pad;
+};
+
+/* The egress program's per-CPU counters of one agent: INVITE transactions
+ * sent toward it, their retransmissions (passed uncharged), the INVITEs
+ * refused on its behalf by reason, and those it would have refused but
+ * could not hand up to be answered, which went on to the agent. */
+struct cac_egress_counts {
+	__u64 invites;
+	__u64 retransmits;
+	__u64 refused[CAC_NUM_EGRESS_REASONS];
+	__u64 unanswered;
+};
 
 /* A SIP message user space must see: a response from an agent with an
  * out-service code, or a request the filter refused and user space answers
@@ -209,7 +228,10 @@ struct cac_sip_event {
 	__u16 sport; /* host order */
 	__u16 dport;
 	__u16 code; /* the response code, for a response */
-	__u8 _pad[2];
+	/* For a response: 1 when it answers an INVITE transaction the SIP
+	 * server sent toward the agent within Timer B (egress.h). */
+	__u8 sent;
+	__u8 _pad;
 	__u8 saddr[16];
 	__u8 daddr[16];
 	__u8 data[CAC_SIP_COPY];
@@ -295,4 +317,9 @@ struct cac_exported {
 	enum cac_retransmit retransmit;
 	enum cac_l2tp_dir l2tp_dir;
 	enum cac_l2tp_bound l2tp_bound;
+	enum cac_egress_reason egress_reason;
+	enum cac_agent_flag agent_flag;
+	enum cac_agent_state agent_state;
+	struct cac_agent_egress agent_egress;
+	struct cac_egress_counts egress_counts;
 };

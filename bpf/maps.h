@@ -54,11 +54,6 @@ struct {
 	__type(value, __u64);
 } test_clock SEC(".maps");
 
-#ifndef CAC_EGRESS
-
-/* Maps shared by every attachment: one admission budget and one rate per
- * class, however many interfaces. */
-
 /* The slot of limits in force, the classes any level limits and whether
  * agents are configured, in one word (bucket.h). */
 struct {
@@ -67,6 +62,85 @@ struct {
 	__type(key, __u32);
 	__type(value, __u32);
 } policy_slot SEC(".maps");
+
+/* The session agents' addresses, each to its agent's index (agent.h). */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, CAC_MAX_AGENT_ADDRS);
+	__type(key, struct cac_prefix); /* prefixlen 128 */
+	__type(value, __u32);           /* agent index */
+} agents SEC(".maps");
+
+/* No agent: what an agent lookup finds for an address of none. */
+#define NO_AGENT 0xffffffff
+
+/* Responses for the agents' state, and refused requests to answer
+ * (struct cac_sip_event). */
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 1 << 20);
+} sip_events SEC(".maps");
+
+/* What the egress program holds of each agent, by slot like the limits:
+ * its connection limit and what an INVITE toward it out of service gets
+ * (egress.h). */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 2 * CAC_MAX_AGENTS); /* slot * CAC_MAX_AGENTS + agent */
+	__type(key, __u32);
+	__type(value, struct cac_agent_egress);
+} agent_egress SEC(".maps");
+
+/* Each agent's state as the daemon's pings found it (enum
+ * cac_agent_state_flag), written by the daemon when it changes. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, CAC_MAX_AGENTS);
+	__type(key, __u32);
+	__type(value, __u32);
+} agent_state SEC(".maps");
+
+/* Each connection's bucket (an agent with connection-cps), written by the
+ * egress program; an apply keeps it. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, CAC_MAX_AGENTS);
+	__type(key, __u32);
+	__type(value, struct cac_bucket);
+} connection_buckets SEC(".maps");
+
+/* The INVITE transactions the SIP server sent toward an agent, by hash
+ * (sip_txn.h), with the time they were first seen: an out-service answer
+ * counts only when it answers one of them within Timer B, and a
+ * retransmission takes no connection token. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 65536);
+	__type(key, __u64);   /* the transaction's hash */
+	__type(value, __u64); /* monotonic ns it was first sent */
+} egress_txns SEC(".maps");
+
+/* The egress program's per-CPU counters, by agent. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, CAC_MAX_AGENTS);
+	__type(key, __u32);
+	__type(value, struct cac_egress_counts);
+} egress_counts SEC(".maps");
+
+/* A CPU's budget of refused INVITEs handed up this second, for user space
+ * to answer on an agent's behalf. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct reject_budget);
+} egress_budget SEC(".maps");
+
+#ifndef CAC_EGRESS
+
+/* Maps shared by every attachment: one admission budget and one rate per
+ * class, however many interfaces. */
 
 /* Every level's limits, in two slots the control plane switches between. */
 struct {
@@ -121,14 +195,6 @@ LEVEL_ARRAY(account_buckets, struct cac_bucket, CAC_MAX_ACCOUNTS);
 LEVEL_ARRAY(customer_limits, struct cac_limit, 2 * CAC_MAX_CUSTOMERS);
 LEVEL_ARRAY(customer_buckets, struct cac_bucket, CAC_MAX_CUSTOMERS);
 
-/* The session agents' addresses, each to its agent's index (agent.h). */
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, CAC_MAX_AGENT_ADDRS);
-	__type(key, struct cac_prefix); /* prefixlen 128 */
-	__type(value, __u32);           /* agent index */
-} agents SEC(".maps");
-
 /* Each agent's limit and out-service codes, by slot like the limits. */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
@@ -152,13 +218,6 @@ struct {
 	__type(key, __u32);
 	__type(value, __u64);
 } agent_seen SEC(".maps");
-
-/* Responses for the agents' state, and refused requests to answer
- * (struct cac_sip_event). */
-struct {
-	__uint(type, BPF_MAP_TYPE_RINGBUF);
-	__uint(max_entries, 1 << 20);
-} sip_events SEC(".maps");
 
 /* What the control plane measured, in two slots like the limits, so no
  * check sees a heartbeat from one write and a load from another

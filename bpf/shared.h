@@ -142,6 +142,10 @@ enum cac_capacity {
 	CAC_OUT_CODES_WORDS = 7,
 	/* How much of a SIP message goes to user space with an event. */
 	CAC_SIP_COPY = 1472,
+	/* Refused INVITEs a CPU of the egress program hands up a second;
+	 * past that, one it would refuse goes on to the agent, which answers
+	 * for itself, rather than wait for Timer B unanswered. */
+	EGRESS_REFUSED_PER_SECOND = 1024,
 };
 
 /* How a frame is walked (parse.h): VLAN tags a per-source key holds (the
@@ -177,6 +181,30 @@ enum cac_sip_bound {
 enum cac_sip_event_kind {
 	CAC_SIP_AGENT_RESPONSE = 1,
 	CAC_SIP_REJECTED = 2,
+	/* An INVITE the SIP server sent that the egress program refused on
+	 * an agent's behalf: the event's code is its enum cac_egress_reason,
+	 * and user space answers it from the agent (egress.h). */
+	CAC_SIP_EGRESS_REFUSED = 3,
+};
+
+/* Why the egress program refused an INVITE toward a session agent
+ * (egress.h): the agent's connection limit, or the agent out of service
+ * in every realm with fail-fast. Counted apart from the admission
+ * pipeline's reasons, which the XDP program's counters are sized by. */
+enum cac_egress_reason {
+	CAC_EGRESS_CONNECTION = 0,
+	CAC_EGRESS_AGENT_DOWN = 1,
+	CAC_NUM_EGRESS_REASONS = 2,
+};
+
+/* The flags of an agent's egress settings (struct cac_agent_egress). */
+enum cac_agent_flag {
+	AGENT_FAIL_FAST = 1, /* on-out-of-service: fail-fast */
+};
+
+/* An agent's state, as the daemon writes it in the agent_state map. */
+enum cac_agent_state {
+	AGENT_OUT_OF_SERVICE = 1, /* out of service in every realm it may be sent to */
 };
 
 /* Reject records (reject.h): a CPU's new records per second, and the

@@ -18,7 +18,7 @@ enum { TXN_NONE, TXN_CALLID, TXN_CSEQ, TXN_VIA };
 /* txn_header_at returns the kind of the header line at h << 16 | the
  * offset of its value, or 0 for another header. A global function, one
  * call a line. */
-__noinline __u64 txn_header_at(struct xdp_md *ctx, __u64 moff, __u64 mlen, __u64 h)
+__noinline __u64 txn_header_at(CAC_CTX *ctx, __u64 moff, __u64 mlen, __u64 h)
 {
 	struct sip_msg m = sip_msg_of(ctx, moff, mlen);
 	__u64 v;
@@ -40,7 +40,7 @@ __noinline __u64 txn_header_at(struct xdp_md *ctx, __u64 moff, __u64 mlen, __u64
  * found within the bounds. To headers are skipped, as sip_find_callid
  * skips them.
  */
-__noinline __u64 sip_find_txn(struct xdp_md *ctx, __u64 moff, __u64 mlen)
+__noinline __u64 sip_find_txn(CAC_CTX *ctx, __u64 moff, __u64 mlen)
 {
 	__u64 off = 0, found = 0;
 
@@ -76,7 +76,7 @@ static __always_inline __u64 txn_mix(__u64 h, __u64 v)
  * headers were found, so that a request without them is never taken for
  * a retransmission).
  */
-static __always_inline __u64 sip_txn(struct xdp_md *ctx, __u64 moff, __u64 mlen, __u64 *callid)
+static __always_inline __u64 sip_txn(CAC_CTX *ctx, __u64 moff, __u64 mlen, __u64 *callid)
 {
 	__u64 at = sip_find_txn(ctx, moff, mlen);
 	__u64 c = at & 0xffff, s = (at >> 16) & 0xffff, v = (at >> 32) & 0xffff;

@@ -13,12 +13,36 @@ import (
 	"github.com/cilium/ebpf"
 )
 
+type TcCacAgentEgress struct {
+	_          structs.HostLayout
+	Connection struct {
+		_           structs.HostLayout
+		IntervalNs  uint64
+		ToleranceNs uint64
+	}
+	Flags uint32
+	Pad   uint32
+}
+
+type TcCacBucket struct {
+	_     structs.HostLayout
+	TatNs uint64
+}
+
 type TcCacDialog struct {
 	_           structs.HostLayout
 	InviteNs    uint64
 	Txn         uint64
 	Retransmits uint32
 	Pad         uint32
+}
+
+type TcCacEgressCounts struct {
+	_           structs.HostLayout
+	Invites     uint64
+	Retransmits uint64
+	Refused     [2]uint64
+	Unanswered  uint64
 }
 
 type TcCacL2tpKey struct {
@@ -47,16 +71,37 @@ type TcCacPorts struct {
 	Kind [65536]uint8
 }
 
+type TcCacPrefix struct {
+	_         structs.HostLayout
+	Prefixlen uint32
+	Addr      [16]uint8
+}
+
+type TcRejectBudget struct {
+	_      structs.HostLayout
+	Second uint64
+	Used   uint64
+}
+
 // Names of all BPF objects in the ELF.
 //
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
-	TcMapDialogs      = "dialogs"
-	TcMapL2tpTunnels  = "l2tp_tunnels"
-	TcMapTestClock    = "test_clock"
-	TcMapUdpPorts     = "udp_ports"
-	TcProgTcDialogs   = "tc_dialogs"
-	TcVarUseTestClock = "use_test_clock"
+	TcMapAgentEgress       = "agent_egress"
+	TcMapAgentState        = "agent_state"
+	TcMapAgents            = "agents"
+	TcMapConnectionBuckets = "connection_buckets"
+	TcMapDialogs           = "dialogs"
+	TcMapEgressBudget      = "egress_budget"
+	TcMapEgressCounts      = "egress_counts"
+	TcMapEgressTxns        = "egress_txns"
+	TcMapL2tpTunnels       = "l2tp_tunnels"
+	TcMapPolicySlot        = "policy_slot"
+	TcMapSipEvents         = "sip_events"
+	TcMapTestClock         = "test_clock"
+	TcMapUdpPorts          = "udp_ports"
+	TcProgTcDialogs        = "tc_dialogs"
+	TcVarUseTestClock      = "use_test_clock"
 )
 
 // LoadTc returns the embedded CollectionSpec for Tc.
@@ -108,10 +153,19 @@ type TcProgramSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type TcMapSpecs struct {
-	Dialogs     *ebpf.MapSpec `ebpf:"dialogs"`
-	L2tpTunnels *ebpf.MapSpec `ebpf:"l2tp_tunnels"`
-	TestClock   *ebpf.MapSpec `ebpf:"test_clock"`
-	UdpPorts    *ebpf.MapSpec `ebpf:"udp_ports"`
+	AgentEgress       *ebpf.MapSpec `ebpf:"agent_egress"`
+	AgentState        *ebpf.MapSpec `ebpf:"agent_state"`
+	Agents            *ebpf.MapSpec `ebpf:"agents"`
+	ConnectionBuckets *ebpf.MapSpec `ebpf:"connection_buckets"`
+	Dialogs           *ebpf.MapSpec `ebpf:"dialogs"`
+	EgressBudget      *ebpf.MapSpec `ebpf:"egress_budget"`
+	EgressCounts      *ebpf.MapSpec `ebpf:"egress_counts"`
+	EgressTxns        *ebpf.MapSpec `ebpf:"egress_txns"`
+	L2tpTunnels       *ebpf.MapSpec `ebpf:"l2tp_tunnels"`
+	PolicySlot        *ebpf.MapSpec `ebpf:"policy_slot"`
+	SipEvents         *ebpf.MapSpec `ebpf:"sip_events"`
+	TestClock         *ebpf.MapSpec `ebpf:"test_clock"`
+	UdpPorts          *ebpf.MapSpec `ebpf:"udp_ports"`
 }
 
 // TcVariableSpecs contains global variables before they are loaded into the kernel.
@@ -141,16 +195,34 @@ func (o *TcObjects) Close() error {
 //
 // It can be passed to LoadTcObjects or ebpf.CollectionSpec.LoadAndAssign.
 type TcMaps struct {
-	Dialogs     *ebpf.Map `ebpf:"dialogs"`
-	L2tpTunnels *ebpf.Map `ebpf:"l2tp_tunnels"`
-	TestClock   *ebpf.Map `ebpf:"test_clock"`
-	UdpPorts    *ebpf.Map `ebpf:"udp_ports"`
+	AgentEgress       *ebpf.Map `ebpf:"agent_egress"`
+	AgentState        *ebpf.Map `ebpf:"agent_state"`
+	Agents            *ebpf.Map `ebpf:"agents"`
+	ConnectionBuckets *ebpf.Map `ebpf:"connection_buckets"`
+	Dialogs           *ebpf.Map `ebpf:"dialogs"`
+	EgressBudget      *ebpf.Map `ebpf:"egress_budget"`
+	EgressCounts      *ebpf.Map `ebpf:"egress_counts"`
+	EgressTxns        *ebpf.Map `ebpf:"egress_txns"`
+	L2tpTunnels       *ebpf.Map `ebpf:"l2tp_tunnels"`
+	PolicySlot        *ebpf.Map `ebpf:"policy_slot"`
+	SipEvents         *ebpf.Map `ebpf:"sip_events"`
+	TestClock         *ebpf.Map `ebpf:"test_clock"`
+	UdpPorts          *ebpf.Map `ebpf:"udp_ports"`
 }
 
 func (m *TcMaps) Close() error {
 	return _TcClose(
+		m.AgentEgress,
+		m.AgentState,
+		m.Agents,
+		m.ConnectionBuckets,
 		m.Dialogs,
+		m.EgressBudget,
+		m.EgressCounts,
+		m.EgressTxns,
 		m.L2tpTunnels,
+		m.PolicySlot,
+		m.SipEvents,
 		m.TestClock,
 		m.UdpPorts,
 	)

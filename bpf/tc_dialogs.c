@@ -17,8 +17,14 @@
  *   entries, and the Nr of its later control messages is put up by the
  *   ICRQs answered (l2tp_lns.h; the Go twin is cac/l2tp).
  *
- * Every frame goes on, to what comes after on the interface: the program
- * never drops, and changes nothing but a translated Nr.
+ * - the INVITEs toward session agents (docs/design.md, "Egress
+ *   admission"): one toward an agent out of service, or over its
+ *   connection limit, is dropped and handed up for the daemon to answer
+ *   on the agent's behalf (egress.h; the Go twin is
+ *   cac/admission/egress.go).
+ *
+ * Every other frame goes on, to what comes after on the interface, and
+ * nothing in it changes but a translated Nr.
  */
 #include "uapi.h"
 #include "bpf_helpers.h"
@@ -37,6 +43,7 @@
 #include "clock.h"
 #include "dialog.h"
 #include "l2tp_lns.h"
+#include "egress.h"
 #include "where.h"
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
@@ -79,8 +86,10 @@ __noinline int egress_learn(__u64 callid, __u64 now)
 	return 0;
 }
 
-/* learn_frame learns the dialog of a frame going out, if it opens one. */
-static __always_inline void learn_frame(struct __sk_buff *skb)
+/* egress_frame learns the dialog of a frame going out, if it opens one,
+ * and judges an INVITE toward a session agent (egress.h): it returns
+ * TC_ACT_SHOT for one refused, else TC_ACT_UNSPEC. */
+static __always_inline int egress_frame(struct __sk_buff *skb)
 {
 	struct frame f = {};
 	struct udp_msg msg = {};
@@ -92,26 +101,32 @@ static __always_inline void learn_frame(struct __sk_buff *skb)
 	 * learnt: its dialog's requests are then held like a stranger's,
 	 * never waved through. */
 	if (egress_parse(skb, &f, &msg) != UDP_MSG_READY)
-		return;
+		return TC_ACT_UNSPEC;
 	if (msg.kind == CAC_PORT_L2TP) {
 		l2tp_from_lns(skb, where_pack_egress(f.l3off, f.family, msg.fragmented, msg.off, msg.len));
-		return;
+		return TC_ACT_UNSPEC;
 	}
 	__u32 want = skb->len < EGRESS_PULL ? skb->len : EGRESS_PULL;
 	if (f.data_end - f.data < want) {
 		if (bpf_skb_pull_data(skb, want) < 0)
-			return;
+			return TC_ACT_UNSPEC;
 		if (egress_parse(skb, &f, &msg) != UDP_MSG_READY)
-			return;
+			return TC_ACT_UNSPEC;
 	}
 	int result = classify_sip(skb, &f, &msg);
-	if ((result & ~RESULT_ODD) == RESULT(CAC_KIND_CLASS, CAC_CLASS_SIP_INVITE))
-		egress_learn(sip_callid(skb, f.msgoff, f.msglen), now_ns());
+	if ((result & ~RESULT_ODD) != RESULT(CAC_KIND_CLASS, CAC_CLASS_SIP_INVITE))
+		return TC_ACT_UNSPEC;
+	/* A refused INVITE opens no dialog: the server's next route does. */
+	__u64 now = now_ns();
+	if (egress_invite(skb, where_pack(f.l3off, f.family, 0, f.msgoff, f.msglen), now) == TC_ACT_SHOT)
+		return TC_ACT_SHOT;
+	egress_learn(sip_callid(skb, f.msgoff, f.msglen), now);
+	return TC_ACT_UNSPEC;
 }
 
 /*
- * Every frame goes on with TC_ACT_UNSPEC, which tcx calls TCX_NEXT: the
- * program decides nothing, so what comes after it on the interface (another
+ * A frame goes on with TC_ACT_UNSPEC, which tcx calls TCX_NEXT: the
+ * program decides nothing else, so what comes after it on the interface (another
  * tool's tcx program or tc filter) still runs and has its say, and with
  * nothing after it the frame is sent. TC_ACT_OK would end the chain here,
  * and a program attached after this one would never see the frame.
@@ -119,6 +134,5 @@ static __always_inline void learn_frame(struct __sk_buff *skb)
 SEC("tc")
 int tc_dialogs(struct __sk_buff *skb)
 {
-	learn_frame(skb);
-	return TC_ACT_UNSPEC;
+	return egress_frame(skb);
 }

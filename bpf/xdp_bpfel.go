@@ -36,6 +36,25 @@ type XdpCacAgent struct {
 	OutCodes [7]uint64
 }
 
+type XdpCacAgentEgress struct {
+	_          structs.HostLayout
+	Connection XdpCacLimit
+	Flags      uint32
+	Pad        uint32
+}
+
+type XdpCacAgentFlag uint32
+
+const (
+	XdpCacAgentFlagAGENT_FAIL_FAST XdpCacAgentFlag = 1
+)
+
+type XdpCacAgentState uint32
+
+const (
+	XdpCacAgentStateAGENT_OUT_OF_SERVICE XdpCacAgentState = 1
+)
+
 type XdpCacBucket struct {
 	_     structs.HostLayout
 	TatNs uint64
@@ -58,12 +77,13 @@ const (
 type XdpCacCapacity uint32
 
 const (
-	XdpCacCapacityCAC_MAX_ACCOUNTS    XdpCacCapacity = 4096
-	XdpCacCapacityCAC_MAX_CUSTOMERS   XdpCacCapacity = 1024
-	XdpCacCapacityCAC_MAX_AGENTS      XdpCacCapacity = 256
-	XdpCacCapacityCAC_MAX_AGENT_ADDRS XdpCacCapacity = 1024
-	XdpCacCapacityCAC_OUT_CODES_WORDS XdpCacCapacity = 7
-	XdpCacCapacityCAC_SIP_COPY        XdpCacCapacity = 1472
+	XdpCacCapacityCAC_MAX_ACCOUNTS          XdpCacCapacity = 4096
+	XdpCacCapacityCAC_MAX_CUSTOMERS         XdpCacCapacity = 1024
+	XdpCacCapacityCAC_MAX_AGENTS            XdpCacCapacity = 256
+	XdpCacCapacityCAC_MAX_AGENT_ADDRS       XdpCacCapacity = 1024
+	XdpCacCapacityCAC_OUT_CODES_WORDS       XdpCacCapacity = 7
+	XdpCacCapacityCAC_SIP_COPY              XdpCacCapacity = 1472
+	XdpCacCapacityEGRESS_REFUSED_PER_SECOND XdpCacCapacity = 1024
 )
 
 type XdpCacCharge struct {
@@ -124,6 +144,22 @@ type XdpCacDialog struct {
 	Retransmits uint32
 	Pad         uint32
 }
+
+type XdpCacEgressCounts struct {
+	_           structs.HostLayout
+	Invites     uint64
+	Retransmits uint64
+	Refused     [2]uint64
+	Unanswered  uint64
+}
+
+type XdpCacEgressReason uint32
+
+const (
+	XdpCacEgressReasonCAC_EGRESS_CONNECTION  XdpCacEgressReason = 0
+	XdpCacEgressReasonCAC_EGRESS_AGENT_DOWN  XdpCacEgressReason = 1
+	XdpCacEgressReasonCAC_NUM_EGRESS_REASONS XdpCacEgressReason = 2
+)
 
 type XdpCacFrameBound uint32
 
@@ -329,7 +365,8 @@ type XdpCacSipEvent struct {
 	Sport  uint16
 	Dport  uint16
 	Code   uint16
-	Pad    [2]uint8
+	Sent   uint8
+	Pad    uint8
 	Saddr  [16]uint8
 	Daddr  [16]uint8
 	Data   [1472]uint8
@@ -340,6 +377,7 @@ type XdpCacSipEventKind uint32
 const (
 	XdpCacSipEventKindCAC_SIP_AGENT_RESPONSE XdpCacSipEventKind = 1
 	XdpCacSipEventKindCAC_SIP_REJECTED       XdpCacSipEventKind = 2
+	XdpCacSipEventKindCAC_SIP_EGRESS_REFUSED XdpCacSipEventKind = 3
 )
 
 type XdpCacSource struct {
@@ -398,37 +436,43 @@ type XdpRejectBudget struct {
 //
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
-	XdpMapAccountBuckets  = "account_buckets"
-	XdpMapAccountLimits   = "account_limits"
-	XdpMapAccounts0       = "accounts0"
-	XdpMapAccounts1       = "accounts1"
-	XdpMapAgentBuckets    = "agent_buckets"
-	XdpMapAgentLimits     = "agent_limits"
-	XdpMapAgentSeen       = "agent_seen"
-	XdpMapAgents          = "agents"
-	XdpMapBuckets         = "buckets"
-	XdpMapChargeRings     = "charge_rings"
-	XdpMapCustomerBuckets = "customer_buckets"
-	XdpMapCustomerLimits  = "customer_limits"
-	XdpMapDialogs         = "dialogs"
-	XdpMapInputs          = "inputs"
-	XdpMapInputsSlot      = "inputs_slot"
-	XdpMapL2tpTunnels     = "l2tp_tunnels"
-	XdpMapLimits          = "limits"
-	XdpMapPolicySlot      = "policy_slot"
-	XdpMapRefused         = "refused"
-	XdpMapRefusedBudget   = "refused_budget"
-	XdpMapRejectBudget    = "reject_budget"
-	XdpMapRejects         = "rejects"
-	XdpMapSettings        = "settings"
-	XdpMapSipEvents       = "sip_events"
-	XdpMapSipRejectBudget = "sip_reject_budget"
-	XdpMapSources         = "sources"
-	XdpMapStats           = "stats"
-	XdpMapTestClock       = "test_clock"
-	XdpMapUdpPorts        = "udp_ports"
-	XdpProgXdpCac         = "xdp_cac"
-	XdpVarUseTestClock    = "use_test_clock"
+	XdpMapAccountBuckets    = "account_buckets"
+	XdpMapAccountLimits     = "account_limits"
+	XdpMapAccounts0         = "accounts0"
+	XdpMapAccounts1         = "accounts1"
+	XdpMapAgentBuckets      = "agent_buckets"
+	XdpMapAgentEgress       = "agent_egress"
+	XdpMapAgentLimits       = "agent_limits"
+	XdpMapAgentSeen         = "agent_seen"
+	XdpMapAgentState        = "agent_state"
+	XdpMapAgents            = "agents"
+	XdpMapBuckets           = "buckets"
+	XdpMapChargeRings       = "charge_rings"
+	XdpMapConnectionBuckets = "connection_buckets"
+	XdpMapCustomerBuckets   = "customer_buckets"
+	XdpMapCustomerLimits    = "customer_limits"
+	XdpMapDialogs           = "dialogs"
+	XdpMapEgressBudget      = "egress_budget"
+	XdpMapEgressCounts      = "egress_counts"
+	XdpMapEgressTxns        = "egress_txns"
+	XdpMapInputs            = "inputs"
+	XdpMapInputsSlot        = "inputs_slot"
+	XdpMapL2tpTunnels       = "l2tp_tunnels"
+	XdpMapLimits            = "limits"
+	XdpMapPolicySlot        = "policy_slot"
+	XdpMapRefused           = "refused"
+	XdpMapRefusedBudget     = "refused_budget"
+	XdpMapRejectBudget      = "reject_budget"
+	XdpMapRejects           = "rejects"
+	XdpMapSettings          = "settings"
+	XdpMapSipEvents         = "sip_events"
+	XdpMapSipRejectBudget   = "sip_reject_budget"
+	XdpMapSources           = "sources"
+	XdpMapStats             = "stats"
+	XdpMapTestClock         = "test_clock"
+	XdpMapUdpPorts          = "udp_ports"
+	XdpProgXdpCac           = "xdp_cac"
+	XdpVarUseTestClock      = "use_test_clock"
 )
 
 // LoadXdp returns the embedded CollectionSpec for Xdp.
@@ -480,35 +524,41 @@ type XdpProgramSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type XdpMapSpecs struct {
-	AccountBuckets  *ebpf.MapSpec `ebpf:"account_buckets"`
-	AccountLimits   *ebpf.MapSpec `ebpf:"account_limits"`
-	Accounts0       *ebpf.MapSpec `ebpf:"accounts0"`
-	Accounts1       *ebpf.MapSpec `ebpf:"accounts1"`
-	AgentBuckets    *ebpf.MapSpec `ebpf:"agent_buckets"`
-	AgentLimits     *ebpf.MapSpec `ebpf:"agent_limits"`
-	AgentSeen       *ebpf.MapSpec `ebpf:"agent_seen"`
-	Agents          *ebpf.MapSpec `ebpf:"agents"`
-	Buckets         *ebpf.MapSpec `ebpf:"buckets"`
-	ChargeRings     *ebpf.MapSpec `ebpf:"charge_rings"`
-	CustomerBuckets *ebpf.MapSpec `ebpf:"customer_buckets"`
-	CustomerLimits  *ebpf.MapSpec `ebpf:"customer_limits"`
-	Dialogs         *ebpf.MapSpec `ebpf:"dialogs"`
-	Inputs          *ebpf.MapSpec `ebpf:"inputs"`
-	InputsSlot      *ebpf.MapSpec `ebpf:"inputs_slot"`
-	L2tpTunnels     *ebpf.MapSpec `ebpf:"l2tp_tunnels"`
-	Limits          *ebpf.MapSpec `ebpf:"limits"`
-	PolicySlot      *ebpf.MapSpec `ebpf:"policy_slot"`
-	Refused         *ebpf.MapSpec `ebpf:"refused"`
-	RefusedBudget   *ebpf.MapSpec `ebpf:"refused_budget"`
-	RejectBudget    *ebpf.MapSpec `ebpf:"reject_budget"`
-	Rejects         *ebpf.MapSpec `ebpf:"rejects"`
-	Settings        *ebpf.MapSpec `ebpf:"settings"`
-	SipEvents       *ebpf.MapSpec `ebpf:"sip_events"`
-	SipRejectBudget *ebpf.MapSpec `ebpf:"sip_reject_budget"`
-	Sources         *ebpf.MapSpec `ebpf:"sources"`
-	Stats           *ebpf.MapSpec `ebpf:"stats"`
-	TestClock       *ebpf.MapSpec `ebpf:"test_clock"`
-	UdpPorts        *ebpf.MapSpec `ebpf:"udp_ports"`
+	AccountBuckets    *ebpf.MapSpec `ebpf:"account_buckets"`
+	AccountLimits     *ebpf.MapSpec `ebpf:"account_limits"`
+	Accounts0         *ebpf.MapSpec `ebpf:"accounts0"`
+	Accounts1         *ebpf.MapSpec `ebpf:"accounts1"`
+	AgentBuckets      *ebpf.MapSpec `ebpf:"agent_buckets"`
+	AgentEgress       *ebpf.MapSpec `ebpf:"agent_egress"`
+	AgentLimits       *ebpf.MapSpec `ebpf:"agent_limits"`
+	AgentSeen         *ebpf.MapSpec `ebpf:"agent_seen"`
+	AgentState        *ebpf.MapSpec `ebpf:"agent_state"`
+	Agents            *ebpf.MapSpec `ebpf:"agents"`
+	Buckets           *ebpf.MapSpec `ebpf:"buckets"`
+	ChargeRings       *ebpf.MapSpec `ebpf:"charge_rings"`
+	ConnectionBuckets *ebpf.MapSpec `ebpf:"connection_buckets"`
+	CustomerBuckets   *ebpf.MapSpec `ebpf:"customer_buckets"`
+	CustomerLimits    *ebpf.MapSpec `ebpf:"customer_limits"`
+	Dialogs           *ebpf.MapSpec `ebpf:"dialogs"`
+	EgressBudget      *ebpf.MapSpec `ebpf:"egress_budget"`
+	EgressCounts      *ebpf.MapSpec `ebpf:"egress_counts"`
+	EgressTxns        *ebpf.MapSpec `ebpf:"egress_txns"`
+	Inputs            *ebpf.MapSpec `ebpf:"inputs"`
+	InputsSlot        *ebpf.MapSpec `ebpf:"inputs_slot"`
+	L2tpTunnels       *ebpf.MapSpec `ebpf:"l2tp_tunnels"`
+	Limits            *ebpf.MapSpec `ebpf:"limits"`
+	PolicySlot        *ebpf.MapSpec `ebpf:"policy_slot"`
+	Refused           *ebpf.MapSpec `ebpf:"refused"`
+	RefusedBudget     *ebpf.MapSpec `ebpf:"refused_budget"`
+	RejectBudget      *ebpf.MapSpec `ebpf:"reject_budget"`
+	Rejects           *ebpf.MapSpec `ebpf:"rejects"`
+	Settings          *ebpf.MapSpec `ebpf:"settings"`
+	SipEvents         *ebpf.MapSpec `ebpf:"sip_events"`
+	SipRejectBudget   *ebpf.MapSpec `ebpf:"sip_reject_budget"`
+	Sources           *ebpf.MapSpec `ebpf:"sources"`
+	Stats             *ebpf.MapSpec `ebpf:"stats"`
+	TestClock         *ebpf.MapSpec `ebpf:"test_clock"`
+	UdpPorts          *ebpf.MapSpec `ebpf:"udp_ports"`
 }
 
 // XdpVariableSpecs contains global variables before they are loaded into the kernel.
@@ -538,35 +588,41 @@ func (o *XdpObjects) Close() error {
 //
 // It can be passed to LoadXdpObjects or ebpf.CollectionSpec.LoadAndAssign.
 type XdpMaps struct {
-	AccountBuckets  *ebpf.Map `ebpf:"account_buckets"`
-	AccountLimits   *ebpf.Map `ebpf:"account_limits"`
-	Accounts0       *ebpf.Map `ebpf:"accounts0"`
-	Accounts1       *ebpf.Map `ebpf:"accounts1"`
-	AgentBuckets    *ebpf.Map `ebpf:"agent_buckets"`
-	AgentLimits     *ebpf.Map `ebpf:"agent_limits"`
-	AgentSeen       *ebpf.Map `ebpf:"agent_seen"`
-	Agents          *ebpf.Map `ebpf:"agents"`
-	Buckets         *ebpf.Map `ebpf:"buckets"`
-	ChargeRings     *ebpf.Map `ebpf:"charge_rings"`
-	CustomerBuckets *ebpf.Map `ebpf:"customer_buckets"`
-	CustomerLimits  *ebpf.Map `ebpf:"customer_limits"`
-	Dialogs         *ebpf.Map `ebpf:"dialogs"`
-	Inputs          *ebpf.Map `ebpf:"inputs"`
-	InputsSlot      *ebpf.Map `ebpf:"inputs_slot"`
-	L2tpTunnels     *ebpf.Map `ebpf:"l2tp_tunnels"`
-	Limits          *ebpf.Map `ebpf:"limits"`
-	PolicySlot      *ebpf.Map `ebpf:"policy_slot"`
-	Refused         *ebpf.Map `ebpf:"refused"`
-	RefusedBudget   *ebpf.Map `ebpf:"refused_budget"`
-	RejectBudget    *ebpf.Map `ebpf:"reject_budget"`
-	Rejects         *ebpf.Map `ebpf:"rejects"`
-	Settings        *ebpf.Map `ebpf:"settings"`
-	SipEvents       *ebpf.Map `ebpf:"sip_events"`
-	SipRejectBudget *ebpf.Map `ebpf:"sip_reject_budget"`
-	Sources         *ebpf.Map `ebpf:"sources"`
-	Stats           *ebpf.Map `ebpf:"stats"`
-	TestClock       *ebpf.Map `ebpf:"test_clock"`
-	UdpPorts        *ebpf.Map `ebpf:"udp_ports"`
+	AccountBuckets    *ebpf.Map `ebpf:"account_buckets"`
+	AccountLimits     *ebpf.Map `ebpf:"account_limits"`
+	Accounts0         *ebpf.Map `ebpf:"accounts0"`
+	Accounts1         *ebpf.Map `ebpf:"accounts1"`
+	AgentBuckets      *ebpf.Map `ebpf:"agent_buckets"`
+	AgentEgress       *ebpf.Map `ebpf:"agent_egress"`
+	AgentLimits       *ebpf.Map `ebpf:"agent_limits"`
+	AgentSeen         *ebpf.Map `ebpf:"agent_seen"`
+	AgentState        *ebpf.Map `ebpf:"agent_state"`
+	Agents            *ebpf.Map `ebpf:"agents"`
+	Buckets           *ebpf.Map `ebpf:"buckets"`
+	ChargeRings       *ebpf.Map `ebpf:"charge_rings"`
+	ConnectionBuckets *ebpf.Map `ebpf:"connection_buckets"`
+	CustomerBuckets   *ebpf.Map `ebpf:"customer_buckets"`
+	CustomerLimits    *ebpf.Map `ebpf:"customer_limits"`
+	Dialogs           *ebpf.Map `ebpf:"dialogs"`
+	EgressBudget      *ebpf.Map `ebpf:"egress_budget"`
+	EgressCounts      *ebpf.Map `ebpf:"egress_counts"`
+	EgressTxns        *ebpf.Map `ebpf:"egress_txns"`
+	Inputs            *ebpf.Map `ebpf:"inputs"`
+	InputsSlot        *ebpf.Map `ebpf:"inputs_slot"`
+	L2tpTunnels       *ebpf.Map `ebpf:"l2tp_tunnels"`
+	Limits            *ebpf.Map `ebpf:"limits"`
+	PolicySlot        *ebpf.Map `ebpf:"policy_slot"`
+	Refused           *ebpf.Map `ebpf:"refused"`
+	RefusedBudget     *ebpf.Map `ebpf:"refused_budget"`
+	RejectBudget      *ebpf.Map `ebpf:"reject_budget"`
+	Rejects           *ebpf.Map `ebpf:"rejects"`
+	Settings          *ebpf.Map `ebpf:"settings"`
+	SipEvents         *ebpf.Map `ebpf:"sip_events"`
+	SipRejectBudget   *ebpf.Map `ebpf:"sip_reject_budget"`
+	Sources           *ebpf.Map `ebpf:"sources"`
+	Stats             *ebpf.Map `ebpf:"stats"`
+	TestClock         *ebpf.Map `ebpf:"test_clock"`
+	UdpPorts          *ebpf.Map `ebpf:"udp_ports"`
 }
 
 func (m *XdpMaps) Close() error {
@@ -576,14 +632,20 @@ func (m *XdpMaps) Close() error {
 		m.Accounts0,
 		m.Accounts1,
 		m.AgentBuckets,
+		m.AgentEgress,
 		m.AgentLimits,
 		m.AgentSeen,
+		m.AgentState,
 		m.Agents,
 		m.Buckets,
 		m.ChargeRings,
+		m.ConnectionBuckets,
 		m.CustomerBuckets,
 		m.CustomerLimits,
 		m.Dialogs,
+		m.EgressBudget,
+		m.EgressCounts,
+		m.EgressTxns,
 		m.Inputs,
 		m.InputsSlot,
 		m.L2tpTunnels,

@@ -145,6 +145,49 @@ func ParseReason(name string) (Reason, error) {
 	return 0, fmt.Errorf("unknown reason %q (want one of %s)", name, strings.Join(reasonNames[:], ", "))
 }
 
+// EgressReason names why the egress program refused an INVITE toward a
+// session agent: enum cac_egress_reason. The reasons of reject records
+// are the pipeline's and these.
+type EgressReason uint8
+
+const (
+	// EgressConnection is the agent's connection limit (connection-cps).
+	EgressConnection EgressReason = iota
+	// EgressAgentDown is the agent out of service in every realm, with
+	// on-out-of-service: fail-fast.
+	EgressAgentDown
+	NumEgressReasons int = iota
+)
+
+var egressReasonNames = [NumEgressReasons]string{EgressConnection: "connection", EgressAgentDown: "agent-down"}
+
+func (r EgressReason) String() string {
+	if int(r) < NumEgressReasons {
+		return egressReasonNames[r]
+	}
+	return fmt.Sprintf("egress-reason(%d)", uint8(r))
+}
+
+// Text says what an egress reason means, for the Warning of an answer.
+func (r EgressReason) Text() string {
+	switch r {
+	case EgressConnection:
+		return "over its connection limit"
+	case EgressAgentDown:
+		return "out of service"
+	}
+	return r.String()
+}
+
+// EgressReasons returns every egress reason.
+func EgressReasons() []EgressReason {
+	rs := make([]EgressReason, NumEgressReasons)
+	for i := range rs {
+		rs[i] = EgressReason(i)
+	}
+	return rs
+}
+
 // Kind is what the classifier made of a frame: enum cac_verdict_kind.
 type Kind uint8
 

@@ -49,9 +49,16 @@ type sipAgents struct {
 	dirty    bool // statuses changed since the last save
 
 	answers *answerer
-	wg      sync.WaitGroup // run, the event reader and pings
-	events  atomic.Uint64  // agents' responses the fast path handed up
-	stopRd  func()         // closes the event reader
+	// egress answers INVITEs refused at egress, when some agent may have
+	// one refused; states is what writeStates last wrote.
+	egress       *egressAnswerer
+	egressCounts *answerCounts // the daemon's
+	forged       *atomic.Uint64
+	statesMu     sync.Mutex // writeStates runs from the ticks and the event reader
+	states       []bool
+	wg           sync.WaitGroup // run, the event reader and pings
+	events       atomic.Uint64  // agents' responses the fast path handed up
+	stopRd       func()         // closes the event reader
 }
 
 // maxRetryAfter caps what a Retry-After can hold an agent out for: a
@@ -83,7 +90,7 @@ func (d *Daemon) startAgents(ctx context.Context, cfg *config.Config, prev map[a
 		return nil, fmt.Errorf("session agents: %w", err)
 	}
 	a := &sipAgents{
-		stateDir: d.cfg.StateDir, log: d.log, counts: &d.answers, cfg: cfg, realms: map[string]config.Realm{}, pinned: p,
+		stateDir: d.cfg.StateDir, log: d.log, counts: &d.answers, egressCounts: &d.egressAnswers, forged: &d.forged, cfg: cfg, realms: map[string]config.Realm{}, pinned: p,
 		resolver: agentResolver(cfg.DNSServer, d.cfg.Netns),
 		pingers:  map[string]*sipd.Pinger{},
 		targets:  map[agents.TargetKey]*agents.Target{}, index: map[agents.TargetKey]int{},
@@ -121,12 +128,19 @@ func (d *Daemon) startAgents(ctx context.Context, cfg *config.Config, prev map[a
 			return nil, err
 		}
 	}
+	if egressWanted(cfg) {
+		if a.egress, err = d.newEgressAnswerer(); err != nil {
+			a.stop()
+			return nil, err
+		}
+	}
 	// Stamps already in the map are old news: only newer ones are
 	// requests that bring an agent back.
 	if seen, err := maps.ReadAgentSeen(p.AgentSeen, len(cfg.SessionAgents)); err == nil {
 		a.seen = seen
 	}
 	a.resolve(ctx, prev)
+	a.writeStates()
 	if a.stopRd, err = a.readEvents(ctx); err != nil {
 		a.stop()
 		return nil, err
@@ -232,6 +246,10 @@ func (a *sipAgents) run(ctx context.Context) {
 		}
 		a.requestsSeen()
 		a.pingDue(ctx)
+		a.writeStates()
+		if a.egress != nil {
+			a.egress.flush(time.Now(), false)
+		}
 		a.save()
 	})
 }
@@ -345,6 +363,9 @@ func (a *sipAgents) stop() {
 	a.wg.Wait()
 	if a.answers != nil {
 		a.answers.close()
+	}
+	if a.egress != nil {
+		a.egress.close()
 	}
 	if a.pinned != nil {
 		a.pinned.Close()

@@ -85,7 +85,7 @@ func (d *Daemon) stopAgents() {
 	}
 }
 
-// resetAgents empties the stamps and buckets of agent indexes, in the maps
+// resetAgents empties the stamps, buckets and connection buckets of agent indexes, in the maps
 // every attachment shares.
 func (d *Daemon) resetAgents(idx []uint32) error {
 	if len(idx) == 0 {
@@ -99,5 +99,5 @@ func (d *Daemon) resetAgents(idx []uint32) error {
 		return err
 	}
 	defer p.Close()
-	return maps.ResetAgents(p.AgentSeen, p.AgentBuckets, idx)
+	return maps.ResetAgents(p.AgentSeen, p.AgentBuckets, p.ConnectionBuckets, idx)
 }

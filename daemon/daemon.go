@@ -73,6 +73,12 @@ type Daemon struct {
 	// answers counts the 503s of refused SIP requests over the daemon's
 	// life, whatever reloads restart the agents.
 	answers answerCounts
+	// egressAnswers counts the answers to INVITEs refused at egress on
+	// session agents' behalf, and those that could not be sent.
+	egressAnswers answerCounts
+	// forged counts agents' out-service responses that answered no
+	// request the SIP server sent, which changed nothing.
+	forged atomic.Uint64
 
 	// held are the links of the attachments, open while the daemon runs:
 	// the filter outlives its pins (bpffs unmounted under it).

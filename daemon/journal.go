@@ -212,6 +212,14 @@ func (j *journal) checkLost(t *journalTable) {
 	}
 }
 
+// add keeps a finished record that comes from elsewhere than a table (the
+// INVITEs refused at egress) and writes it to the file.
+func (j *journal) add(l api.RejectLine) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	j.addLocked(l)
+}
+
 // addLocked keeps a finished record and writes it to the file; j.mu is
 // held.
 func (j *journal) addLocked(l api.RejectLine) {

@@ -45,6 +45,8 @@ func (a *sipAgents) readEvents(ctx context.Context) (func(), error) {
 			switch ev.Kind {
 			case maps.SIPAgentResponse:
 				a.agentResponse(ev)
+			case maps.SIPEgressRefused:
+				a.egressRefused(ev)
 			case maps.SIPRejected:
 				if a.answers != nil { // one refused before an apply turned answers off
 					a.answers.answer(a.log, ev)
@@ -61,11 +63,21 @@ func (a *sipAgents) readEvents(ctx context.Context) (func(), error) {
 // the targets at the address it came from. Only a response that parses,
 // comes from an agent's destination, goes to the SIP interface of one of
 // the agent's realms and answers an INVITE counts: a stranger's fake one,
-// or one aimed anywhere else, changes nothing.
+// or one aimed anywhere else, changes nothing. And only one that answers
+// a transaction the SIP server sent toward the agent, as the egress
+// program saw it go out (docs/design.md, "Egress admission"): a 503
+// forged from the agent's address, with the right Call-ID but no request
+// behind it, is counted and changes nothing either.
 func (a *sipAgents) agentResponse(ev maps.SIPEvent) {
 	a.events.Add(1)
 	res, err := sipd.ResponseOf(ev.Message)
 	if err != nil || int(ev.Agent) >= len(a.cfg.SessionAgents) {
+		return
+	}
+	if res.CSeqMethod == "INVITE" && !ev.Sent {
+		a.forged.Add(1)
+		a.log.Info("session agent response answers no INVITE the server sent; ignored",
+			"agent", a.cfg.SessionAgents[ev.Agent].Name, "from", ev.Src.String(), "code", res.Code)
 		return
 	}
 	toRealm := false
@@ -78,13 +90,14 @@ func (a *sipAgents) agentResponse(ev maps.SIPEvent) {
 	}
 	now := time.Now()
 	a.mu.Lock()
-	defer a.mu.Unlock()
 	for k, t := range a.targets {
 		if a.index[k] == int(ev.Agent) && k.Destination.Addr() == ev.Src.Addr() &&
 			t.DialogResponse(now, res.Code, res.CSeqMethod, capRetry(res.RetryAfter)) {
 			a.changed(k, t)
 		}
 	}
+	a.mu.Unlock()
+	a.writeStates() // at once: the next INVITE toward it fails fast
 }
 
 // answerCounts are the refused SIP requests answered with 503, and those

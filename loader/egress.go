@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/link"
@@ -71,20 +72,21 @@ func (e *egress) close() {
 	e.prog.Close()
 }
 
-// loadEgress loads the egress program with the dialog table, ports and
-// clock of an XDP object in place of its own: what it learns is what the
-// XDP program reads.
+// loadEgress loads the egress program with the maps of an XDP object in
+// place of its own, every one of them (the dialog table, ports, clock,
+// tunnels, agents, connection buckets, transactions): what one program
+// learns is what the other reads.
 func loadEgress(x *bpf.XdpMaps) (*bpf.TcObjects, error) {
 	spec, err := bpf.LoadTc()
 	if err != nil {
 		return nil, fmt.Errorf("egress program: %w", err)
 	}
-	spec.Maps[bpf.TcMapDialogs].MaxEntries = x.Dialogs.MaxEntries()
+	replace, err := EgressMaps(spec, x)
+	if err != nil {
+		return nil, err
+	}
 	var objs bpf.TcObjects
-	err = spec.LoadAndAssign(&objs, &ebpf.CollectionOptions{MapReplacements: map[string]*ebpf.Map{
-		bpf.TcMapDialogs: x.Dialogs, bpf.TcMapUdpPorts: x.UdpPorts, bpf.TcMapTestClock: x.TestClock,
-		bpf.TcMapL2tpTunnels: x.L2tpTunnels,
-	}})
+	err = spec.LoadAndAssign(&objs, &ebpf.CollectionOptions{MapReplacements: replace})
 	if err != nil {
 		var ve *ebpf.VerifierError
 		if errors.As(err, &ve) {
@@ -93,6 +95,29 @@ func loadEgress(x *bpf.XdpMaps) (*bpf.TcObjects, error) {
 		return nil, fmt.Errorf("load the egress program: %w", err)
 	}
 	return &objs, nil
+}
+
+// EgressMaps sizes the egress program's dialog table as the XDP object's
+// and returns the XDP object's maps to load it with, one for every map the
+// egress program has: what one program learns is what the other reads.
+func EgressMaps(spec *ebpf.CollectionSpec, x *bpf.XdpMaps) (map[string]*ebpf.Map, error) {
+	spec.Maps[bpf.TcMapDialogs].MaxEntries = x.Dialogs.MaxEntries()
+	replace := map[string]*ebpf.Map{}
+	err := eachMap(x, func(name string, field **ebpf.Map) error {
+		if _, ok := spec.Maps[name]; ok && *field != nil {
+			replace[name] = *field
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	for name := range spec.Maps {
+		if _, ok := replace[name]; !ok && !strings.HasPrefix(name, ".") {
+			return nil, fmt.Errorf("egress program: the XDP object has no %s map to share", name)
+		}
+	}
+	return replace, nil
 }
 
 // attachEgress attaches prog to the egress of interface ifindex of a:

@@ -167,7 +167,12 @@ func Open(stateDir string, a Attachment) (*Pinned, error) {
 // addedMaps are the maps of this version that an attachment of an earlier
 // one may lack: an upgrade makes them, empty, and pins them beside the
 // rest (upgradePins). Any other map missing is an error.
-var addedMaps = map[string]bool{bpf.XdpMapL2tpTunnels: true}
+var addedMaps = map[string]bool{
+	bpf.XdpMapL2tpTunnels: true,
+	// Egress admission.
+	bpf.XdpMapAgentEgress: true, bpf.XdpMapAgentState: true, bpf.XdpMapConnectionBuckets: true,
+	bpf.XdpMapEgressTxns: true, bpf.XdpMapEgressCounts: true, bpf.XdpMapEgressBudget: true,
+}
 
 // openUpgrade is Open for an upgrade: a map of addedMaps that the
 // attachment has no pin of is left nil and named in missing.

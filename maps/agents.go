@@ -8,6 +8,7 @@ import (
 
 	"github.com/cilium/ebpf"
 	"github.com/xdpcac/xdpcac/bpf"
+	"github.com/xdpcac/xdpcac/cac"
 	"github.com/xdpcac/xdpcac/cac/policy"
 )
 
@@ -22,6 +23,14 @@ func agentOf(a policy.Agent) bpf.XdpCacAgent {
 			i := c - 300
 			v.OutCodes[i/64] |= 1 << (i % 64)
 		}
+	}
+	return v
+}
+
+func agentEgressOf(a policy.Agent) bpf.XdpCacAgentEgress {
+	v := bpf.XdpCacAgentEgress{Connection: limitOf(a.Connection)}
+	if a.FailFast {
+		v.Flags |= uint32(bpf.XdpCacAgentFlagAGENT_FAIL_FAST)
 	}
 	return v
 }
@@ -84,13 +93,19 @@ func ReadAgentSeen(m *ebpf.Map, n int) ([]uint64, error) {
 const (
 	SIPAgentResponse = uint8(bpf.XdpCacSipEventKindCAC_SIP_AGENT_RESPONSE) // an agent's response with an out-service code
 	SIPRejected      = uint8(bpf.XdpCacSipEventKindCAC_SIP_REJECTED)       // a refused request to answer with 503
+	// An INVITE the egress program refused, to answer on an agent's
+	// behalf; its Code is the cac.EgressReason.
+	SIPEgressRefused = uint8(bpf.XdpCacSipEventKindCAC_SIP_EGRESS_REFUSED)
 )
 
 // SIPEvent is a SIP message the fast path handed up: struct cac_sip_event.
 type SIPEvent struct {
-	Kind     uint8
-	Agent    uint32
-	Code     uint16
+	Kind  uint8
+	Agent uint32
+	Code  uint16
+	// Sent is set for a response that answers an INVITE transaction the
+	// SIP server sent toward the agent within Timer B.
+	Sent     bool
 	Src, Dst netip.AddrPort
 	Message  []byte
 }
@@ -113,22 +128,82 @@ func DecodeSIPEvent(raw []byte) (SIPEvent, error) {
 		return a
 	}
 	return SIPEvent{
-		Kind: ev.Kind, Agent: ev.Agent, Code: ev.Code,
+		Kind: ev.Kind, Agent: ev.Agent, Code: ev.Code, Sent: ev.Sent == 1,
 		Src: netip.AddrPortFrom(addr(ev.Saddr), ev.Sport), Dst: netip.AddrPortFrom(addr(ev.Daddr), ev.Dport),
 		Message: append([]byte(nil), ev.Data[:ev.Len]...),
 	}, nil
 }
 
-// ResetAgents empties the last-request stamp and the bucket of the agents
+// ResetAgents empties the last-request stamp and the buckets of the agents
 // at idx, whose place a different agent took.
-func ResetAgents(seen, buckets *ebpf.Map, idx []uint32) error {
+func ResetAgents(seen, buckets, connections *ebpf.Map, idx []uint32) error {
 	for _, i := range idx {
 		if err := seen.Update(i, uint64(0), ebpf.UpdateAny); err != nil {
 			return fmt.Errorf("reset session agent %d: %w", i, err)
 		}
-		if err := buckets.Update(i, bpf.XdpCacBucket{}, ebpf.UpdateAny); err != nil {
-			return fmt.Errorf("reset session agent %d: %w", i, err)
+		for _, m := range []*ebpf.Map{buckets, connections} {
+			if err := m.Update(i, bpf.XdpCacBucket{}, ebpf.UpdateAny); err != nil {
+				return fmt.Errorf("reset session agent %d: %w", i, err)
+			}
 		}
 	}
 	return nil
+}
+
+// WriteAgentState tells the egress program whether agent i is out of
+// service in every realm (docs/design.md, "Egress admission").
+func WriteAgentState(m *ebpf.Map, i uint32, out bool) error {
+	var v uint32
+	if out {
+		v = uint32(bpf.XdpCacAgentStateAGENT_OUT_OF_SERVICE)
+	}
+	if err := m.Update(i, v, ebpf.UpdateAny); err != nil {
+		return fmt.Errorf("write state of session agent %d: %w", i, err)
+	}
+	return nil
+}
+
+// ReadAgentStates reads which of the first n agents the egress program
+// holds out of service.
+func ReadAgentStates(m *ebpf.Map, n int) ([]bool, error) {
+	out := make([]bool, n)
+	for i := range out {
+		var v uint32
+		if err := m.Lookup(uint32(i), &v); err != nil {
+			return nil, fmt.Errorf("read state of session agent %d: %w", i, err)
+		}
+		out[i] = v&uint32(bpf.XdpCacAgentStateAGENT_OUT_OF_SERVICE) != 0
+	}
+	return out, nil
+}
+
+// EgressCounts are the egress program's counters of one agent, summed over
+// the CPUs: INVITE transactions sent toward it, their retransmissions
+// (passed uncharged), the INVITEs refused on its behalf by reason, and
+// those it would have refused but could not hand up, which went on.
+type EgressCounts struct {
+	Invites     uint64                       `json:"invites"`
+	Retransmits uint64                       `json:"retransmits"`
+	Refused     [cac.NumEgressReasons]uint64 `json:"-"`
+	Unanswered  uint64                       `json:"unanswered"`
+}
+
+// ReadEgressCounts reads the egress counters of the first n agents.
+func ReadEgressCounts(m *ebpf.Map, n int) ([]EgressCounts, error) {
+	out := make([]EgressCounts, n)
+	for i := range out {
+		var per []bpf.XdpCacEgressCounts
+		if err := m.Lookup(uint32(i), &per); err != nil {
+			return nil, fmt.Errorf("read egress counters of session agent %d: %w", i, err)
+		}
+		for _, c := range per {
+			out[i].Invites += c.Invites
+			out[i].Retransmits += c.Retransmits
+			out[i].Unanswered += c.Unanswered
+			for r := range out[i].Refused {
+				out[i].Refused[r] += c.Refused[r]
+			}
+		}
+	}
+	return out, nil
 }

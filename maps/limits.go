@@ -24,6 +24,7 @@ type PolicyMaps struct {
 	CustomerLimits  *ebpf.Map
 	CustomerBuckets *ebpf.Map
 	AgentLimits     *ebpf.Map // by slot, like the limits
+	AgentEgress     *ebpf.Map // by slot, like the limits
 }
 
 // PolicyMapsOf picks the policy maps out of the program's maps.
@@ -32,7 +33,7 @@ func PolicyMapsOf(o *bpf.XdpMaps) PolicyMaps {
 		Slot: o.PolicySlot, Limits: o.Limits, Accounts: [2]*ebpf.Map{o.Accounts0, o.Accounts1},
 		AccountLimits: o.AccountLimits, AccountBuckets: o.AccountBuckets,
 		CustomerLimits: o.CustomerLimits, CustomerBuckets: o.CustomerBuckets,
-		AgentLimits: o.AgentLimits,
+		AgentLimits: o.AgentLimits, AgentEgress: o.AgentEgress,
 	}
 }
 
@@ -108,6 +109,9 @@ func WritePolicy(pm PolicyMaps, p policy.Policy) error {
 	for i, a := range p.Agents {
 		if err := pm.AgentLimits.Update(next*policy.MaxAgents+uint32(i), agentOf(a), ebpf.UpdateAny); err != nil {
 			return fmt.Errorf("write limit of session agent %d: %w", i, err)
+		}
+		if err := pm.AgentEgress.Update(next*policy.MaxAgents+uint32(i), agentEgressOf(a), ebpf.UpdateAny); err != nil {
+			return fmt.Errorf("write connection limit of session agent %d: %w", i, err)
 		}
 	}
 	if err := pm.Limits.Update(next, &v, ebpf.UpdateAny); err != nil {

@@ -98,6 +98,11 @@ func TestSharedNumbers(t *testing.T) {
 
 		{"agent response", uint64(SIPAgentResponse), uint64(bpf.XdpCacSipEventKindCAC_SIP_AGENT_RESPONSE)},
 		{"rejected", uint64(SIPRejected), uint64(bpf.XdpCacSipEventKindCAC_SIP_REJECTED)},
+		{"egress refused", uint64(SIPEgressRefused), uint64(bpf.XdpCacSipEventKindCAC_SIP_EGRESS_REFUSED)},
+		{"connection", uint64(cac.EgressConnection), uint64(bpf.XdpCacEgressReasonCAC_EGRESS_CONNECTION)},
+		{"agent down", uint64(cac.EgressAgentDown), uint64(bpf.XdpCacEgressReasonCAC_EGRESS_AGENT_DOWN)},
+		{"egress reasons", uint64(cac.NumEgressReasons), uint64(bpf.XdpCacEgressReasonCAC_NUM_EGRESS_REASONS)},
+		{"egress refused counters", uint64(len(EgressCounts{}.Refused)), uint64(len(bpf.XdpCacEgressCounts{}.Refused))},
 
 		{"other sources", uint64(sourceOthers), uint64(bpf.XdpCacRejectRecordCAC_SOURCE_OTHERS)},
 

@@ -77,6 +77,7 @@ struct __sk_buff {
 };
 
 #define TC_ACT_UNSPEC (-1) /* tcx: TCX_NEXT */
+#define TC_ACT_SHOT 2    /* tcx: TCX_DROP */
 
 /* bpf_l4_csum_replace's flags: the size of the field in the low bits; a
  * UDP checksum of 0 (none, over IPv4) left as it is. */

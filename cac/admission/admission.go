@@ -29,6 +29,11 @@ type Model struct {
 	dialogs       dialogTable
 	refused       refusedTable
 	tunnels       l2tp.Table
+	// Egress admission (egress.go).
+	agentOut     [policy.MaxAgents]bool
+	connections  [policy.MaxAgents]bucket.Bucket
+	egressTxns   map[uint64]uint64 // transaction → time first sent
+	egressCounts [policy.MaxAgents]EgressCounts
 }
 
 // SetAgentAddrs puts the addresses of session agents in force (IPv4

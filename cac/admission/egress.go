@@ -5,28 +5,109 @@ import (
 	"github.com/xdpcac/xdpcac/cac/classify"
 )
 
-// Egress is the egress program bpf/tc_dialogs.c: a frame the SIP server
-// behind the filter sends out that is an INVITE out of dialog, over UDP to
-// or from a SIP port, puts its Call-ID in the dialog table, so that the
-// requests of that dialog coming back pass uncharged (docs/design.md,
-// "Dialogs the server opens"). It never changes a verdict: egress drops
-// nothing, and charges nothing. A dialog the table knows keeps its entry,
-// as egress_learn inserts only what is not there: a proxy sends out the
-// INVITE it admitted with the same Call-ID, and what the filter recorded
-// of it stays.
+// EgressVerdict is what the egress program does with a frame going out:
+// it goes on, or an INVITE toward a session agent is refused (dropped and
+// handed up to be answered on the agent's behalf) for Reason.
+type EgressVerdict struct {
+	Refused bool
+	Reason  cac.EgressReason
+	Agent   int
+}
+
+// EgressCounts are an agent's egress counters, as struct
+// cac_egress_counts has them.
+type EgressCounts struct {
+	Invites, Retransmits uint64
+	Refused              [cac.NumEgressReasons]uint64
+	Unanswered           uint64
+}
+
+// SetAgentOut holds agent i out of service in every realm, or not, as the
+// daemon writes the agent_state map.
+func (m *Model) SetAgentOut(i int, out bool) { m.agentOut[i] = out }
+
+// EgressCountsOf are agent i's egress counters.
+func (m *Model) EgressCountsOf(i int) EgressCounts { return m.egressCounts[i] }
+
+// Egress is the egress program bpf/tc_dialogs.c on a frame the SIP server
+// behind the filter sends out.
+//
+// An INVITE out of dialog, over UDP to or from a SIP port, toward a
+// session agent is judged (bpf/egress.h, docs/design.md "Egress
+// admission"): a retransmission of one sent within Timer B goes on
+// uncharged; else one toward an agent held out of service with fail-fast
+// is refused for agent-down, and one over the agent's connection limit for
+// connection; one that goes on takes a connection token and is
+// remembered by its transaction. A refused INVITE takes nothing and opens
+// no dialog. Every INVITE that goes on puts its Call-ID in the dialog
+// table, so that the requests of that dialog coming back pass uncharged
+// (docs/design.md, "Dialogs the server opens"); a dialog the table knows
+// keeps its entry, as egress_learn inserts only what is not there.
 //
 // An L2TP control message the LNS sends goes to the tunnel table, and may
 // have its Nr translated in frame (docs/design.md "Refusing an ICRQ").
-func (m *Model) Egress(frame []byte, now uint64) {
+//
+// The model hands up every refusal: the per-CPU budget of bpf/egress.h
+// is beyond what a test sends.
+func (m *Model) Egress(frame []byte, now uint64) EgressVerdict {
 	if at, ok := classify.FindL2TP(frame, m.Ports, true); ok {
 		m.table().FromLNS(frame, at, now)
-		return
+		return EgressVerdict{}
 	}
 	r, msg := classify.ClassifySIPEgress(frame, m.Ports)
 	if r.Kind != cac.Session || r.Class != cac.SIPInvite {
-		return
+		return EgressVerdict{}
+	}
+	if v := m.egressInvite(frame, msg, now); v.Refused {
+		return v
 	}
 	if callid := classify.CallID(msg); !m.dialogs.known(callid) {
 		m.learnDialog(callid, now)
 	}
+	return EgressVerdict{}
+}
+
+// egressInvite is egress_invite.
+func (m *Model) egressInvite(frame, msg []byte, now uint64) EgressVerdict {
+	family, addr := classify.DestOf(frame)
+	if family == 0 {
+		return EgressVerdict{}
+	}
+	agent, ok := m.agentAddrs[addrOf(classify.Source{Family: family, Addr: addr})]
+	if !ok || agent >= len(m.policy.Agents) {
+		return EgressVerdict{}
+	}
+	c := &m.egressCounts[agent]
+	_, txn := classify.Txn(msg)
+	if sent, ok := m.egressTxns[txn]; txn != 0 && ok && now-sent < TimerBNS {
+		c.Retransmits++
+		return EgressVerdict{}
+	}
+	a := m.policy.Agents[agent]
+	v := EgressVerdict{Refused: true, Agent: agent}
+	switch {
+	case a.FailFast && m.agentOut[agent]:
+		v.Reason = cac.EgressAgentDown
+	case !m.connections[agent].Take(a.Connection, now):
+		v.Reason = cac.EgressConnection
+	default:
+		c.Invites++
+		if txn != 0 {
+			if m.egressTxns == nil {
+				m.egressTxns = map[uint64]uint64{}
+			}
+			m.egressTxns[txn] = now
+		}
+		return EgressVerdict{}
+	}
+	c.Refused[v.Reason]++
+	return v
+}
+
+// AnswersSent is answers_sent of bpf/verdict.h: whether a response answers
+// an INVITE transaction the server sent toward an agent within Timer B.
+func (m *Model) AnswersSent(msg []byte, now uint64) bool {
+	_, txn := classify.Txn(msg)
+	sent, ok := m.egressTxns[txn]
+	return txn != 0 && ok && now-sent < TimerBNS
 }

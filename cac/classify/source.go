@@ -38,3 +38,19 @@ func SourceOf(frame []byte) Source {
 	}
 	return s
 }
+
+// DestOf is the IP destination of a frame that ClassifySIPEgress found to
+// be a request, as agent_to of bpf/egress.h reads it (IPv4 in the first 4
+// bytes of Addr); Family is 0 for a frame with no IP header.
+func DestOf(frame []byte) (family uint8, addr [16]byte) {
+	etherType, off := l2(frame)
+	switch {
+	case etherType == etherTypeIPv4 && off+20 <= len(frame):
+		copy(addr[:4], frame[off+16:off+20])
+		return 4, addr
+	case etherType == etherTypeIPv6 && off+40 <= len(frame):
+		copy(addr[:], frame[off+24:off+40])
+		return 6, addr
+	}
+	return 0, addr
+}

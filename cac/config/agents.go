@@ -39,6 +39,17 @@ type SessionAgent struct {
 	PingFailureCount           int
 	PingAllAddresses           bool
 	Limit                      Limit
+	// Connection is the agent as a connection (FlySIP's vendor Max
+	// CPS): the INVITEs the SIP server sends toward it, held at egress.
+	// Its burst defaults to one second of calls (at least one): a
+	// vendor counts its Max CPS per second.
+	Connection Limit
+	// OnOutOfService is what an INVITE toward the agent gets while it is
+	// out of service in every realm: fail-fast (answered at once) or pass.
+	OnOutOfService string
+	// EgressResponseCode answers an INVITE refused at egress on the
+	// agent's behalf.
+	EgressResponseCode int
 
 	node *yaml.Node // where it was defined, for errors that span keys
 }
@@ -79,10 +90,17 @@ func (d *decoder) codes(n *yaml.Node, path string, dst *[]int) {
 	})
 }
 
+// What an INVITE toward an agent out of service gets (on-out-of-service).
+const (
+	OnOutOfServiceFailFast = "fail-fast"
+	OnOutOfServicePass     = "pass"
+)
+
 func (d *decoder) agent(path string, n *yaml.Node) SessionAgent {
 	a := SessionAgent{
 		Port: 5060, PingMethod: "OPTIONS", PingInterval: 30 * time.Second,
 		PingSendMode: "keep-alive", PingFailureCount: 1, node: n,
+		OnOutOfService: OnOutOfServiceFailFast, EgressResponseCode: 503,
 	}
 	d.mapping(n, path, d.limitFields(&a.Limit, fields{
 		"name":     func(p string, v *yaml.Node) { d.str(v, p, &a.Name) },
@@ -102,6 +120,16 @@ func (d *decoder) agent(path string, n *yaml.Node) SessionAgent {
 		"ping-in-service-response-codes": func(p string, v *yaml.Node) { d.codes(v, p, &a.PingInServiceResponseCodes) },
 		"out-service-response-codes":     func(p string, v *yaml.Node) { d.codes(v, p, &a.OutServiceResponseCodes) },
 		"ping-all-addresses":             func(p string, v *yaml.Node) { d.boolean(v, p, &a.PingAllAddresses) },
+		"connection-cps":                 func(p string, v *yaml.Node) { d.number(v, p, 0.001, &a.Connection.CPS) },
+		"connection-burst":               func(p string, v *yaml.Node) { d.number(v, p, 1, &a.Connection.Burst) },
+		"on-out-of-service": func(p string, v *yaml.Node) {
+			d.oneOf(v, p, &a.OnOutOfService, OnOutOfServiceFailFast, OnOutOfServicePass)
+		},
+		"egress-response-code": func(p string, v *yaml.Node) {
+			if c, ok := d.integer(v, p, 400, 699); ok {
+				a.EgressResponseCode = int(c)
+			}
+		},
 		"options": func(p string, v *yaml.Node) {
 			d.sequence(v, p, func(p string, v *yaml.Node) {
 				s, ok := d.scalar(v, p)
@@ -119,6 +147,15 @@ func (d *decoder) agent(path string, n *yaml.Node) SessionAgent {
 		},
 	}))
 	d.checkLimit(n, path, a.Limit)
+	if a.Connection.CPS == nil && a.Connection.Burst != nil {
+		d.errorf(n, join(path, "connection-burst"), "without connection-cps: a connection limit needs a rate")
+	} else if a.Connection.CPS != nil {
+		if a.Connection.Burst == nil {
+			b := max(1, *a.Connection.CPS)
+			a.Connection.Burst = &b
+		}
+		d.checkLimit(n, join(path, "connection-cps"), a.Connection)
+	}
 	for key, missing := range map[string]bool{"name": a.Name == "", "hostname": a.Hostname == "", "realm-id": a.RealmID == ""} {
 		if missing {
 			d.errorf(n, join(path, key), "is required")

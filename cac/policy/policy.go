@@ -67,11 +67,15 @@ type Policy struct {
 	Agents []Agent
 }
 
-// Agent is a session agent as the fast path holds it: its own bucket, and
-// the response codes that take it out of service.
+// Agent is a session agent as the fast path holds it: its own bucket, the
+// response codes that take it out of service, and at egress its
+// connection limit and whether an INVITE toward it out of service is
+// refused at once (docs/design.md, "Egress admission").
 type Agent struct {
-	Limit    bucket.Limit
-	OutCodes []int
+	Limit      bucket.Limit
+	OutCodes   []int
+	Connection bucket.Limit
+	FailFast   bool
 }
 
 // MaxAgents is CAC_MAX_AGENTS of bpf/shared.h.
@@ -146,7 +150,14 @@ func Of(cfg *config.Config) (Policy, error) {
 		if err != nil {
 			return p, err
 		}
-		p.Agents = append(p.Agents, Agent{Limit: l, OutCodes: a.OutServiceResponseCodes})
+		c, err := limitOf("session agent "+a.Name+" connection", a.Connection)
+		if err != nil {
+			return p, err
+		}
+		p.Agents = append(p.Agents, Agent{
+			Limit: l, OutCodes: a.OutServiceResponseCodes,
+			Connection: c, FailFast: a.OnOutOfService == config.OnOutOfServiceFailFast,
+		})
 	}
 	if len(p.Agents) > MaxAgents {
 		return p, fmt.Errorf("%d session agents: at most %d", len(p.Agents), MaxAgents)

@@ -49,6 +49,23 @@ func parseRequest(raw []byte) (*sip.Request, error) {
 // It refuses anything that is not a parseable SIP request, a request without
 // Via, From, To, Call-ID or CSeq, and an ACK (never answered).
 func Reject503(raw []byte, retryAfter time.Duration) ([]byte, error) {
+	return Reject(raw, sip.StatusServiceUnavailable, retryAfter, "")
+}
+
+// reasonPhrases are the phrases of the codes an answer on a peer's behalf
+// is likely to carry; any other code gets "Unavailable".
+var reasonPhrases = map[int]string{
+	480: "Temporarily Unavailable", 486: "Busy Here", 500: "Server Internal Error",
+	502: "Bad Gateway", 503: "Service Unavailable", 504: "Server Time-out", 600: "Busy Everywhere", 603: "Decline",
+}
+
+// Reject is Reject503 with another final code (400 to 699), and when why
+// is not empty a Warning header (code 399, agent xdpcac) that tells the
+// operator reading the SIP server's log what refused the request.
+func Reject(raw []byte, code int, retryAfter time.Duration, why string) ([]byte, error) {
+	if code < 400 || code > 699 {
+		return nil, fmt.Errorf("sipd: reject: code %d is not a final error code (400-699)", code)
+	}
 	req, err := parseRequest(raw)
 	if err != nil {
 		return nil, fmt.Errorf("sipd: reject 503: %w", err)
@@ -85,7 +102,11 @@ func Reject503(raw []byte, retryAfter time.Duration) ([]byte, error) {
 		return nil, fmt.Errorf("sipd: reject 503 %s: %w: %s", req.Method, ErrMissingHeader, strings.Join(missing, ", "))
 	}
 
-	res := sip.NewResponse(sip.StatusServiceUnavailable, "Service Unavailable")
+	phrase, ok := reasonPhrases[code]
+	if !ok {
+		phrase = "Unavailable"
+	}
+	res := sip.NewResponse(code, phrase)
 	res.SipVersion = req.SipVersion
 	for _, v := range vias {
 		res.AppendHeader(sip.HeaderClone(v))
@@ -104,6 +125,9 @@ func Reject503(raw []byte, retryAfter time.Duration) ([]byte, error) {
 	if retryAfter > 0 {
 		secs := (retryAfter + time.Second - 1) / time.Second
 		res.AppendHeader(sip.NewHeader("Retry-After", strconv.FormatInt(int64(secs), 10)))
+	}
+	if why != "" {
+		res.AppendHeader(sip.NewHeader("Warning", `399 xdpcac "`+strings.ReplaceAll(why, `"`, "'")+`"`))
 	}
 	res.AppendHeader(sip.NewHeader("Server", UserAgent))
 	res.SetBody(nil) // Content-Length: 0

@@ -15,12 +15,13 @@ import (
 	"github.com/xdpcac/xdpcac/cac/classify"
 	"github.com/xdpcac/xdpcac/cac/policy"
 	. "github.com/xdpcac/xdpcac/internal/pkt"
+	"github.com/xdpcac/xdpcac/loader"
 	"github.com/xdpcac/xdpcac/tests/harness"
 )
 
 // egress is the real egress object, loaded beside a harness.FastPath's XDP object
-// with its dialog table, ports and clock in place of its own, as the
-// loader shares them, and run with BPF_PROG_TEST_RUN.
+// with its maps in place of its own, as the loader shares them, and run
+// with BPF_PROG_TEST_RUN.
 type egress struct {
 	objs bpf.TcObjects
 }
@@ -34,12 +35,12 @@ func newEgress(t testing.TB, f *harness.FastPath) *egress {
 	if err := spec.Variables[bpf.TcVarUseTestClock].Set(uint8(1)); err != nil {
 		t.Fatal(err)
 	}
-	spec.Maps[bpf.TcMapDialogs].MaxEntries = f.Objs.Dialogs.MaxEntries()
+	replace, err := loader.EgressMaps(spec, &f.Objs.XdpMaps)
+	if err != nil {
+		t.Fatal(err)
+	}
 	e := &egress{}
-	err = spec.LoadAndAssign(&e.objs, &ebpf.CollectionOptions{MapReplacements: map[string]*ebpf.Map{
-		bpf.TcMapDialogs: f.Objs.Dialogs, bpf.TcMapUdpPorts: f.Objs.UdpPorts, bpf.TcMapTestClock: f.Objs.TestClock,
-		bpf.TcMapL2tpTunnels: f.Objs.L2tpTunnels,
-	}})
+	err = spec.LoadAndAssign(&e.objs, &ebpf.CollectionOptions{MapReplacements: replace})
 	if err != nil {
 		var ve *ebpf.VerifierError
 		if errors.As(err, &ve) {

@@ -1,0 +1,145 @@
+/* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
+/*
+ * Egress admission (docs/design.md, "Egress admission"): the INVITEs the
+ * SIP server sends toward a session agent. One toward an agent out of
+ * service in every realm, with on-out-of-service: fail-fast, or over the
+ * agent's connection limit (FlySIP's connection Max CPS), is dropped here
+ * and handed up, and the daemon answers it at once with a 503 from the
+ * agent's address: the server hunts to its next route without waiting
+ * for Timer B. A refusal takes no token. Every INVITE that goes on is
+ * remembered by its transaction, so that its retransmissions take no
+ * token either, and so that only an answer to a request the server really
+ * sent may take an agent out of service (the daemon looks it up). The Go
+ * twin is cac/admission/egress.go.
+ */
+#pragma once
+
+#include "uapi.h"
+#include "bpf_helpers.h"
+#include "cac.h"
+#include "maps.h"
+#include "parse.h"
+#include "bucket.h"
+#include "clock.h"
+#include "sip_event.h"
+#include "sip_txn.h"
+#include "where.h"
+
+/* agent_to is the agent an IP destination is, or NO_AGENT. */
+static __always_inline __u32 agent_to(struct frame *f)
+{
+	void *data = f->data, *data_end = f->data_end;
+	struct cac_prefix p = {.prefixlen = 128};
+
+	if (f->family == 4) {
+		struct iphdr *ip = data + (f->l3off & 0x3f);
+		if ((void *)(ip + 1) > data_end)
+			return NO_AGENT;
+		p.addr[10] = 0xff;
+		p.addr[11] = 0xff;
+		__builtin_memcpy(&p.addr[12], &ip->daddr, 4);
+	} else if (f->family == 6) {
+		struct ipv6hdr *ip6 = data + (f->l3off & 0x3f);
+		if ((void *)(ip6 + 1) > data_end)
+			return NO_AGENT;
+		__builtin_memcpy(p.addr, ip6->daddr, 16);
+	} else {
+		return NO_AGENT;
+	}
+	__u32 *a = bpf_map_lookup_elem(&agents, &p);
+	return a && *a < CAC_MAX_AGENTS ? *a : NO_AGENT;
+}
+
+/* egress_slot is the slot of limits in force (bucket.h). */
+static __always_inline __u32 egress_slot(void)
+{
+	__u32 zero = 0;
+	__u32 *s = bpf_map_lookup_elem(&policy_slot, &zero);
+	return s ? *s & 1 : 0;
+}
+
+/* egress_refusal is why an INVITE toward agent at now is refused, or
+ * ADMITTED, taking a connection token for one that goes on. */
+static __always_inline int egress_refusal(__u32 agent, __u64 now)
+{
+	__u32 k = egress_slot() * CAC_MAX_AGENTS + agent;
+	struct cac_agent_egress *a = bpf_map_lookup_elem(&agent_egress, &k);
+	__u32 *state = bpf_map_lookup_elem(&agent_state, &agent);
+	struct cac_bucket *b = bpf_map_lookup_elem(&connection_buckets, &agent);
+	if (!a || !state || !b)
+		return ADMITTED;
+	if ((a->flags & AGENT_FAIL_FAST) && (*state & AGENT_OUT_OF_SERVICE))
+		return CAC_EGRESS_AGENT_DOWN;
+	if (!bucket_take(&a->connection, b, now, 0))
+		return CAC_EGRESS_CONNECTION;
+	return ADMITTED;
+}
+
+/* egress_hand_up hands a refused INVITE up to be answered, within this
+ * CPU's budget for the second; it returns 0 when it did. */
+static __always_inline int egress_hand_up(struct frame *f, __u32 agent, int reason, __u64 now)
+{
+	__u32 zero = 0;
+	struct reject_budget *b = bpf_map_lookup_elem(&egress_budget, &zero);
+	if (!b)
+		return -1;
+	__u64 second = now / 1000000000ULL;
+	if (b->second != second) {
+		b->second = second;
+		b->used = 0;
+	}
+	if (b->used >= EGRESS_REFUSED_PER_SECOND)
+		return -1;
+	if (sip_event_copy(f, CAC_SIP_EGRESS_REFUSED, agent, reason))
+		return -1;
+	b->used++;
+	return 0;
+}
+
+/*
+ * egress_invite judges an INVITE out of dialog the server sends; where
+ * packs its frame as where_pack does. It returns TC_ACT_SHOT for one
+ * refused and handed up, else TC_ACT_UNSPEC. A global function: the
+ * transaction's hash and the agent's key stay off the program's frame.
+ */
+__noinline int egress_invite(struct __sk_buff *skb, __u64 where, __u64 now)
+{
+	if (!skb)
+		return TC_ACT_UNSPEC;
+	struct frame f = {
+		.data = (void *)(long)skb->data,
+		.data_end = (void *)(long)skb->data_end,
+		.l3off = where_l3off(where),
+		.family = where_family(where),
+		.msgoff = where_msgoff(where),
+		.msglen = where_msglen(where),
+	};
+	__u32 agent = agent_to(&f);
+	if (agent == NO_AGENT)
+		return TC_ACT_UNSPEC;
+	struct cac_egress_counts *c = bpf_map_lookup_elem(&egress_counts, &agent);
+	if (!c)
+		return TC_ACT_UNSPEC;
+	__u64 callid;
+	__u64 txn = sip_txn(skb, f.msgoff, f.msglen, &callid);
+	if (txn) {
+		__u64 *sent = bpf_map_lookup_elem(&egress_txns, &txn);
+		if (sent && now - *sent < CAC_TIMER_B_NS) {
+			c->retransmits++;
+			return TC_ACT_UNSPEC;
+		}
+	}
+	int reason = egress_refusal(agent, now);
+	if (reason >= 0 && reason < CAC_NUM_EGRESS_REASONS) {
+		if (egress_hand_up(&f, agent, reason, now) == 0) {
+			c->refused[reason]++;
+			return TC_ACT_SHOT;
+		}
+		c->unanswered++;
+		return TC_ACT_UNSPEC;
+	}
+	c->invites++;
+	if (txn)
+		bpf_map_update_elem(&egress_txns, &txn, &now, BPF_ANY);
+	return TC_ACT_UNSPEC;
+}

@@ -1,0 +1,80 @@
+/* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
+/*
+ * SIP events: the messages user space must see, through the sip_events
+ * ring buffer (struct cac_sip_event). Both programs write them: the XDP
+ * program an agent's out-service response and a refused request to
+ * answer, the egress program an INVITE it refused on an agent's behalf.
+ */
+#pragma once
+
+#include "uapi.h"
+#include "bpf_helpers.h"
+#include "cac.h"
+#include "maps.h"
+#include "parse.h"
+
+/*
+ * sip_event_copy copies a SIP message and its addresses into the ring
+ * buffer, and returns -1 when the ring has no room for it. The message
+ * is read with bpf_probe_read_kernel, which takes a
+ * length the verifier only needs to bound, where a packet pointer would
+ * need a proof for every byte.
+ */
+/* code is the response code, and in bit 16 whether it answers a request
+ * the server sent. */
+static __always_inline int sip_event_copy(struct frame *f, __u8 kind, __u32 agent, __u32 code)
+{
+	struct cac_sip_event *ev = bpf_ringbuf_reserve(&sip_events, sizeof(*ev), 0);
+	if (!ev)
+		return -1;
+	void *data = f->data, *data_end = f->data_end;
+	__u32 l3off = f->l3off & 0x3f;
+	ev->kind = kind;
+	ev->family = f->family;
+	ev->agent = agent;
+	ev->code = code & 0xffff;
+	ev->sent = (code >> 16) & 1;
+	ev->_pad = 0;
+	__builtin_memset(ev->saddr, 0, sizeof(ev->saddr));
+	__builtin_memset(ev->daddr, 0, sizeof(ev->daddr));
+	if (f->family == 4) {
+		struct iphdr *ip = data + l3off;
+		if ((void *)(ip + 1) > data_end)
+			goto discard;
+		ev->saddr[10] = ev->saddr[11] = ev->daddr[10] = ev->daddr[11] = 0xff;
+		__builtin_memcpy(&ev->saddr[12], &ip->saddr, 4);
+		__builtin_memcpy(&ev->daddr[12], &ip->daddr, 4);
+	} else {
+		struct ipv6hdr *ip6 = data + l3off;
+		if ((void *)(ip6 + 1) > data_end)
+			goto discard;
+		__builtin_memcpy(ev->saddr, ip6->saddr, 16);
+		__builtin_memcpy(ev->daddr, ip6->daddr, 16);
+	}
+	/* The UDP header is right before the message. */
+	__u32 uoff = f->msgoff - 8;
+	barrier_var(uoff); /* bound the register that offsets */
+	if (uoff > 1016)
+		goto discard;
+	struct udphdr *udp = data + uoff;
+	if ((void *)(udp + 1) > data_end)
+		goto discard;
+	ev->sport = bpf_ntohs(udp->source);
+	ev->dport = bpf_ntohs(udp->dest);
+	__u32 len = f->msglen;
+	if (len > CAC_SIP_COPY)
+		len = CAC_SIP_COPY;
+	barrier_var(len);
+	if (len > CAC_SIP_COPY) /* never: bounds the register the helper is given */
+		goto discard;
+	if ((void *)(udp + 1) + len > data_end)
+		goto discard;
+	if (bpf_probe_read_kernel(ev->data, len, udp + 1))
+		goto discard;
+	ev->len = len;
+	bpf_ringbuf_submit(ev, 0);
+	return 0;
+discard:
+	bpf_ringbuf_discard(ev, 0);
+	return 0;
+}

@@ -1,0 +1,191 @@
+package fastpath
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"net/netip"
+	"testing"
+	"time"
+
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/ringbuf"
+	"github.com/xdpcac/xdpcac/cac"
+	"github.com/xdpcac/xdpcac/cac/admission"
+	"github.com/xdpcac/xdpcac/cac/policy"
+	. "github.com/xdpcac/xdpcac/internal/pkt"
+	"github.com/xdpcac/xdpcac/maps"
+	"github.com/xdpcac/xdpcac/tests/harness"
+)
+
+// tcActShot is TC_ACT_SHOT (tcx's TCX_DROP) as a run returns it.
+const tcActShot = 2
+
+// egressAgents are three session agents as egress admission sees them:
+// a connection of 5 cps (burst 5) that fails fast, an agent that fails
+// fast with no connection limit, and a connection of 2 cps (burst 1)
+// whose INVITEs pass while it is out of service.
+func egressAgents(t testing.TB) policy.Policy {
+	var p policy.Policy
+	p.Agents = []policy.Agent{
+		{Connection: harness.MustRate(t, 5, 5), FailFast: true, OutCodes: []int{503}},
+		{FailFast: true, OutCodes: []int{503}},
+		{Connection: harness.MustRate(t, 2, 1), OutCodes: []int{503}},
+	}
+	return p
+}
+
+var egressAgentAddrs = []netip.Addr{
+	netip.MustParseAddr("198.51.100.30"), netip.MustParseAddr("2001:db8::31"), netip.MustParseAddr("198.51.100.32"),
+}
+
+// inviteTo is an INVITE the server sends toward dst, of transaction n.
+func inviteTo(dst netip.Addr, n int, s SIP) []byte {
+	s = s.With("Call-ID", fmt.Sprintf("out-%d@192.0.2.10", n)).With("Via", fmt.Sprintf("SIP/2.0/UDP 192.0.2.10:5060;branch=z9hG4bK-%d", n))
+	if dst.Is4() {
+		return Frame(Ether{}, IPv4{Src: serverAddr, Dst: dst}, UDP{Src: 5060, Dst: 5060}, s)
+	}
+	return Frame(Ether{}, IPv6{Src: serverAddr6, Dst: dst}, UDP{Src: 5060, Dst: 5060}, s)
+}
+
+// judge runs a frame going out through the egress program and the model,
+// and fails unless both do the same with it; a refused one must be handed
+// up as the model says.
+func (e *egress) judge(t *testing.T, f *harness.FastPath, rd *ringbuf.Reader, frame []byte) admission.EgressVerdict {
+	t.Helper()
+	ret, err := e.objs.TcDialogs.Run(&ebpf.RunOptions{Data: frame})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := f.Model.Egress(append([]byte(nil), frame...), f.Now)
+	if got := ret == tcActShot; got != want.Refused || (ret != tcActShot && ret != tcActUnspec) {
+		t.Fatalf("egress returned %d; the model: %+v", int32(ret), want)
+	}
+	if want.Refused {
+		ev := readSIPEvent(t, rd)
+		if ev.Kind != maps.SIPEgressRefused || int(ev.Agent) != want.Agent || cac.EgressReason(ev.Code) != want.Reason ||
+			ev.Dst.Addr().Unmap() != egressAgentAddrs[want.Agent] || string(ev.Message) != string(frame[len(frame)-len(ev.Message):]) {
+			t.Fatalf("refused INVITE handed up as %+v; the model: %+v", ev, want)
+		}
+	}
+	return want
+}
+
+// TestEgressAdmission: a random trace of INVITEs the server sends toward
+// three agents and a stranger, new ones, retransmissions and new
+// transactions of old calls, with agents going out of service and back,
+// over a clock that moves by up to 300 ms a step. The egress program and
+// the model refuse the same INVITEs for the same reasons, hand up each
+// one refused, and end with the same counters.
+func TestEgressAdmission(t *testing.T) {
+	f := harness.NewFastPath(t, false)
+	e := newEgress(t, f)
+	f.SetPolicy(t, egressAgents(t))
+	addrs := map[netip.Addr]int{}
+	for i, a := range egressAgentAddrs {
+		addrs[a] = i
+	}
+	f.SetAgentAddrs(t, addrs)
+	rd, err := ringbuf.NewReader(f.Objs.SipEvents)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rd.Close()
+
+	rng := rand.New(rand.NewPCG(17, 2026))
+	dests := append([]netip.Addr{netip.MustParseAddr("203.0.113.50")}, egressAgentAddrs...)
+	forms := []SIP{SIPRequest("INVITE", harness.ToNoTag), SIPRequest("invite", harness.ToNoTag)}
+	type sent struct {
+		frame []byte
+	}
+	var past []sent
+	now := uint64(10 * time.Second)
+	refused := map[cac.EgressReason]int{}
+	for step := 0; step < 3000; step++ {
+		now += uint64(rng.IntN(300)) * uint64(time.Millisecond) / 4
+		f.MustAt(t, now)
+		switch r := rng.IntN(100); {
+		case r < 3: // an agent goes out of service, or comes back
+			i, out := rng.IntN(len(egressAgentAddrs)), rng.IntN(2) == 0
+			if err := maps.WriteAgentState(f.Objs.AgentState, uint32(i), out); err != nil {
+				t.Fatal(err)
+			}
+			f.Model.SetAgentOut(i, out)
+		case r < 20 && len(past) > 0: // a copy of an INVITE sent before
+			e.judge(t, f, rd, past[rng.IntN(len(past))].frame)
+		default:
+			frame := inviteTo(dests[rng.IntN(len(dests))], step, forms[rng.IntN(len(forms))])
+			if v := e.judge(t, f, rd, frame); v.Refused {
+				refused[v.Reason]++
+			} else {
+				past = append(past, sent{frame})
+			}
+		}
+	}
+	got, err := maps.ReadEgressCounts(f.Objs.EgressCounts, len(egressAgentAddrs))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, g := range got {
+		w := f.Model.EgressCountsOf(i)
+		if g.Invites != w.Invites || g.Retransmits != w.Retransmits || g.Refused != w.Refused || g.Unanswered != w.Unanswered {
+			t.Errorf("agent %d: the program counted %+v, the model %+v", i, g, w)
+		}
+	}
+	// The trace must have tried every decision.
+	if refused[cac.EgressConnection] == 0 || refused[cac.EgressAgentDown] == 0 || got[0].Retransmits == 0 {
+		t.Errorf("the trace refused %v and saw %d retransmissions: it tried too little", refused, got[0].Retransmits)
+	}
+	t.Logf("refused %v; counters %+v", refused, got)
+}
+
+// TestEgressAnswersSent: an agent's 503 to an INVITE the server sent is
+// handed up as answering it; a 503 from the same address with the same
+// Call-ID but another branch, one to an INVITE the egress program
+// refused, and one after Timer B, as answering nothing. The model agrees.
+func TestEgressAnswersSent(t *testing.T) {
+	f := harness.NewFastPath(t, false)
+	e := newEgress(t, f)
+	f.SetPolicy(t, egressAgents(t))
+	agent := egressAgentAddrs[2] // 2 cps, burst 1
+	f.SetAgentAddrs(t, map[netip.Addr]int{agent: 2})
+	rd, err := ringbuf.NewReader(f.Objs.SipEvents)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rd.Close()
+	f.MustAt(t, 100*second)
+	sentOne := inviteTo(agent, 1, SIPRequest("INVITE", harness.ToNoTag))
+	if v := e.judge(t, f, rd, sentOne); v.Refused {
+		t.Fatal("the first INVITE was refused")
+	}
+	if v := e.judge(t, f, rd, inviteTo(agent, 2, SIPRequest("INVITE", harness.ToNoTag))); !v.Refused {
+		t.Fatal("the second INVITE within the burst of 1 went on")
+	}
+	answer := func(n int, branch string) []byte {
+		return Frame(Ether{}, IPv4{Src: agent, Dst: serverAddr}, UDP{Src: 5060, Dst: 5060}, Raw(
+			"SIP/2.0 503 Service Unavailable\r\nVia: SIP/2.0/UDP 192.0.2.10:5060;branch="+branch+"\r\n"+
+				`From: "Alice" <sip:alice@example.com>;tag=1928301774`+"\r\nTo: "+harness.ToTag+"\r\n"+
+				fmt.Sprintf("Call-ID: out-%d@192.0.2.10\r\nCSeq: 314159 INVITE\r\nContent-Length: 0\r\n\r\n", n)))
+	}
+	for _, c := range []struct {
+		name  string
+		at    uint64
+		frame []byte
+		sent  bool
+	}{
+		{"the answer to the INVITE sent", 101 * second, answer(1, "z9hG4bK-1"), true},
+		{"a forged one: another branch", 101 * second, answer(1, "z9hG4bK-forged"), false},
+		{"the answer to the INVITE refused", 101 * second, answer(2, "z9hG4bK-2"), false},
+		{"the answer after Timer B", 100*second + admission.TimerBNS, answer(1, "z9hG4bK-1"), false},
+	} {
+		f.MustAt(t, c.at)
+		if err := f.Check(c.frame); err != nil {
+			t.Fatal(err)
+		}
+		ev := readSIPEvent(t, rd)
+		msg := c.frame[42:]
+		if ev.Kind != maps.SIPAgentResponse || ev.Sent != c.sent || f.Model.AnswersSent(msg, c.at) != c.sent {
+			t.Errorf("%s: handed up as %+v (sent %v), the model says %v; want %v", c.name, ev.Kind, ev.Sent, f.Model.AnswersSent(msg, c.at), c.sent)
+		}
+	}
+}
