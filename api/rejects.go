@@ -28,8 +28,10 @@ func NewRejectFilter(class, reason, source string, since time.Duration) (RejectF
 		}
 	}
 	if reason != "" {
-		if _, err := cac.ParseReason(reason); err != nil {
-			return f, fmt.Errorf("--reason: %w", err)
+		if _, err := cac.ParseReason(reason); err != nil && !slices.ContainsFunc(cac.EgressReasons(), func(r cac.EgressReason) bool {
+			return r.String() == reason
+		}) {
+			return f, fmt.Errorf("--reason: %w (or at egress: connection, agent-down)", err)
 		}
 	}
 	if since < 0 {

@@ -76,8 +76,16 @@ type Agents struct {
 	Answered   uint64 `json:"answered_503"`
 	Unanswered uint64 `json:"unanswered"`
 	// Responses counts the agents' out-service responses the fast path
-	// handed up, whether or not they counted.
+	// handed up, whether or not they counted; Forged those to an INVITE
+	// that answered no transaction the SIP server sent, which did not.
 	Responses uint64 `json:"agent_responses"`
+	Forged    uint64 `json:"forged_responses"`
+	// Egress is each agent as egress admission holds it, and
+	// EgressAnswered and EgressUnanswered count the INVITEs refused at
+	// egress answered on an agent's behalf, and those that could not be.
+	Egress           []agents.Egress `json:"egress"`
+	EgressAnswered   uint64          `json:"egress_answered"`
+	EgressUnanswered uint64          `json:"egress_unanswered"`
 }
 
 // RejectLine is one reject record as the rejects log and `show rejects

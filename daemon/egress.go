@@ -8,6 +8,7 @@ import (
 
 	"github.com/xdpcac/xdpcac/api"
 	"github.com/xdpcac/xdpcac/cac"
+	"github.com/xdpcac/xdpcac/cac/agents"
 	"github.com/xdpcac/xdpcac/cac/config"
 	"github.com/xdpcac/xdpcac/cac/sipd"
 	"github.com/xdpcac/xdpcac/loader"
@@ -127,6 +128,17 @@ func (w *egressAnswerer) flush(now time.Time, all bool) {
 	}
 }
 
+// pendingLines are the records of seconds not finished yet.
+func (w *egressAnswerer) pendingLines() []api.RejectLine {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	out := make([]api.RejectLine, 0, len(w.pending))
+	for _, l := range w.pending {
+		out = append(out, *l)
+	}
+	return out
+}
+
 func (w *egressAnswerer) close() {
 	w.flush(time.Time{}, true)
 	w.raw.Close()
@@ -172,4 +184,32 @@ func (a *sipAgents) writeStates() {
 		}
 	}
 	a.states = out
+}
+
+// egressRows are the agents as egress admission holds them, with the
+// egress program's counters, for show sipd agents and the metrics.
+func (a *sipAgents) egressRows() []agents.Egress {
+	n := len(a.cfg.SessionAgents)
+	counts, err := maps.ReadEgressCounts(a.pinned.EgressCounts, n)
+	if err != nil {
+		a.log.Warn("read egress counters", "err", err)
+		counts = make([]maps.EgressCounts, n)
+	}
+	out, _ := maps.ReadAgentStates(a.pinned.AgentState, n)
+	rows := make([]agents.Egress, n)
+	for i, ag := range a.cfg.SessionAgents {
+		c := counts[i]
+		rows[i] = agents.Egress{
+			Agent: ag.Name, OnOutOfService: ag.OnOutOfService,
+			Invites: c.Invites, Retransmits: c.Retransmits, Unanswered: c.Unanswered,
+			Connection: c.Refused[cac.EgressConnection], AgentDown: c.Refused[cac.EgressAgentDown],
+		}
+		if ag.Connection.CPS != nil {
+			rows[i].ConnectionCPS, rows[i].ConnectionBurst = *ag.Connection.CPS, ag.Connection.EffectiveBurst()
+		}
+		if i < len(out) {
+			rows[i].OutOfService = out[i]
+		}
+	}
+	return rows
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/xdpcac/xdpcac/cac"
 	"github.com/xdpcac/xdpcac/cac/control"
 	"github.com/xdpcac/xdpcac/internal/version"
 	"github.com/xdpcac/xdpcac/maps/collector"
@@ -51,6 +52,9 @@ func (d *Daemon) serveMetrics(listen string) (*metricsServer, error) {
 		err = errors.Join(err, nerr)
 		s.SIPAnswered, s.SIPSuppressed = d.answers.answered.Load(), d.answers.suppressed.Load()
 		s.Agents = d.agentStates()
+		s.Egress = d.agentEgress()
+		s.EgressAnswered, s.EgressUnanswered = d.egressAnswers.answered.Load(), d.egressAnswers.suppressed.Load()
+		s.ForgedResponses = d.forged.Load()
 		return s, err
 	}), version.String())
 	reg := prometheus.NewRegistry()
@@ -97,6 +101,25 @@ func (d *Daemon) agentStates() []collector.Agent {
 	out := make([]collector.Agent, 0, len(rows))
 	for _, r := range rows {
 		out = append(out, collector.Agent{Name: r.Agent, Destination: r.Destination.String(), Realm: r.Realm, Up: r.Status.InService})
+	}
+	return out
+}
+
+// agentEgress is what egress admission did per agent, for the metrics.
+func (d *Daemon) agentEgress() []collector.AgentEgress {
+	d.mu.Lock()
+	a := d.agents
+	d.mu.Unlock()
+	if a == nil {
+		return nil
+	}
+	rows := a.egressRows()
+	out := make([]collector.AgentEgress, 0, len(rows))
+	for _, r := range rows {
+		out = append(out, collector.AgentEgress{
+			Name: r.Agent, Invites: r.Invites, Retransmits: r.Retransmits, Unanswered: r.Unanswered,
+			Refused: map[string]uint64{cac.EgressConnection.String(): r.Connection, cac.EgressAgentDown.String(): r.AgentDown},
+		})
 	}
 	return out
 }

@@ -52,15 +52,24 @@ func (d *Daemon) serveAPI() (func(), error) {
 		a := d.agents
 		d.mu.Unlock()
 		// Every key whatever the state: no agents is an empty list.
-		v := api.Agents{Targets: []agents.Row{}, Answered: d.answers.answered.Load(), Unanswered: d.answers.suppressed.Load()}
+		v := api.Agents{Targets: []agents.Row{}, Answered: d.answers.answered.Load(), Unanswered: d.answers.suppressed.Load(),
+			Forged: d.forged.Load(), Egress: []agents.Egress{},
+			EgressAnswered: d.egressAnswers.answered.Load(), EgressUnanswered: d.egressAnswers.suppressed.Load()}
 		if a != nil {
 			v.Targets = a.rows()
 			v.Responses = a.events.Load()
+			v.Egress = a.egressRows()
 		}
 		writeJSON(w, http.StatusOK, v)
 	})
 	mux.HandleFunc("GET "+api.PathRejects, func(w http.ResponseWriter, r *http.Request) {
 		lines := d.journal.lines()
+		d.mu.Lock()
+		a := d.agents
+		d.mu.Unlock()
+		if a != nil && a.egress != nil {
+			lines = append(lines, a.egress.pendingLines()...) // this second's, not finished yet
+		}
 		if lines == nil {
 			lines = []api.RejectLine{} // none is an empty list, not null
 		}

@@ -122,6 +122,20 @@ func loadFor(sourceTable, dialogTable uint32, shared map[string]*ebpf.Map, targe
 		}
 		return nil, fmt.Errorf("load XDP program: %w", err)
 	}
+	// The maps only the egress program uses (connections, agent states,
+	// egress counters) are bound to the XDP program too, so that the
+	// running program names every map of its state: the pins are made
+	// again from it (Repin), and an attachment is known as ours by it.
+	err = eachMap(&objs.XdpMaps, func(name string, field **ebpf.Map) error {
+		if err := objs.XdpCac.BindMap(*field); err != nil {
+			return fmt.Errorf("bind the %s map to the XDP program: %w", name, err)
+		}
+		return nil
+	})
+	if err != nil {
+		objs.Close()
+		return nil, err
+	}
 	return &objs, nil
 }
 

@@ -17,6 +17,9 @@ type InForce struct {
 	Limits   bpf.XdpCacLimits
 	Accounts map[netip.Prefix]AccountInForce
 	Agents   []bpf.XdpCacAgent // the configured ones, by index
+	// AgentEgress: their connection limits and flags, by index; none
+	// from an attachment of a version without egress admission.
+	AgentEgress []bpf.XdpCacAgentEgress
 }
 
 // AccountInForce is an account prefix's limit and its customer's.
@@ -56,6 +59,14 @@ func ReadInForce(pm PolicyMaps) (InForce, error) {
 			return in, fmt.Errorf("read session agent %d: %w", i, err)
 		}
 		in.Agents = append(in.Agents, a)
+		if pm.AgentEgress == nil {
+			continue
+		}
+		var e bpf.XdpCacAgentEgress
+		if err := pm.AgentEgress.Lookup(slot*policy.MaxAgents+i, &e); err != nil {
+			return in, fmt.Errorf("read connection limit of session agent %d: %w", i, err)
+		}
+		in.AgentEgress = append(in.AgentEgress, e)
 	}
 	return in, nil
 }

@@ -60,6 +60,11 @@ type AccountLimitView struct {
 type AgentLimitView struct {
 	Index int       `json:"index"`
 	Limit LimitView `json:"limit"`
+	// Connection is its connection limit at egress, and FailFast whether
+	// an INVITE toward it out of service is refused there
+	// (docs/design.md, "Egress admission").
+	Connection LimitView `json:"connection"`
+	FailFast   bool      `json:"fail_fast"`
 }
 
 // limitView turns a GCRA limit back into calls a second and a burst.
@@ -108,7 +113,13 @@ func LimitsViewOf(in InForce) LimitsView {
 		v.Accounts = append(v.Accounts, AccountLimitView{Prefix: unmapped(p).String(), Limit: limitView(a.Limit), Customer: limitView(a.Customer)})
 	}
 	for i, a := range in.Agents {
-		v.Agents = append(v.Agents, AgentLimitView{Index: i, Limit: limitView(a.Limit)})
+		av := AgentLimitView{Index: i, Limit: limitView(a.Limit)}
+		if i < len(in.AgentEgress) {
+			e := in.AgentEgress[i]
+			av.Connection = limitView(e.Connection)
+			av.FailFast = e.Flags&uint32(bpf.XdpCacAgentFlagAGENT_FAIL_FAST) != 0
+		}
+		v.Agents = append(v.Agents, av)
 	}
 	return v
 }

@@ -121,3 +121,47 @@ func destText(d netip.AddrPort) string {
 	}
 	return d.String()
 }
+
+// Egress is one agent as egress admission holds it (docs/design.md,
+// "Egress admission"): its connection limit, what an INVITE toward it
+// out of service gets, whether the egress program holds it out of
+// service, and what the program did with the INVITEs sent toward it.
+type Egress struct {
+	Agent           string  `json:"agent"`
+	ConnectionCPS   float64 `json:"connection_cps"` // 0: no connection limit
+	ConnectionBurst float64 `json:"connection_burst"`
+	OnOutOfService  string  `json:"on_out_of_service"`
+	OutOfService    bool    `json:"out_of_service"`
+	Invites         uint64  `json:"invites"`
+	Retransmits     uint64  `json:"retransmits"`
+	Connection      uint64  `json:"refused_connection"`
+	AgentDown       uint64  `json:"refused_agent_down"`
+	Unanswered      uint64  `json:"unanswered"`
+}
+
+// WriteEgress writes, for each agent (or the one named), its line of
+// egress admission: "Egress vendor-a: connection 5 cps (burst 5),
+// fail-fast; sent 95, retransmitted 0, refused 305 (connection 305,
+// agent-down 0), unanswered 0".
+func WriteEgress(w io.Writer, rows []Egress, name string) error {
+	rows = slices.Clone(rows)
+	slices.SortFunc(rows, func(x, y Egress) int { return strings.Compare(x.Agent, y.Agent) })
+	var b strings.Builder
+	for _, e := range rows {
+		if name != "" && e.Agent != name {
+			continue
+		}
+		conn := "no connection limit"
+		if e.ConnectionCPS > 0 {
+			conn = fmt.Sprintf("connection %g cps (burst %g)", e.ConnectionCPS, e.ConnectionBurst)
+		}
+		held := ""
+		if e.OutOfService {
+			held = ", held out of service"
+		}
+		fmt.Fprintf(&b, "Egress %s: %s, %s%s; sent %d, retransmitted %d, refused %d (connection %d, agent-down %d), unanswered %d\n",
+			e.Agent, conn, e.OnOutOfService, held, e.Invites, e.Retransmits, e.Connection+e.AgentDown, e.Connection, e.AgentDown, e.Unanswered)
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}

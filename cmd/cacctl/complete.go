@@ -82,6 +82,9 @@ func reasonNames() []string {
 	for _, r := range cac.Reasons() {
 		out = append(out, r.String())
 	}
+	for _, r := range cac.EgressReasons() {
+		out = append(out, r.String())
+	}
 	return out
 }
 

@@ -77,7 +77,11 @@ func writeLimits(w io.Writer, v maps.LimitsView) error {
 		tw.Flush()
 	}
 	for _, a := range v.Agents {
-		fmt.Fprintf(w, "session agent %d: %s\n", a.Index, rate(a.Limit))
+		down := "out of service: pass"
+		if a.FailFast {
+			down = "out of service: fail-fast"
+		}
+		fmt.Fprintf(w, "session agent %d: %s; connection %s; %s\n", a.Index, rate(a.Limit), rate(a.Connection), down)
 	}
 	return nil
 }

@@ -45,9 +45,19 @@ func newShowSipdCmd(g *globals) *cobra.Command {
 					return agents.WriteAgents(cmd.OutOrStdout(), v.Targets, name) // says which there are
 				}
 				v.Targets = keep
+				egress := []agents.Egress{}
+				for _, e := range v.Egress {
+					if name == "" || e.Agent == name {
+						egress = append(egress, e)
+					}
+				}
+				v.Egress = egress
 				return printJSON(cmd.OutOrStdout(), v)
 			}
-			return agents.WriteAgents(cmd.OutOrStdout(), v.Targets, name)
+			if err := agents.WriteAgents(cmd.OutOrStdout(), v.Targets, name); err != nil {
+				return err
+			}
+			return agents.WriteEgress(cmd.OutOrStdout(), v.Egress, name)
 		},
 	}
 	out = addOutputFlag(agentsCmd)

@@ -29,6 +29,7 @@ type Sample struct {
 	defunct []string
 	daemon  bool // a cacctl run serves the state directory
 	agents  []agents.Row
+	egress  []agents.Egress
 }
 
 // Read reads a sample from the pinned maps, and the agents from the
@@ -60,7 +61,7 @@ func Read(stateDir string) (Sample, error) {
 	if c := api.Dial(stateDir); c != nil {
 		s.daemon = true
 		if v, err := c.Agents(); err == nil {
-			s.agents = v.Targets
+			s.agents, s.egress = v.Targets, v.Egress
 		}
 	}
 	return s, nil

@@ -203,6 +203,10 @@ func crowded() (Sample, Sample) {
 			Destination: netip.MustParseAddrPort(fmt.Sprintf("[2001:db8::%x]:5061", i)),
 			Status:      agents.Status{Reason: "no answer to 3 OPTIONS pings in a row", Failures: 3}})
 	}
+	b.egress = []agents.Egress{
+		{Agent: "vendor-a", ConnectionCPS: 5, ConnectionBurst: 5, OnOutOfService: "fail-fast", Invites: 101, Connection: 299},
+		{Agent: "vendor-b", OnOutOfService: "fail-fast", OutOfService: true, AgentDown: 40},
+	}
 	b.daemon = true
 	age := int64(12_300)
 	b.snap.CallAdmission = &maps.CallAdmissionView{Operational: true, Limit: 100, TotalCharges: 42, SessionCharges: 30, LoadCharge: 12,
@@ -248,7 +252,7 @@ func TestTopFits(t *testing.T) {
 func TestTopPlain(t *testing.T) {
 	a, b := crowded()
 	out := modelOf(80, 24, a, b).plain(onceWidth)
-	for _, want := range []string{"!! NOT PROTECTED: the interface went away, nothing filters it: blue:eth2", "per class: /s over the last 1.0 s", "rejected sources:", "session agents: 60 target(s)", "pppoe-padi", "!! STALE control plane", "charges 42 of 100"} {
+	for _, want := range []string{"!! NOT PROTECTED: the interface went away, nothing filters it: blue:eth2", "per class: /s over the last 1.0 s", "rejected sources:", "session agents: 60 target(s)", "vendor-a   5/s", "HELD OUT", "pppoe-padi", "!! STALE control plane", "charges 42 of 100"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("no %q in:\n%s", want, out)
 		}

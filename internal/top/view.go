@@ -196,7 +196,40 @@ func agentsBody(s Sample) viewBody {
 	case len(rows) == 0:
 		t.empty = "none: the configuration names no session agent"
 	}
-	return viewBody{caption: []string{caption}, main: t}
+	b := viewBody{caption: []string{caption}, main: t}
+	if len(s.egress) > 0 {
+		b.fixed = append(b.fixed, egressTable(s.egress))
+	}
+	return b
+}
+
+// egressTable is what egress admission did with the INVITEs the SIP
+// server sent toward each agent (docs/design.md, "Egress admission").
+func egressTable(rows []agents.Egress) tableSpec {
+	t := tableSpec{cols: []colSpec{
+		{title: "egress", width: 10},
+		{title: "conn limit", width: 10},
+		{title: "when out", width: 9},
+		{title: "sent", width: 8, right: true},
+		{title: "over limit", width: 10, right: true},
+		{title: "agent out", width: 9, right: true},
+		{title: "unanswered", width: 10, right: true},
+	}}
+	rows = slices.Clone(rows)
+	slices.SortFunc(rows, func(a, b agents.Egress) int { return cmp.Compare(a.Agent, b.Agent) })
+	for _, e := range rows {
+		conn := "-"
+		if e.ConnectionCPS > 0 {
+			conn = show.Num(e.ConnectionCPS) + "/s"
+		}
+		down := e.OnOutOfService
+		if e.OutOfService {
+			down = "HELD OUT"
+		}
+		t.rows = append(t.rows, []string{e.Agent, conn, down, strconv.FormatUint(e.Invites, 10),
+			strconv.FormatUint(e.Connection, 10), strconv.FormatUint(e.AgentDown, 10), strconv.FormatUint(e.Unanswered, 10)})
+	}
+	return t
 }
 
 func chargesBody(s Sample) viewBody {

@@ -51,8 +51,10 @@ type Collector struct {
 	limit, charges, cpu, cpuAverage   family
 	buffersFull, heartbeatAge, stale  family
 	calls, agentUp, buildInfo, errors family
-	sipAnswered, sipSuppressed        family
-	sipVerified, sipRetransmits       family
+	egressInvites, egressRefused, egressRetransmits, egressUnanswered,
+	egressAnswers, forgedResponses family
+	sipAnswered, sipSuppressed  family
+	sipVerified, sipRetransmits family
 }
 
 // New returns a Collector that calls r on every scrape. version goes into
@@ -134,6 +136,24 @@ func New(r Reader, version string) *Collector {
 		sipRetransmits: newFamily("xdpcac_sip_retransmits_total",
 			"INVITE retransmissions within Timer B, which take nothing: passed (of an admitted transaction) or dropped (of a refused one), by interface.",
 			prometheus.CounterValue, "iface", "verdict"),
+		egressInvites: newFamily("xdpcac_egress_invites_total",
+			"INVITE transactions the SIP server sent toward a session agent that went on, by agent.",
+			prometheus.CounterValue, "agent"),
+		egressRefused: newFamily("xdpcac_egress_refused_total",
+			"INVITEs toward a session agent refused at egress and answered on its behalf, by agent and reason (connection, agent-down).",
+			prometheus.CounterValue, "agent", "reason"),
+		egressRetransmits: newFamily("xdpcac_egress_retransmits_total",
+			"Retransmissions of INVITEs sent toward a session agent, passed without a connection token, by agent.",
+			prometheus.CounterValue, "agent"),
+		egressUnanswered: newFamily("xdpcac_egress_unanswered_total",
+			"INVITEs egress admission would have refused but could not hand up (over the per-CPU budget): they went on, by agent.",
+			prometheus.CounterValue, "agent"),
+		egressAnswers: newFamily("xdpcac_egress_answers_total",
+			"Answers to INVITEs refused at egress: sent on the agent's behalf, or not (unanswerable, unsent).",
+			prometheus.CounterValue, "result"),
+		forgedResponses: newFamily("xdpcac_session_agent_forged_responses_total",
+			"Out-service answers from a session agent's address to an INVITE that answered no transaction the SIP server sent: ignored.",
+			prometheus.CounterValue),
 		errors: newFamily("xdpcac_collect_errors_total",
 			"Scrapes that could not read or export all of the fast path's state.",
 			prometheus.CounterValue),
@@ -147,6 +167,7 @@ func (c *Collector) families() []family {
 		c.limit, c.charges, c.cpu, c.cpuAverage, c.buffersFull, c.heartbeatAge, c.stale,
 		c.calls, c.agentUp, c.buildInfo, c.errors, c.sipAnswered, c.sipSuppressed,
 		c.sipVerified, c.sipRetransmits,
+		c.egressInvites, c.egressRefused, c.egressRetransmits, c.egressUnanswered, c.egressAnswers, c.forgedResponses,
 	}
 }
 
@@ -177,6 +198,7 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	c.collectAgents(e, snap.Agents)
 	e.emit(c.sipAnswered, float64(snap.SIPAnswered))
 	e.emit(c.sipSuppressed, float64(snap.SIPSuppressed))
+	c.collectEgress(e, snap)
 	e.emit(c.buildInfo, 1, c.version, runtime.Version())
 
 	err = errors.Join(e.errs...)
@@ -283,6 +305,33 @@ func (c *Collector) collectCallAdmission(e *emitter, v *maps.CallAdmissionView) 
 	e.emit(c.stale, boolValue(v.Stale))
 	e.emit(c.calls, float64(v.Accepted), "accepted")
 	e.emit(c.calls, float64(v.Rejected), "rejected")
+}
+
+func (c *Collector) collectEgress(e *emitter, snap Snapshot) {
+	seen := make(map[string]bool, len(snap.Egress))
+	for _, a := range snap.Egress {
+		if seen[a.Name] {
+			e.fail(fmt.Errorf("export egress of session agent %q: duplicate", a.Name))
+			continue
+		}
+		seen[a.Name] = true
+		e.emit(c.egressInvites, float64(a.Invites), a.Name)
+		e.emit(c.egressRetransmits, float64(a.Retransmits), a.Name)
+		e.emit(c.egressUnanswered, float64(a.Unanswered), a.Name)
+		reasons := make([]string, 0, len(a.Refused))
+		for r := range a.Refused {
+			reasons = append(reasons, r)
+		}
+		sort.Strings(reasons)
+		for _, r := range reasons {
+			e.emit(c.egressRefused, float64(a.Refused[r]), a.Name, r)
+		}
+	}
+	if len(snap.Egress) > 0 {
+		e.emit(c.egressAnswers, float64(snap.EgressAnswered), "answered")
+		e.emit(c.egressAnswers, float64(snap.EgressUnanswered), "unanswered")
+		e.emit(c.forgedResponses, float64(snap.ForgedResponses))
+	}
 }
 
 func (c *Collector) collectAgents(e *emitter, agents []Agent) {

@@ -39,6 +39,21 @@ type Snapshot struct {
 	// SIPAnswers: refused SIP requests the daemon answered with 503, and
 	// those it suppressed (over sip-reject.rate, not answerable, unsent).
 	SIPAnswered, SIPSuppressed uint64
+	// Egress: each session agent as egress admission counts it; the
+	// answers sent on agents' behalf and those that could not be; and
+	// the agents' out-service answers that answered no request the SIP
+	// server sent (docs/design.md, "Egress admission").
+	Egress                           []AgentEgress
+	EgressAnswered, EgressUnanswered uint64
+	ForgedResponses                  uint64
+}
+
+// AgentEgress is what the egress program did with the INVITEs the SIP
+// server sent toward one session agent.
+type AgentEgress struct {
+	Name                             string
+	Invites, Retransmits, Unanswered uint64
+	Refused                          map[string]uint64 // by reason: connection, agent-down
 }
 
 // Bucket levels.

@@ -181,7 +181,14 @@ func TestSessionAgentBadInput(t *testing.T) {
 	if rows := tb.AgentTargets(t); len(rows) != 1 || !rows[0].Status.InService {
 		t.Errorf("after bad responses: %+v", rows)
 	}
-	// The real thing from the agent takes it out.
+	// The real thing takes it out: the agent's answer to an INVITE the
+	// server sent, from its SIP port, through the egress program.
+	server := harness.ListenUDP(t, tb.Box, harness.BoxIP+":5060")
+	invite := "INVITE sip:b@x SIP/2.0\r\nVia: SIP/2.0/UDP " + harness.BoxIP + ";branch=z9hG4bK1\r\nMax-Forwards: 70\r\n" +
+		"From: <sip:a@x>;tag=1\r\nTo: <sip:b@x>\r\nCall-ID: c\r\nCSeq: 1 INVITE\r\nContent-Length: 0\r\n\r\n"
+	if _, err := server.WriteToUDPAddrPort([]byte(invite), netip.MustParseAddrPort(harness.AgentIP+":5060")); err != nil {
+		t.Fatal(err)
+	}
 	testenv.Send(t, tb.Peer, tb.PeerIfc, [][]byte{response(harness.AgentIP, "503 Service Unavailable", "1 INVITE")})
 	tb.WaitStatus(t, harness.AgentIP, false, 2*time.Second)
 }
