@@ -36,7 +36,8 @@ func TestFullExample(t *testing.T) {
 		t.Errorf("buffers = %+v", c.Buffers)
 	}
 	a := c.SessionAgents[0]
-	if a.PingFailureCount != 3 || a.PingInterval != 30*time.Second || !a.PingAllAddresses || *a.Limit.CPS != 50 {
+	if a.PingFailureCount != 3 || a.PingInterval != 30*time.Second || !a.PingAllAddresses || *a.Limit.CPS != 50 ||
+		*a.Connection.CPS != 10 || a.Connection.EffectiveBurst() != 10 || a.OnOutOfService != OnOutOfServicePass || a.EgressResponseCode != 480 {
 		t.Errorf("agent = %+v", a)
 	}
 	if c.Customers[0].Accounts[0].Source.String() != "192.0.2.10/32" {
@@ -134,6 +135,12 @@ func TestBadInput(t *testing.T) {
 		{"dialog table", "dialog-table: 100000000\n", "dialog-table: must be from 1024 to 16777216"},
 		{"prefix host bits", "customers: [{name: a, accounts: [{name: b, source: 192.0.2.1/24}]}]\n", "did you mean 192.0.2.0/24"},
 		{"missing realm", "session-agents: [{name: p, hostname: 192.0.2.2, realm-id: core}]\n", `session-agents[0].realm-id: no realm named "core"`},
+		{"connection burst alone", "realms: [{name: core, address: 192.0.2.1}]\nsession-agents: [{name: p, hostname: 192.0.2.2, realm-id: core, connection-burst: 5}]\n",
+			"bad.yaml:2:18: session-agents[0].connection-burst: without connection-cps: a connection limit needs a rate"},
+		{"on out of service", "realms: [{name: core, address: 192.0.2.1}]\nsession-agents: [{name: p, hostname: 192.0.2.2, realm-id: core, on-out-of-service: wait}]\n",
+			"session-agents[0].on-out-of-service: must be one of fail-fast, pass"},
+		{"egress code", "realms: [{name: core, address: 192.0.2.1}]\nsession-agents: [{name: p, hostname: 192.0.2.2, realm-id: core, egress-response-code: 200}]\n",
+			"session-agents[0].egress-response-code: must be from 400 to 699, got 200"},
 		{"repeated key", "malformed: pass\nmalformed: drop\n", "bad.yaml:2:1: malformed: repeated key"},
 		{"list not mapping", "ports: [1701]\n", "ports: must be a mapping"},
 		{"bad duration", "stale-after: soon\n", `stale-after: must be a duration`},

@@ -3,6 +3,7 @@ package fastpath
 import (
 	"testing"
 
+	"github.com/cilium/ebpf"
 	"github.com/xdpcac/xdpcac/tests/harness"
 )
 
@@ -10,21 +11,28 @@ import (
 // for one program (BPF_COMPLEXITY_LIMIT_INSNS).
 const verifierBudget = 1_000_000
 
-// TestVerifierHeadroom keeps a tenth of the verifier's budget free, so
+// TestVerifierHeadroom keeps a tenth of the verifier's budget free for each
+// program (the XDP program and the egress program), so
 // that a change to the parsers or the admission pipeline that would soon
 // make the program unloadable shows here first, with the figure.
 func TestVerifierHeadroom(t *testing.T) {
 	f := harness.NewFastPath(t, false)
-	info, err := f.Objs.XdpCac.Info()
-	if err != nil {
-		t.Fatal(err)
-	}
-	n, ok := info.VerifiedInstructions()
-	if !ok {
-		t.Skip("this kernel does not report verified instructions")
-	}
-	t.Logf("xdp_cac verified in %d instructions of %d", n, verifierBudget)
-	if n > verifierBudget*9/10 {
-		t.Errorf("xdp_cac verified in %d instructions: less than a tenth of the budget of %d is left", n, verifierBudget)
+	e := newEgress(t, f)
+	for _, p := range []struct {
+		name string
+		prog *ebpf.Program
+	}{{"xdp_cac", f.Objs.XdpCac}, {"tc_dialogs", e.objs.TcDialogs}} {
+		info, err := p.prog.Info()
+		if err != nil {
+			t.Fatal(err)
+		}
+		n, ok := info.VerifiedInstructions()
+		if !ok {
+			t.Skip("this kernel does not report verified instructions")
+		}
+		t.Logf("%s verified in %d instructions of %d", p.name, n, verifierBudget)
+		if n > verifierBudget*9/10 {
+			t.Errorf("%s verified in %d instructions: less than a tenth of the budget of %d is left", p.name, n, verifierBudget)
+		}
 	}
 }
