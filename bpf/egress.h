@@ -23,6 +23,7 @@
 #include "clock.h"
 #include "sip_event.h"
 #include "sip_txn.h"
+#include "dialog_learn.h"
 #include "where.h"
 
 /* agent_to is the agent an IP destination is, or NO_AGENT. */
@@ -97,10 +98,13 @@ static __always_inline int egress_hand_up(struct frame *f, __u32 agent, int reas
 }
 
 /*
- * egress_invite judges an INVITE out of dialog the server sends; where
- * packs its frame as where_pack does. It returns TC_ACT_SHOT for one
- * refused and handed up, else TC_ACT_UNSPEC. A global function: the
- * transaction's hash and the agent's key stay off the program's frame.
+ * egress_invite judges an INVITE out of dialog the server sends, and
+ * learns the dialog of one that goes on (egress_learn); where packs its
+ * frame as where_pack does. It returns TC_ACT_SHOT for one refused and
+ * handed up, else TC_ACT_UNSPEC. The Call-ID is hashed once: with the
+ * transaction for an INVITE toward an agent, alone for any other. A
+ * global function: the hashes and the agent's key stay off the program's
+ * frame.
  */
 __noinline int egress_invite(struct __sk_buff *skb, __u64 where, __u64 now)
 {
@@ -115,17 +119,18 @@ __noinline int egress_invite(struct __sk_buff *skb, __u64 where, __u64 now)
 		.msglen = where_msglen(where),
 	};
 	__u32 agent = agent_to(&f);
-	if (agent == NO_AGENT)
-		return TC_ACT_UNSPEC;
 	struct cac_egress_counts *c = bpf_map_lookup_elem(&egress_counts, &agent);
-	if (!c)
+	if (agent == NO_AGENT || !c) {
+		egress_learn(sip_callid(skb, f.msgoff, f.msglen), now);
 		return TC_ACT_UNSPEC;
+	}
 	__u64 callid;
 	__u64 txn = sip_txn(skb, f.msgoff, f.msglen, &callid);
 	if (txn) {
 		__u64 *sent = bpf_map_lookup_elem(&egress_txns, &txn);
 		if (sent && now - *sent < CAC_TIMER_B_NS) {
 			c->retransmits++;
+			egress_learn(callid, now);
 			return TC_ACT_UNSPEC;
 		}
 	}
@@ -133,13 +138,14 @@ __noinline int egress_invite(struct __sk_buff *skb, __u64 where, __u64 now)
 	if (reason >= 0 && reason < CAC_NUM_EGRESS_REASONS) {
 		if (egress_hand_up(&f, agent, reason, now) == 0) {
 			c->refused[reason]++;
-			return TC_ACT_SHOT;
+			return TC_ACT_SHOT; /* a refused INVITE opens no dialog: the next route's does */
 		}
 		c->unanswered++;
-		return TC_ACT_UNSPEC;
+	} else {
+		c->invites++;
+		if (txn)
+			bpf_map_update_elem(&egress_txns, &txn, &now, BPF_ANY);
 	}
-	c->invites++;
-	if (txn)
-		bpf_map_update_elem(&egress_txns, &txn, &now, BPF_ANY);
+	egress_learn(callid, now);
 	return TC_ACT_UNSPEC;
 }

@@ -69,23 +69,6 @@ static __always_inline int egress_parse(struct __sk_buff *skb, struct frame *f, 
 	return CAC_KIND_UNWATCHED;
 }
 
-/*
- * egress_learn puts a dialog the server opened in the table, every field
- * but the time zero. A dialog the table holds already keeps its entry and
- * what was recorded in it: a proxy sends out the INVITE the filter
- * admitted with the same Call-ID, and a retransmission changes nothing.
- * The lookup keeps it among the recently used. A global function, so that
- * key and value stay off the program's own frame.
- */
-__noinline int egress_learn(__u64 callid, __u64 now)
-{
-	struct cac_dialog d = {.invite_ns = now};
-	if (!callid || bpf_map_lookup_elem(&dialogs, &callid))
-		return 0;
-	bpf_map_update_elem(&dialogs, &callid, &d, BPF_NOEXIST);
-	return 0;
-}
-
 /* egress_frame learns the dialog of a frame going out, if it opens one,
  * and judges an INVITE toward a session agent (egress.h): it returns
  * TC_ACT_SHOT for one refused, else TC_ACT_UNSPEC. */
@@ -116,12 +99,7 @@ static __always_inline int egress_frame(struct __sk_buff *skb)
 	int result = classify_sip(skb, &f, &msg);
 	if ((result & ~RESULT_ODD) != RESULT(CAC_KIND_CLASS, CAC_CLASS_SIP_INVITE))
 		return TC_ACT_UNSPEC;
-	/* A refused INVITE opens no dialog: the server's next route does. */
-	__u64 now = now_ns();
-	if (egress_invite(skb, where_pack(f.l3off, f.family, 0, f.msgoff, f.msglen), now) == TC_ACT_SHOT)
-		return TC_ACT_SHOT;
-	egress_learn(sip_callid(skb, f.msgoff, f.msglen), now);
-	return TC_ACT_UNSPEC;
+	return egress_invite(skb, where_pack(f.l3off, f.family, 0, f.msgoff, f.msglen), now_ns());
 }
 
 /*
