@@ -12,8 +12,9 @@ import (
 
 // demoConfig is the embedded default of the demo: per-MAC and per-class
 // limits for PPPoE, a class limit for ICRQs, per-source limits for SIP,
-// an account that keeps a trusted peer's calls flowing, and the Cisco
-// new model over it all, its CPU gate fed by the daemon's measure of
+// an account that keeps a trusted peer's calls flowing, the trusted peer
+// as a session agent and a connection of egressCPS calls a second toward
+// it (egress.go), and the Cisco new model over it all, its CPU gate fed by the daemon's measure of
 // CPUSOURCE. Metrics go on loopback, on a port the kernel picks: the demo
 // must not take one a real daemon may have. IFACE is the testbed's BRAS
 // interface.
@@ -33,6 +34,8 @@ customers:
   - name: trusted-peer
     cps: 50
     accounts: [{name: pbx, source: 192.0.2.2/32, cps: 50}]
+realms: [{name: core, address: 192.0.2.1}]
+session-agents: [{name: carrier, hostname: 192.0.2.2, realm-id: core, connection-cps: 2}]
 call-admission: |
   call admission new-model
   call admission limit 150
@@ -124,5 +127,7 @@ func Run(ctx context.Context, w io.Writer, total time.Duration, cpuSource string
 			return nil
 		}
 	}
-	return writeResult(w, tb, d, results, peer, server)
+	fmt.Fprintf(w, "== egress: the server sends %d INVITEs at once toward the carrier, a connection of %d calls a second\n", egressInvites, egressCPS)
+	eg := sendEgress(ctx, server, demoPeer+sipPort)
+	return writeResult(w, tb, d, results, peer, server, eg)
 }
