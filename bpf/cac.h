@@ -208,13 +208,15 @@ struct cac_agent_egress {
 
 /* The egress program's per-CPU counters of one agent: INVITE transactions
  * sent toward it, their retransmissions (passed uncharged), the INVITEs
- * refused on its behalf by reason, and those it would have refused but
- * could not hand up to be answered, which went on to the agent. */
+ * refused on its behalf by reason, those it would have refused but
+ * could not hand up to be answered, which went on to the agent, and the
+ * server's ACKs of the answers given on its behalf, which never reach it. */
 struct cac_egress_counts {
 	__u64 invites;
 	__u64 retransmits;
 	__u64 refused[CAC_NUM_EGRESS_REASONS];
 	__u64 unanswered;
+	__u64 acks; /* ACKs of the answers given on its behalf, dropped */
 };
 
 /* A SIP message user space must see: a response from an agent with an

@@ -9,8 +9,10 @@
  * for Timer B. A refusal takes no token. Every INVITE that goes on is
  * remembered by its transaction, so that its retransmissions take no
  * token either, and so that only an answer to a request the server really
- * sent may take an agent out of service (the daemon looks it up). The Go
- * twin is cac/admission/egress.go.
+ * sent may take an agent out of service (the daemon looks it up). The
+ * server's ACK of an answer given on an agent's behalf is dropped: the
+ * agent never had the transaction. The Go twin is
+ * cac/admission/egress.go.
  */
 #pragma once
 
@@ -138,6 +140,8 @@ __noinline int egress_invite(struct __sk_buff *skb, __u64 where, __u64 now)
 	if (reason >= 0 && reason < CAC_NUM_EGRESS_REASONS) {
 		if (egress_hand_up(&f, agent, reason, now) == 0) {
 			c->refused[reason]++;
+			if (callid)
+				bpf_map_update_elem(&egress_refused, &callid, &now, BPF_ANY);
 			return TC_ACT_SHOT; /* a refused INVITE opens no dialog: the next route's does */
 		}
 		c->unanswered++;
@@ -145,7 +149,50 @@ __noinline int egress_invite(struct __sk_buff *skb, __u64 where, __u64 now)
 		c->invites++;
 		if (txn)
 			bpf_map_update_elem(&egress_txns, &txn, &now, BPF_ANY);
+		if (callid)
+			bpf_map_delete_elem(&egress_refused, &callid);
 	}
 	egress_learn(callid, now);
 	return TC_ACT_UNSPEC;
+}
+
+/* is_ack reports whether a request is an ACK: its method, in any letter
+ * case as the readers take methods, and a space. */
+static __always_inline int is_ack(struct frame *f)
+{
+	struct sip_msg m = {.data = f->data, .data_end = f->data_end, .off = f->msgoff, .len = f->msglen};
+	return (sip_byte(&m, 0) | 0x20) == 'a' && (sip_byte(&m, 1) | 0x20) == 'c' &&
+	       (sip_byte(&m, 2) | 0x20) == 'k' && sip_byte(&m, 3) == ' ';
+}
+
+/*
+ * egress_ack drops the server's ACK of an answer given on an agent's
+ * behalf: an ACK toward the agent of a Call-ID whose INVITE was refused
+ * at egress within Timer B (and no INVITE of it went on since). It
+ * returns TC_ACT_SHOT for one dropped, else TC_ACT_UNSPEC.
+ */
+__noinline int egress_ack(struct __sk_buff *skb, __u64 where, __u64 now)
+{
+	if (!skb)
+		return TC_ACT_UNSPEC;
+	struct frame f = {
+		.data = (void *)(long)skb->data,
+		.data_end = (void *)(long)skb->data_end,
+		.l3off = where_l3off(where),
+		.family = where_family(where),
+		.msgoff = where_msgoff(where),
+		.msglen = where_msglen(where),
+	};
+	if (!is_ack(&f))
+		return TC_ACT_UNSPEC;
+	__u32 agent = agent_to(&f);
+	struct cac_egress_counts *c = bpf_map_lookup_elem(&egress_counts, &agent);
+	if (agent == NO_AGENT || !c)
+		return TC_ACT_UNSPEC;
+	__u64 callid = sip_callid(skb, f.msgoff, f.msglen);
+	__u64 *refused = callid ? bpf_map_lookup_elem(&egress_refused, &callid) : NULL;
+	if (!refused || now - *refused >= CAC_TIMER_B_NS)
+		return TC_ACT_UNSPEC;
+	c->acks++;
+	return TC_ACT_SHOT;
 }

@@ -120,6 +120,17 @@ struct {
 	__type(value, __u64); /* monotonic ns it was first sent */
 } egress_txns SEC(".maps");
 
+/* The Call-IDs of the INVITEs refused at egress toward an agent, with the
+ * time: the server's ACK of the answer given on the agent's behalf is
+ * dropped within Timer B, so the agent never sees a transaction it never
+ * had. An INVITE of the same Call-ID that goes on removes the entry. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 65536);
+	__type(key, __u64);   /* the hash of the Call-ID */
+	__type(value, __u64); /* monotonic ns of the refusal */
+} egress_refused SEC(".maps");
+
 /* The egress program's per-CPU counters, by agent. */
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);

@@ -43,6 +43,7 @@ type TcCacEgressCounts struct {
 	Retransmits uint64
 	Refused     [2]uint64
 	Unanswered  uint64
+	Acks        uint64
 }
 
 type TcCacL2tpKey struct {
@@ -94,6 +95,7 @@ const (
 	TcMapDialogs           = "dialogs"
 	TcMapEgressBudget      = "egress_budget"
 	TcMapEgressCounts      = "egress_counts"
+	TcMapEgressRefused     = "egress_refused"
 	TcMapEgressTxns        = "egress_txns"
 	TcMapL2tpTunnels       = "l2tp_tunnels"
 	TcMapPolicySlot        = "policy_slot"
@@ -160,6 +162,7 @@ type TcMapSpecs struct {
 	Dialogs           *ebpf.MapSpec `ebpf:"dialogs"`
 	EgressBudget      *ebpf.MapSpec `ebpf:"egress_budget"`
 	EgressCounts      *ebpf.MapSpec `ebpf:"egress_counts"`
+	EgressRefused     *ebpf.MapSpec `ebpf:"egress_refused"`
 	EgressTxns        *ebpf.MapSpec `ebpf:"egress_txns"`
 	L2tpTunnels       *ebpf.MapSpec `ebpf:"l2tp_tunnels"`
 	PolicySlot        *ebpf.MapSpec `ebpf:"policy_slot"`
@@ -202,6 +205,7 @@ type TcMaps struct {
 	Dialogs           *ebpf.Map `ebpf:"dialogs"`
 	EgressBudget      *ebpf.Map `ebpf:"egress_budget"`
 	EgressCounts      *ebpf.Map `ebpf:"egress_counts"`
+	EgressRefused     *ebpf.Map `ebpf:"egress_refused"`
 	EgressTxns        *ebpf.Map `ebpf:"egress_txns"`
 	L2tpTunnels       *ebpf.Map `ebpf:"l2tp_tunnels"`
 	PolicySlot        *ebpf.Map `ebpf:"policy_slot"`
@@ -219,6 +223,7 @@ func (m *TcMaps) Close() error {
 		m.Dialogs,
 		m.EgressBudget,
 		m.EgressCounts,
+		m.EgressRefused,
 		m.EgressTxns,
 		m.L2tpTunnels,
 		m.PolicySlot,

@@ -151,6 +151,7 @@ type XdpCacEgressCounts struct {
 	Retransmits uint64
 	Refused     [2]uint64
 	Unanswered  uint64
+	Acks        uint64
 }
 
 type XdpCacEgressReason uint32
@@ -454,6 +455,7 @@ const (
 	XdpMapDialogs           = "dialogs"
 	XdpMapEgressBudget      = "egress_budget"
 	XdpMapEgressCounts      = "egress_counts"
+	XdpMapEgressRefused     = "egress_refused"
 	XdpMapEgressTxns        = "egress_txns"
 	XdpMapInputs            = "inputs"
 	XdpMapInputsSlot        = "inputs_slot"
@@ -542,6 +544,7 @@ type XdpMapSpecs struct {
 	Dialogs           *ebpf.MapSpec `ebpf:"dialogs"`
 	EgressBudget      *ebpf.MapSpec `ebpf:"egress_budget"`
 	EgressCounts      *ebpf.MapSpec `ebpf:"egress_counts"`
+	EgressRefused     *ebpf.MapSpec `ebpf:"egress_refused"`
 	EgressTxns        *ebpf.MapSpec `ebpf:"egress_txns"`
 	Inputs            *ebpf.MapSpec `ebpf:"inputs"`
 	InputsSlot        *ebpf.MapSpec `ebpf:"inputs_slot"`
@@ -606,6 +609,7 @@ type XdpMaps struct {
 	Dialogs           *ebpf.Map `ebpf:"dialogs"`
 	EgressBudget      *ebpf.Map `ebpf:"egress_budget"`
 	EgressCounts      *ebpf.Map `ebpf:"egress_counts"`
+	EgressRefused     *ebpf.Map `ebpf:"egress_refused"`
 	EgressTxns        *ebpf.Map `ebpf:"egress_txns"`
 	Inputs            *ebpf.Map `ebpf:"inputs"`
 	InputsSlot        *ebpf.Map `ebpf:"inputs_slot"`
@@ -645,6 +649,7 @@ func (m *XdpMaps) Close() error {
 		m.Dialogs,
 		m.EgressBudget,
 		m.EgressCounts,
+		m.EgressRefused,
 		m.EgressTxns,
 		m.Inputs,
 		m.InputsSlot,

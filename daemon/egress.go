@@ -201,7 +201,7 @@ func (a *sipAgents) egressRows() []agents.Egress {
 		c := counts[i]
 		rows[i] = agents.Egress{
 			Agent: ag.Name, OnOutOfService: ag.OnOutOfService,
-			Invites: c.Invites, Retransmits: c.Retransmits, Unanswered: c.Unanswered,
+			Invites: c.Invites, Retransmits: c.Retransmits, Unanswered: c.Unanswered, ACKs: c.ACKs,
 			Connection: c.Refused[cac.EgressConnection], AgentDown: c.Refused[cac.EgressAgentDown],
 		}
 		if ag.Connection.CPS != nil {

@@ -117,7 +117,7 @@ func (d *Daemon) agentEgress() []collector.AgentEgress {
 	out := make([]collector.AgentEgress, 0, len(rows))
 	for _, r := range rows {
 		out = append(out, collector.AgentEgress{
-			Name: r.Agent, Invites: r.Invites, Retransmits: r.Retransmits, Unanswered: r.Unanswered,
+			Name: r.Agent, Invites: r.Invites, Retransmits: r.Retransmits, Unanswered: r.Unanswered, ACKs: r.ACKs,
 			Refused: map[string]uint64{cac.EgressConnection.String(): r.Connection, cac.EgressAgentDown.String(): r.AgentDown},
 		})
 	}

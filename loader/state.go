@@ -171,7 +171,7 @@ var addedMaps = map[string]bool{
 	bpf.XdpMapL2tpTunnels: true,
 	// Egress admission.
 	bpf.XdpMapAgentEgress: true, bpf.XdpMapAgentState: true, bpf.XdpMapConnectionBuckets: true,
-	bpf.XdpMapEgressTxns: true, bpf.XdpMapEgressCounts: true, bpf.XdpMapEgressBudget: true,
+	bpf.XdpMapEgressTxns: true, bpf.XdpMapEgressCounts: true, bpf.XdpMapEgressBudget: true, bpf.XdpMapEgressRefused: true,
 }
 
 // openUpgrade is Open for an upgrade: a map of addedMaps that the

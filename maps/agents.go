@@ -179,13 +179,13 @@ func ReadAgentStates(m *ebpf.Map, n int) ([]bool, error) {
 
 // EgressCounts are the egress program's counters of one agent, summed over
 // the CPUs: INVITE transactions sent toward it, their retransmissions
-// (passed uncharged), the INVITEs refused on its behalf by reason, and
-// those it would have refused but could not hand up, which went on.
+// (passed uncharged), the INVITEs refused on its behalf by reason, those
+// it would have refused but could not hand up, which went on, and the
+// server's ACKs of the answers given on its behalf, dropped.
 type EgressCounts struct {
-	Invites     uint64                       `json:"invites"`
-	Retransmits uint64                       `json:"retransmits"`
-	Refused     [cac.NumEgressReasons]uint64 `json:"-"`
-	Unanswered  uint64                       `json:"unanswered"`
+	Invites, Retransmits uint64
+	Refused              [cac.NumEgressReasons]uint64
+	Unanswered, ACKs     uint64
 }
 
 // ReadEgressCounts reads the egress counters of the first n agents.
@@ -200,6 +200,7 @@ func ReadEgressCounts(m *ebpf.Map, n int) ([]EgressCounts, error) {
 			out[i].Invites += c.Invites
 			out[i].Retransmits += c.Retransmits
 			out[i].Unanswered += c.Unanswered
+			out[i].ACKs += c.Acks
 			for r := range out[i].Refused {
 				out[i].Refused[r] += c.Refused[r]
 			}

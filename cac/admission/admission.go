@@ -30,10 +30,11 @@ type Model struct {
 	refused       refusedTable
 	tunnels       l2tp.Table
 	// Egress admission (egress.go).
-	agentOut     [policy.MaxAgents]bool
-	connections  [policy.MaxAgents]bucket.Bucket
-	egressTxns   map[uint64]uint64 // transaction → time first sent
-	egressCounts [policy.MaxAgents]EgressCounts
+	agentOut      [policy.MaxAgents]bool
+	connections   [policy.MaxAgents]bucket.Bucket
+	egressTxns    map[uint64]uint64 // transaction → time first sent
+	egressRefused map[uint64]uint64 // Call-ID → time refused
+	egressCounts  [policy.MaxAgents]EgressCounts
 }
 
 // SetAgentAddrs puts the addresses of session agents in force (IPv4

@@ -12,6 +12,9 @@ type EgressVerdict struct {
 	Refused bool
 	Reason  cac.EgressReason
 	Agent   int
+	// ACK is set for the server's ACK of an answer given on the agent's
+	// behalf: dropped, and handed up to nobody.
+	ACK bool
 }
 
 // EgressCounts are an agent's egress counters, as struct
@@ -19,7 +22,7 @@ type EgressVerdict struct {
 type EgressCounts struct {
 	Invites, Retransmits uint64
 	Refused              [cac.NumEgressReasons]uint64
-	Unanswered           uint64
+	Unanswered, ACKs     uint64
 }
 
 // SetAgentOut holds agent i out of service in every realm, or not, as the
@@ -47,6 +50,9 @@ func (m *Model) EgressCountsOf(i int) EgressCounts { return m.egressCounts[i] }
 // An L2TP control message the LNS sends goes to the tunnel table, and may
 // have its Nr translated in frame (docs/design.md "Refusing an ICRQ").
 //
+// The server's ACK toward an agent of an INVITE refused there within
+// Timer B is dropped too: the agent never had that transaction.
+//
 // The model hands up every refusal: the per-CPU budget of bpf/egress.h
 // is beyond what a test sends.
 func (m *Model) Egress(frame []byte, now uint64) EgressVerdict {
@@ -55,6 +61,9 @@ func (m *Model) Egress(frame []byte, now uint64) EgressVerdict {
 		return EgressVerdict{}
 	}
 	r, msg := classify.ClassifySIPEgress(frame, m.Ports)
+	if r.Kind == cac.InDialog {
+		return m.egressACK(frame, msg, now)
+	}
 	if r.Kind != cac.Session || r.Class != cac.SIPInvite {
 		return EgressVerdict{}
 	}
@@ -78,7 +87,7 @@ func (m *Model) egressInvite(frame, msg []byte, now uint64) EgressVerdict {
 		return EgressVerdict{}
 	}
 	c := &m.egressCounts[agent]
-	_, txn := classify.Txn(msg)
+	callid, txn := classify.Txn(msg)
 	if sent, ok := m.egressTxns[txn]; txn != 0 && ok && now-sent < TimerBNS {
 		c.Retransmits++
 		return EgressVerdict{}
@@ -98,10 +107,37 @@ func (m *Model) egressInvite(frame, msg []byte, now uint64) EgressVerdict {
 			}
 			m.egressTxns[txn] = now
 		}
+		delete(m.egressRefused, callid)
 		return EgressVerdict{}
 	}
 	c.Refused[v.Reason]++
+	if callid != 0 {
+		if m.egressRefused == nil {
+			m.egressRefused = map[uint64]uint64{}
+		}
+		m.egressRefused[callid] = now
+	}
 	return v
+}
+
+// egressACK is egress_ack: the server's ACK toward an agent of a Call-ID
+// whose INVITE was refused within Timer B is dropped (Refused, with no
+// reason to hand up: nothing answers an ACK).
+func (m *Model) egressACK(frame, msg []byte, now uint64) EgressVerdict {
+	if !classify.IsACK(msg) {
+		return EgressVerdict{}
+	}
+	family, addr := classify.DestOf(frame)
+	agent, ok := m.agentAddrs[addrOf(classify.Source{Family: family, Addr: addr})]
+	if family == 0 || !ok || agent >= len(m.policy.Agents) {
+		return EgressVerdict{}
+	}
+	callid := classify.CallID(msg)
+	if at, ok := m.egressRefused[callid]; callid == 0 || !ok || now-at >= TimerBNS {
+		return EgressVerdict{}
+	}
+	m.egressCounts[agent].ACKs++
+	return EgressVerdict{Refused: true, Agent: agent, ACK: true}
 }
 
 // AnswersSent is answers_sent of bpf/verdict.h: whether a response answers

@@ -137,12 +137,13 @@ type Egress struct {
 	Connection      uint64  `json:"refused_connection"`
 	AgentDown       uint64  `json:"refused_agent_down"`
 	Unanswered      uint64  `json:"unanswered"`
+	ACKs            uint64  `json:"acks_dropped"`
 }
 
 // WriteEgress writes, for each agent (or the one named), its line of
 // egress admission: "Egress vendor-a: connection 5 cps (burst 5),
 // fail-fast; sent 95, retransmitted 0, refused 305 (connection 305,
-// agent-down 0), unanswered 0".
+// agent-down 0), unanswered 0, ACKs of the refusals dropped 305".
 func WriteEgress(w io.Writer, rows []Egress, name string) error {
 	rows = slices.Clone(rows)
 	slices.SortFunc(rows, func(x, y Egress) int { return strings.Compare(x.Agent, y.Agent) })
@@ -159,8 +160,8 @@ func WriteEgress(w io.Writer, rows []Egress, name string) error {
 		if e.OutOfService {
 			held = ", held out of service"
 		}
-		fmt.Fprintf(&b, "Egress %s: %s, %s%s; sent %d, retransmitted %d, refused %d (connection %d, agent-down %d), unanswered %d\n",
-			e.Agent, conn, e.OnOutOfService, held, e.Invites, e.Retransmits, e.Connection+e.AgentDown, e.Connection, e.AgentDown, e.Unanswered)
+		fmt.Fprintf(&b, "Egress %s: %s, %s%s; sent %d, retransmitted %d, refused %d (connection %d, agent-down %d), unanswered %d, ACKs of the refusals dropped %d\n",
+			e.Agent, conn, e.OnOutOfService, held, e.Invites, e.Retransmits, e.Connection+e.AgentDown, e.Connection, e.AgentDown, e.Unanswered, e.ACKs)
 	}
 	_, err := io.WriteString(w, b.String())
 	return err

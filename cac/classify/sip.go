@@ -65,6 +65,10 @@ func classifySIP(m []byte, fragmented bool) (Result, []byte) {
 	return Result{Kind: cac.Session, Class: c, Odd: odd}, m
 }
 
+// IsACK reports whether a SIP request is an ACK, its method in any letter
+// case (is_ack of bpf/egress.h).
+func IsACK(m []byte) bool { return foldPrefix(m, "ACK ") }
+
 // foldPrefix reports whether m starts with the upper-case ASCII word w in
 // any letter case; other bytes match exactly.
 func foldPrefix(m []byte, w string) bool {

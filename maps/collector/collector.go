@@ -51,7 +51,7 @@ type Collector struct {
 	limit, charges, cpu, cpuAverage   family
 	buffersFull, heartbeatAge, stale  family
 	calls, agentUp, buildInfo, errors family
-	egressInvites, egressRefused, egressRetransmits, egressUnanswered,
+	egressInvites, egressRefused, egressRetransmits, egressUnanswered, egressACKs,
 	egressAnswers, forgedResponses family
 	sipAnswered, sipSuppressed  family
 	sipVerified, sipRetransmits family
@@ -148,6 +148,9 @@ func New(r Reader, version string) *Collector {
 		egressUnanswered: newFamily("xdpcac_egress_unanswered_total",
 			"INVITEs egress admission would have refused but could not hand up (over the per-CPU budget): they went on, by agent.",
 			prometheus.CounterValue, "agent"),
+		egressACKs: newFamily("xdpcac_egress_acks_dropped_total",
+			"The SIP server's ACKs of the answers given on a session agent's behalf, dropped at egress: the agent never had those transactions, by agent.",
+			prometheus.CounterValue, "agent"),
 		egressAnswers: newFamily("xdpcac_egress_answers_total",
 			"Answers to INVITEs refused at egress: sent on the agent's behalf, or not (unanswerable, unsent).",
 			prometheus.CounterValue, "result"),
@@ -167,7 +170,7 @@ func (c *Collector) families() []family {
 		c.limit, c.charges, c.cpu, c.cpuAverage, c.buffersFull, c.heartbeatAge, c.stale,
 		c.calls, c.agentUp, c.buildInfo, c.errors, c.sipAnswered, c.sipSuppressed,
 		c.sipVerified, c.sipRetransmits,
-		c.egressInvites, c.egressRefused, c.egressRetransmits, c.egressUnanswered, c.egressAnswers, c.forgedResponses,
+		c.egressInvites, c.egressRefused, c.egressRetransmits, c.egressUnanswered, c.egressACKs, c.egressAnswers, c.forgedResponses,
 	}
 }
 
@@ -318,6 +321,7 @@ func (c *Collector) collectEgress(e *emitter, snap Snapshot) {
 		e.emit(c.egressInvites, float64(a.Invites), a.Name)
 		e.emit(c.egressRetransmits, float64(a.Retransmits), a.Name)
 		e.emit(c.egressUnanswered, float64(a.Unanswered), a.Name)
+		e.emit(c.egressACKs, float64(a.ACKs), a.Name)
 		reasons := make([]string, 0, len(a.Refused))
 		for r := range a.Refused {
 			reasons = append(reasons, r)

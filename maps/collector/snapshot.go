@@ -53,6 +53,7 @@ type Snapshot struct {
 type AgentEgress struct {
 	Name                             string
 	Invites, Retransmits, Unanswered uint64
+	ACKs                             uint64            // the server's ACKs of refusals, dropped
 	Refused                          map[string]uint64 // by reason: connection, agent-down
 }
 

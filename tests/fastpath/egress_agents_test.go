@@ -60,7 +60,7 @@ func (e *egress) judge(t *testing.T, f *harness.FastPath, rd *ringbuf.Reader, fr
 	if got := ret == tcActShot; got != want.Refused || (ret != tcActShot && ret != tcActUnspec) {
 		t.Fatalf("egress returned %d; the model: %+v", int32(ret), want)
 	}
-	if want.Refused {
+	if want.Refused && !want.ACK {
 		ev := readSIPEvent(t, rd)
 		if ev.Kind != maps.SIPEgressRefused || int(ev.Agent) != want.Agent || cac.EgressReason(ev.Code) != want.Reason ||
 			ev.Dst.Addr().Unmap() != egressAgentAddrs[want.Agent] || string(ev.Message) != string(frame[len(frame)-len(ev.Message):]) {
@@ -71,11 +71,12 @@ func (e *egress) judge(t *testing.T, f *harness.FastPath, rd *ringbuf.Reader, fr
 }
 
 // TestEgressAdmission: a random trace of INVITEs the server sends toward
-// three agents and a stranger, new ones, retransmissions and new
-// transactions of old calls, with agents going out of service and back,
-// over a clock that moves by up to 300 ms a step. The egress program and
-// the model refuse the same INVITEs for the same reasons, hand up each
-// one refused, and end with the same counters.
+// three agents and a stranger, new ones, retransmissions, and the ACKs of
+// their final answers (of refused ones too), with agents going out of
+// service and back, over a clock that moves by up to 75 ms a step. The
+// egress program and the model refuse the same INVITEs for the same
+// reasons, hand up each one refused, drop the same ACKs, and end with
+// the same counters.
 func TestEgressAdmission(t *testing.T) {
 	f := harness.NewFastPath(t, false)
 	e := newEgress(t, f)
@@ -96,8 +97,10 @@ func TestEgressAdmission(t *testing.T) {
 	forms := []SIP{SIPRequest("INVITE", harness.ToNoTag), SIPRequest("invite", harness.ToNoTag)}
 	type sent struct {
 		frame []byte
+		dst   netip.Addr
+		n     int
 	}
-	var past []sent
+	var past, refusedOnes []sent
 	now := uint64(10 * time.Second)
 	refused := map[cac.EgressReason]int{}
 	for step := 0; step < 3000; step++ {
@@ -112,12 +115,18 @@ func TestEgressAdmission(t *testing.T) {
 			f.Model.SetAgentOut(i, out)
 		case r < 20 && len(past) > 0: // a copy of an INVITE sent before
 			e.judge(t, f, rd, past[rng.IntN(len(past))].frame)
+		case r < 30 && len(refusedOnes)+len(past) > 0: // the server's ACK of a final answer
+			pick := append(refusedOnes, past...)[rng.IntN(len(refusedOnes)+len(past))]
+			ack := SIPRequest([]string{"ACK", "ack"}[rng.IntN(2)], harness.ToTag)
+			e.judge(t, f, rd, inviteTo(pick.dst, pick.n, ack))
 		default:
-			frame := inviteTo(dests[rng.IntN(len(dests))], step, forms[rng.IntN(len(forms))])
+			dst := dests[rng.IntN(len(dests))]
+			frame := inviteTo(dst, step, forms[rng.IntN(len(forms))])
 			if v := e.judge(t, f, rd, frame); v.Refused {
 				refused[v.Reason]++
+				refusedOnes = append(refusedOnes, sent{frame, dst, step})
 			} else {
-				past = append(past, sent{frame})
+				past = append(past, sent{frame, dst, step})
 			}
 		}
 	}
@@ -127,13 +136,13 @@ func TestEgressAdmission(t *testing.T) {
 	}
 	for i, g := range got {
 		w := f.Model.EgressCountsOf(i)
-		if g.Invites != w.Invites || g.Retransmits != w.Retransmits || g.Refused != w.Refused || g.Unanswered != w.Unanswered {
+		if g.Invites != w.Invites || g.Retransmits != w.Retransmits || g.Refused != w.Refused || g.Unanswered != w.Unanswered || g.ACKs != w.ACKs {
 			t.Errorf("agent %d: the program counted %+v, the model %+v", i, g, w)
 		}
 	}
 	// The trace must have tried every decision.
-	if refused[cac.EgressConnection] == 0 || refused[cac.EgressAgentDown] == 0 || got[0].Retransmits == 0 {
-		t.Errorf("the trace refused %v and saw %d retransmissions: it tried too little", refused, got[0].Retransmits)
+	if refused[cac.EgressConnection] == 0 || refused[cac.EgressAgentDown] == 0 || got[0].Retransmits == 0 || got[0].ACKs == 0 {
+		t.Errorf("the trace refused %v and saw %d retransmissions and %d ACKs of refusals: it tried too little", refused, got[0].Retransmits, got[0].ACKs)
 	}
 	t.Logf("refused %v; counters %+v", refused, got)
 }
