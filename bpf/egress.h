@@ -119,6 +119,7 @@ __noinline int egress_invite(struct __sk_buff *skb, __u64 where, __u64 now)
 		.family = where_family(where),
 		.msgoff = where_msgoff(where),
 		.msglen = where_msglen(where),
+		.skip = where_skip(where),
 	};
 	__u32 agent = agent_to(&f);
 	struct cac_egress_counts *c = bpf_map_lookup_elem(&egress_counts, &agent);
@@ -182,6 +183,7 @@ __noinline int egress_ack(struct __sk_buff *skb, __u64 where, __u64 now)
 		.family = where_family(where),
 		.msgoff = where_msgoff(where),
 		.msglen = where_msglen(where),
+		.skip = where_skip(where),
 	};
 	if (!is_ack(&f))
 		return TC_ACT_UNSPEC;

@@ -68,9 +68,11 @@ struct frame {
 	__u16 l3off;  /* the header after Ethernet and VLAN tags */
 	__u8 vlans;   /* VLAN tags in front of it */
 	__u8 family;  /* 4 or 6 once an IP header is parsed */
-	/* Where a SIP message is, for what goes to user space. */
+	/* Where a SIP message is, for what goes to user space: after skip
+	 * leading CR and LF bytes, which follow the UDP header. */
 	__u16 msgoff;
 	__u16 msglen;
+	__u8 skip;
 };
 
 struct ethhdr {

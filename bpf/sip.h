@@ -242,6 +242,7 @@ static __always_inline int classify_sip(CAC_CTX *ctx, struct frame *f, struct ud
 	m.len -= skip;
 	f->msgoff = m.off;
 	f->msglen = m.len > 0xffff ? 0xffff : m.len;
+	f->skip = skip;
 
 	__u64 w;
 	if (!sip_load_word(&m, m.off, &w))

@@ -51,8 +51,9 @@ static __always_inline int sip_event_copy(struct frame *f, __u8 kind, __u32 agen
 		__builtin_memcpy(ev->saddr, ip6->saddr, 16);
 		__builtin_memcpy(ev->daddr, ip6->daddr, 16);
 	}
-	/* The UDP header is right before the message. */
-	__u32 uoff = f->msgoff - 8;
+	/* The UDP header is right before the message and the CRLFs skipped
+	 * before it. */
+	__u32 uoff = f->msgoff - f->skip - 8;
 	barrier_var(uoff); /* bound the register that offsets */
 	if (uoff > 1016)
 		goto discard;
@@ -61,15 +62,16 @@ static __always_inline int sip_event_copy(struct frame *f, __u8 kind, __u32 agen
 		goto discard;
 	ev->sport = bpf_ntohs(udp->source);
 	ev->dport = bpf_ntohs(udp->dest);
-	__u32 len = f->msglen;
+	__u32 len = f->msglen, skip = f->skip & 0x1f;
 	if (len > CAC_SIP_COPY)
 		len = CAC_SIP_COPY;
 	barrier_var(len);
 	if (len > CAC_SIP_COPY) /* never: bounds the register the helper is given */
 		goto discard;
-	if ((void *)(udp + 1) + len > data_end)
+	void *msg = (void *)(udp + 1) + skip;
+	if (msg + len > data_end)
 		goto discard;
-	if (bpf_probe_read_kernel(ev->data, len, udp + 1))
+	if (bpf_probe_read_kernel(ev->data, len, msg))
 		goto discard;
 	ev->len = len;
 	bpf_ringbuf_submit(ev, 0);

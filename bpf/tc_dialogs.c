@@ -97,7 +97,7 @@ static __always_inline int egress_frame(struct __sk_buff *skb)
 			return TC_ACT_UNSPEC;
 	}
 	int result = classify_sip(skb, &f, &msg) & ~RESULT_ODD;
-	__u64 where = where_pack(f.l3off, f.family, 0, f.msgoff, f.msglen);
+	__u64 where = where_pack(f.l3off, f.family, 0, f.msgoff, f.msglen, f.skip);
 	if (result == RESULT(CAC_KIND_CLASS, CAC_CLASS_SIP_INVITE))
 		return egress_invite(skb, where, now_ns());
 	if (RESULT_KIND(result) == CAC_KIND_INDIALOG) /* an ACK of a non-2xx answer has its To tag */

@@ -95,6 +95,7 @@ static __always_inline struct frame sip_frame(struct xdp_md *ctx, __u64 where)
 		.family = where_family(where),
 		.msgoff = where_msgoff(where),
 		.msglen = where_msglen(where),
+		.skip = where_skip(where),
 	};
 	return f;
 }
@@ -165,7 +166,7 @@ static __always_inline int is_sip_request(int class)
 /* verdict_where packs what verdict needs of a frame besides its bytes. */
 static __always_inline __u64 verdict_where(struct frame *f)
 {
-	return where_pack(f->l3off, f->family, f->vlans, f->msgoff, f->msglen);
+	return where_pack(f->l3off, f->family, f->vlans, f->msgoff, f->msglen, f->skip);
 }
 
 /*

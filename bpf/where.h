@@ -20,11 +20,15 @@
 #include "uapi.h"
 #include "shared.h"
 
-/* where_pack is the frame word of a frame's fields. */
-static __always_inline __u64 where_pack(__u32 l3off, __u32 family, __u32 vlans, __u32 msgoff, __u32 msglen)
+/* where_pack is the frame word of a frame's fields. An IP header starts
+ * within the first 256 bytes, so l3off has the low byte of its 16 bits
+ * and the leading CRLFs skipped before a SIP message (at most
+ * SIP_CRLF_MAX) the next five. */
+static __always_inline __u64 where_pack(__u32 l3off, __u32 family, __u32 vlans, __u32 msgoff, __u32 msglen,
+					__u32 skip)
 {
-	return (__u64)l3off | (__u64)family << 16 | (__u64)vlans << 24 | (__u64)(msgoff & 0x3fff) << 34 |
-	       (__u64)(msglen & 0xffff) << 48;
+	return (__u64)(l3off & 0xff) | (__u64)(skip & 0x1f) << 8 | (__u64)family << 16 | (__u64)vlans << 24 |
+	       (__u64)(msgoff & 0x3fff) << 34 | (__u64)(msglen & 0xffff) << 48;
 }
 
 /* where_pack_egress is the frame word of a frame going out: no VLAN tags,
@@ -40,7 +44,12 @@ static __always_inline __u64 where_pack_egress(__u16 l3off, __u8 family, __u8 fr
 
 static __always_inline __u32 where_l3off(__u64 where)
 {
-	return where & 0xffff;
+	return where & 0xff;
+}
+
+static __always_inline __u32 where_skip(__u64 where)
+{
+	return (where >> 8) & 0x1f;
 }
 
 static __always_inline __u32 where_family(__u64 where)

@@ -128,3 +128,37 @@ func readSIPEvent(t *testing.T, rd *ringbuf.Reader) maps.SIPEvent {
 	}
 	return ev
 }
+
+// TestSIPEventsAfterCRLF: a refused INVITE with leading CRLFs goes to user
+// space with the ports of its UDP header, not of the CRLFs before the
+// request line, and its message from the request line on; the 503 then
+// goes from the port it was sent to, to the port it came from.
+func TestSIPEventsAfterCRLF(t *testing.T) {
+	f := harness.NewFastPath(t, false)
+	f.SetPolicy(t, agentPolicy(t))
+	if err := maps.WriteSettings(f.Objs.Settings, maps.Settings{Reject: [cac.NumClasses]bool{cac.SIPInvite: true}}); err != nil {
+		t.Fatal(err)
+	}
+	rd, err := ringbuf.NewReader(f.Objs.SipEvents)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rd.Close()
+	f.MustAt(t, 10*second)
+	for _, prefix := range []string{"\r\n", "\r\n\r\n\r\n\r\n\r\n\r\n\r\n\r\n"} {
+		s := SIPRequest("INVITE", harness.ToNoTag)
+		s.Prefix = prefix
+		invite := func(id string) []byte {
+			return Frame(Ether{}, IPv4{Src: strangerAddr, Dst: agentAddr}, UDP{Src: 5070, Dst: 5080}, s.With("Call-ID", id+"@198.51.100.1"))
+		}
+		f.Offer(t, invite("first"+harness.Itoa(len(prefix))), 1) // admitted: the source's one call
+		refused := invite("second" + harness.Itoa(len(prefix)))
+		f.Offer(t, refused, 1)
+		ev := readSIPEvent(t, rd)
+		if ev.Src != netip.AddrPortFrom(strangerAddr, 5070) || ev.Dst != netip.AddrPortFrom(agentAddr, 5080) ||
+			string(ev.Message) != string(refused[42+len(prefix):]) {
+			t.Errorf("%d CRLF bytes first: handed up from %v to %v with %q", len(prefix), ev.Src, ev.Dst, ev.Message)
+		}
+		f.MustAt(t, f.Now+2000*second) // the per-source bucket full again
+	}
+}
