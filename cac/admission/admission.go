@@ -186,15 +186,7 @@ func (m *Model) admit(c cac.Class, src classify.Source, users Users, now uint64)
 		reserve uint64 // of the tolerance, a stranger's call leaves
 	}
 	var levels []level
-	acct := -1
-	if c >= cac.SIPInvite && c <= cac.SIPOther && m.policy.UserRules() {
-		if acct = userAccountOf(&m.policy, policy.RuleCLI, users.CLI); acct < 0 {
-			acct = userAccountOf(&m.policy, policy.RuleCalled, users.Called)
-		}
-	}
-	if acct < 0 && len(m.policy.Accounts) > 0 && src.Family != 0 && c != cac.ClassMalformed {
-		acct = accountOf(&m.policy, addrOf(src))
-	}
+	acct := m.accountFor(c, src, users)
 	// A known SIP peer has its agent's bucket instead of a per-source one.
 	agent := -1
 	if c.IsSIPRequest() && len(m.policy.Agents) > 0 && src.Family != 0 {
@@ -256,6 +248,32 @@ func (m *Model) admit(c cac.Class, src classify.Source, users Users, now uint64)
 		b := &bucket.Bucket{}
 		b.Take(ps.Limit, now)
 		m.sources[*newSource] = b
+	}
+	return 0, false
+}
+
+// accountFor is the index of the account of a request of class c from
+// src naming users, or -1: a CLI rule's, else a called-number rule's (SIP
+// requests out of dialog only), else a source prefix's.
+func (m *Model) accountFor(c cac.Class, src classify.Source, users Users) int {
+	acct := -1
+	if c >= cac.SIPInvite && c <= cac.SIPOther && m.policy.UserRules() {
+		if acct = userAccountOf(&m.policy, policy.RuleCLI, users.CLI); acct < 0 {
+			acct = userAccountOf(&m.policy, policy.RuleCalled, users.Called)
+		}
+	}
+	if acct < 0 && len(m.policy.Accounts) > 0 && src.Family != 0 && c != cac.ClassMalformed {
+		acct = accountOf(&m.policy, addrOf(src))
+	}
+	return acct
+}
+
+// RuleOf is the kind of the rule whose account holds a request of class c
+// from src naming users, as Admit finds it, and false for none: what a
+// test asks to see each kind decide.
+func (m *Model) RuleOf(c cac.Class, src classify.Source, users Users) (policy.RuleKind, bool) {
+	if acct := m.accountFor(c, src, users); acct >= 0 {
+		return m.policy.Accounts[acct].Kind, true
 	}
 	return 0, false
 }
