@@ -172,6 +172,8 @@ var addedMaps = map[string]bool{
 	// Egress admission.
 	bpf.XdpMapAgentEgress: true, bpf.XdpMapAgentState: true, bpf.XdpMapConnectionBuckets: true,
 	bpf.XdpMapEgressTxns: true, bpf.XdpMapEgressCounts: true, bpf.XdpMapEgressBudget: true,
+	// Authentication rules.
+	bpf.XdpMapUserAccounts0: true, bpf.XdpMapUserAccounts1: true, bpf.XdpMapUserScratch: true,
 }
 
 // openUpgrade is Open for an upgrade: a map of addedMaps that the
