@@ -150,7 +150,11 @@ struct reject_budget {
 struct cac_reject_key {
 	struct cac_source source; /* the full source: whole address, MAC and VLANs */
 	__u8 reason;              /* enum cac_reason */
-	__u8 _pad[3];
+	/* The authentication rule whose account held the request (enum
+	 * cac_user_rule: cli or called; 0 for none, or a source prefix's)
+	 * and that account's index. */
+	__u8 rule;
+	__u16 account;
 	__u32 second; /* the second of the coarse monotonic clock it counts */
 };
 

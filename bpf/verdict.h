@@ -42,7 +42,7 @@ __noinline int admit_call(struct xdp_md *ctx, __u64 where)
 	if (reason != ADMITTED && class == CAC_CLASS_MALFORMED)
 		reason = CAC_REASON_MALFORMED;
 	if (reason != ADMITTED)
-		record_reject(ctx, &f, class, reason, now);
+		record_reject(ctx, &f, class, reason, now, 1);
 	return reason;
 }
 
@@ -62,7 +62,7 @@ __noinline int refused_again(struct xdp_md *ctx, __u64 where, __u32 reason)
 		.vlans = where_vlans(where),
 	};
 	if (reason < CAC_NUM_REASONS && class < CAC_NUM_CLASSES)
-		record_reject(ctx, &f, class, reason, now_ns());
+		record_reject(ctx, &f, class, reason, now_ns(), 0);
 	return 0;
 }
 

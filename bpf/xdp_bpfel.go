@@ -310,11 +310,12 @@ type XdpCacReject struct {
 }
 
 type XdpCacRejectKey struct {
-	_      structs.HostLayout
-	Source XdpCacSource
-	Reason uint8
-	Pad    [3]uint8
-	Second uint32
+	_       structs.HostLayout
+	Source  XdpCacSource
+	Reason  uint8
+	Rule    uint8
+	Account uint16
+	Second  uint32
 }
 
 type XdpCacRejectRecord uint32

@@ -268,6 +268,9 @@ func ReadAllRejects(stateDir string) ([]maps.Reject, error) {
 		for i := range r {
 			r[i].Interface = p.Key() // its ifindex means something only in its namespace
 		}
+		if err == nil {
+			err = maps.NameRules(maps.PolicyMapsOf(&p.XdpMaps), r)
+		}
 		out = append(out, r...)
 		return err
 	})

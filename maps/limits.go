@@ -20,6 +20,7 @@ type PolicyMaps struct {
 	Limits          *ebpf.Map    // class, environment and per-source limits by slot
 	Accounts        [2]*ebpf.Map // LPM tries by slot: source prefix → account, customer
 	UserAccounts    [2]*ebpf.Map // LPM tries by slot: cli or called prefix → account, customer
+	UserScratch     *ebpf.Map    // per CPU: the rule found for the request being judged
 	AccountLimits   *ebpf.Map
 	AccountBuckets  *ebpf.Map
 	CustomerLimits  *ebpf.Map
@@ -32,7 +33,7 @@ type PolicyMaps struct {
 func PolicyMapsOf(o *bpf.XdpMaps) PolicyMaps {
 	return PolicyMaps{
 		Slot: o.PolicySlot, Limits: o.Limits, Accounts: [2]*ebpf.Map{o.Accounts0, o.Accounts1},
-		UserAccounts:  [2]*ebpf.Map{o.UserAccounts0, o.UserAccounts1},
+		UserAccounts: [2]*ebpf.Map{o.UserAccounts0, o.UserAccounts1}, UserScratch: o.UserScratch,
 		AccountLimits: o.AccountLimits, AccountBuckets: o.AccountBuckets,
 		CustomerLimits: o.CustomerLimits, CustomerBuckets: o.CustomerBuckets,
 		AgentLimits: o.AgentLimits, AgentEgress: o.AgentEgress,
@@ -140,6 +141,11 @@ func WritePolicy(pm PolicyMaps, p policy.Policy) error {
 	}
 	if err := pm.Slot.Update(uint32(0), word, ebpf.UpdateAny); err != nil {
 		return fmt.Errorf("switch policy slot: %w", err)
+	}
+	if !p.UserRules() {
+		// Without user rules nothing fills the scratch, and a reject
+		// record must not name the rule of a request judged before.
+		return clearUserScratch(pm.UserScratch)
 	}
 	return nil
 }

@@ -53,8 +53,8 @@ type AccountLimitView struct {
 	Prefix string `json:"prefix"` // empty for a cli or called account
 	// CLI and Called: the prefix of a cli or called account
 	// (docs/design.md, "Authentication rules").
-	CLI      string    `json:"cli,omitempty"`
-	Called   string    `json:"called,omitempty"`
+	CLI      string    `json:"cli"`
+	Called   string    `json:"called"`
 	Limit    LimitView `json:"limit"`
 	Customer LimitView `json:"customer"`
 }

@@ -112,3 +112,19 @@ func clearUserTrie(m *ebpf.Map) error {
 	}
 	return nil
 }
+
+// clearUserScratch empties every CPU's user_scratch (bpf/sip_user.h):
+// the reject records of SIP requests name the rule it holds.
+func clearUserScratch(m *ebpf.Map) error {
+	if m == nil {
+		return nil
+	}
+	n, err := ebpf.PossibleCPU()
+	if err != nil {
+		return fmt.Errorf("clear user scratch: %w", err)
+	}
+	if err := m.Update(uint32(0), make([]bpf.XdpCacUserScratch, n), ebpf.UpdateAny); err != nil {
+		return fmt.Errorf("clear user scratch: %w", err)
+	}
+	return nil
+}

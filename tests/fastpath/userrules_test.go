@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net/netip"
+	"reflect"
 	"testing"
 
 	"github.com/xdpcac/xdpcac/cac"
@@ -12,6 +13,7 @@ import (
 	"github.com/xdpcac/xdpcac/cac/classify"
 	"github.com/xdpcac/xdpcac/cac/policy"
 	. "github.com/xdpcac/xdpcac/internal/pkt"
+	"github.com/xdpcac/xdpcac/maps"
 	"github.com/xdpcac/xdpcac/tests/harness"
 )
 
@@ -189,5 +191,67 @@ func TestUserAccountKeepsBucket(t *testing.T) {
 	f.SetPolicy(t, p)
 	if r := offer(20, 1); len(r) != 0 {
 		t.Errorf("without the cli rule: refused %v, want admitted by the source account", r)
+	}
+}
+
+// TestUserRuleRejectRecords: a reject record names the cli or called rule
+// whose account held the request, and none for a source account's; an
+// apply without user rules leaves nothing to name.
+func TestUserRuleRejectRecords(t *testing.T) {
+	f := harness.NewFastPath(t, false)
+	p := userRulesPolicy(t)
+	f.SetPolicy(t, p)
+	f.MustAt(t, 10*second)
+	invite := func(i int, src, from, ruri string) []byte {
+		s := SIPRequest("INVITE", harness.ToNoTag).With("From", "<sip:"+from+"@example.com>;tag=1").With("Call-ID", fmt.Sprintf("r%d@x", i))
+		s.URI = "sip:" + ruri + "@example.com"
+		return Frame(Ether{}, IPv4{Src: netip.MustParseAddr(src)}, UDP{Dst: 5060}, s)
+	}
+	for i := 0; i < 4; i++ {
+		for _, frame := range [][]byte{
+			invite(i, "203.0.113.5", "442079", "bob"),     // cli 4420 (burst 2)
+			invite(10+i, "203.0.113.6", "alice", "08001"), // called 08001 (burst 2)
+			invite(20+i, "192.0.2.9", "alice", "bob"),     // source 192.0.2.0/28 (burst 3)
+		} {
+			if err := f.Check(frame); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	pm := maps.PolicyMapsOf(&f.Objs.XdpMaps)
+	recs, err := maps.ReadRejects(f.Objs.Rejects)
+	if err == nil {
+		err = maps.NameRules(pm, recs)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for _, r := range recs {
+		got[r.Source] = r.Reason.String() + " " + r.Rule
+	}
+	want := map[string]string{"203.0.113.5": "account cli 4420", "203.0.113.6": "account called 08001", "192.0.2.9": "account "}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("records by source %v, want %v", got, want)
+	}
+
+	// Without user rules the scratch is emptied: a source account's
+	// reject names no rule the request before it had.
+	if err := f.Check(invite(29, "203.0.113.5", "442079", "bob")); err != nil { // the scratch holds cli 4420
+		t.Fatal(err)
+	}
+	p.Accounts = p.Accounts[:2]
+	f.SetPolicy(t, p)
+	f.MustAt(t, 20*second)
+	for i := 0; i < 4; i++ {
+		if err := f.Check(invite(30+i, "192.0.2.1", "442079", "bob")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	recs, _ = maps.ReadRejects(f.Objs.Rejects)
+	for _, r := range recs {
+		if r.Source == "192.0.2.1" && r.RuleKind != policy.RuleSource {
+			t.Errorf("a source account's record after an apply without user rules: %+v", r)
+		}
 	}
 }
