@@ -114,7 +114,7 @@ struct cac_limits {
 	 * tolerance; 0 for none. */
 	__u64 reserve_ns[CAC_NUM_LEVELS];
 	struct cac_class_limits classes[CAC_NUM_CLASSES];
-	__u32 accounts; /* configured accounts; 0 skips the account lookup */
+	__u32 accounts; /* configured source accounts; 0 skips the prefix lookup */
 	__u32 agents;   /* configured session agents: valid agent indexes */
 	struct cac_admission cac;
 };

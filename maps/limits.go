@@ -107,7 +107,7 @@ func WritePolicy(pm PolicyMaps, p policy.Policy) error {
 		v.Classes[c].SourceKey = uint8(ps.Key)
 		v.Classes[c].Ipv6Prefix = uint8(ps.IPv6Prefix)
 	}
-	v.Accounts = uint32(len(p.Accounts))
+	v.Accounts = uint32(p.SourceAccounts())
 	v.Agents = uint32(len(p.Agents))
 	v.Cac = admissionOf(p.CallAdmission)
 	for i, a := range p.Agents {

@@ -262,7 +262,7 @@ func (m *Model) accountFor(c cac.Class, src classify.Source, users Users) int {
 			acct = userAccountOf(&m.policy, policy.RuleCalled, users.Called)
 		}
 	}
-	if acct < 0 && len(m.policy.Accounts) > 0 && src.Family != 0 && c != cac.ClassMalformed {
+	if acct < 0 && m.policy.SourceAccounts() > 0 && src.Family != 0 && c != cac.ClassMalformed {
 		acct = accountOf(&m.policy, addrOf(src))
 	}
 	return acct

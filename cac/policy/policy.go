@@ -103,6 +103,18 @@ func (r Rule) String() string {
 	return r.Kind.String() + " " + r.User
 }
 
+// SourceAccounts is how many accounts of p are source prefixes: the
+// fast path's count of them, without which it looks no source up.
+func (p Policy) SourceAccounts() int {
+	n := 0
+	for _, a := range p.Accounts {
+		if a.Kind == RuleSource {
+			n++
+		}
+	}
+	return n
+}
+
 // UserRules reports whether some account of p is a cli or called one:
 // the fast path's POLICY_USER_RULES bit.
 func (p Policy) UserRules() bool {
@@ -268,11 +280,12 @@ func Mapped(p netip.Prefix) netip.Prefix {
 // included: the fast path's POLICY_LIMITED bit of c, without which its
 // frames ask no limit at all.
 func (p Policy) Limits(c cac.Class) bool {
-	ipClass := c != cac.PPPoEPADI && c != cac.PPPoEPADR // accounts are IP prefixes
+	ipClass := c != cac.PPPoEPADI && c != cac.PPPoEPADR  // source accounts are IP prefixes
+	userClass := c >= cac.SIPInvite && c <= cac.SIPOther // cli and called rules read SIP requests
 	_, call := cac.CallTypeOf(c)
 	// In-dialog requests and malformed frames have their own two levels
 	// only (accounts only skip their per-source bucket).
 	shared := !c.Sessionless() && (p.Levels[LevelEnvironment] != bucket.Unlimited ||
-		(ipClass && len(p.Accounts) > 0) || (call && p.CallAdmission.Operational()))
+		(ipClass && p.SourceAccounts() > 0) || (userClass && p.UserRules()) || (call && p.CallAdmission.Operational()))
 	return p.Levels[c] != bucket.Unlimited || p.PerSource[c].Limit != bucket.Unlimited || shared
 }
