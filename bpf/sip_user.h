@@ -64,8 +64,40 @@ __noinline __u64 sip_find_users(CAC_CTX *ctx, __u64 moff, __u64 mlen)
 	return found;
 }
 
-/* The states of value_uri's walk over a header value. */
+/* The states of value_uri's walk over a header value, and what
+ * value_step returns besides the next offset (bits 8 and up). */
 enum { VU_NAME, VU_QUOTED, VU_ESCAPED };
+#define VU_FOUND 0x10 /* a '<': the URI starts at the offset */
+#define VU_END 0x20   /* the line or the message ended */
+
+/*
+ * value_step reads the byte at at >> 8 of a From or P-Asserted-Identity
+ * value, in state at & 0xff, and returns the next offset << 8 with the new
+ * state, or with VU_FOUND after a '<' outside quotes, or VU_END. A global
+ * function, as sip_to_step is: value_uri's loop carries one unknown scalar
+ * from byte to byte, and the verifier walks it once for every state.
+ */
+__noinline __u64 value_step(CAC_CTX *ctx, __u64 moff, __u64 mlen, __u64 at)
+{
+	struct sip_msg m = sip_msg_of(ctx, moff, mlen);
+	__u64 off = at >> 8;
+	__u32 st = at & 0xff;
+
+	if (off > SIP_SCAN_MAX + 256 || st > VU_ESCAPED)
+		return VU_END;
+	int c = sip_byte(&m, off);
+	if (c < 0 || c == '\r' || c == '\n')
+		return VU_END;
+	if (st == VU_NAME && c == '<')
+		return (off + 1) << 8 | VU_FOUND;
+	if (st == VU_ESCAPED)
+		st = VU_QUOTED;
+	else if (st == VU_QUOTED && c == '\\')
+		st = VU_ESCAPED;
+	else if (st == VU_QUOTED && c == '"')
+		st = VU_NAME;
+	return (off + 1) << 8 | st;
+}
 
 /*
  * value_uri returns the offset of the URI in the From or P-Asserted-
@@ -74,9 +106,7 @@ enum { VU_NAME, VU_QUOTED, VU_ESCAPED };
  * and the URI after a '<' that follows (after an unquoted display name, if
  * any); with no '<' the value is the URI. The '<' is looked for within
  * CAC_URI_SCAN_MAX bytes of the value's first byte (or of the byte after
- * the opening quote), on its line. The
- * walk's state is a small number the verifier need not tell apart, and
- * nothing else it carries changes from byte to byte.
+ * the opening quote), on its line.
  */
 __noinline __u64 value_uri(CAC_CTX *ctx, __u64 moff, __u64 mlen, __u64 v)
 {
@@ -86,25 +116,17 @@ __noinline __u64 value_uri(CAC_CTX *ctx, __u64 moff, __u64 mlen, __u64 v)
 		return 0;
 	int c = sip_skip_sp(&m, &v);
 	__u64 first = v;
-	__u32 st = VU_NAME;
+	__u64 r = v << 8 | VU_NAME;
 	if (c == '"') {
-		st = VU_QUOTED;
 		first = 0; /* a quoted name and no '<': no URI */
-		v++;
+		r = (v + 1) << 8 | VU_QUOTED;
 	}
 	for (int i = 0; i < CAC_URI_SCAN_MAX; i++) {
-		__u64 off = v + i;
-		c = sip_byte(&m, off);
-		if (c < 0 || c == '\r' || c == '\n')
+		r = value_step(ctx, moff, mlen, r);
+		if (r & VU_FOUND)
+			return r >> 8;
+		if (r & VU_END)
 			break;
-		if (st == VU_NAME && c == '<')
-			return off + 1;
-		if (st == VU_ESCAPED)
-			st = VU_QUOTED;
-		else if (st == VU_QUOTED && c == '\\')
-			st = VU_ESCAPED;
-		else if (st == VU_QUOTED && c == '"')
-			st = VU_NAME;
 	}
 	return first;
 }
