@@ -72,8 +72,8 @@ static __always_inline int new_record(struct cac_reject_key *key, struct cac_rej
 
 /* user_rule_found returns the kind of the authentication rule user_scratch
  * holds, and its account's index above the low byte. A global function:
- * inlined, its lookup took admit_call's frame past what the 512 bytes of
- * stack leave it (docs/design.md, "The verifier's budget"). */
+ * inlined in admit_call, its branches cost the verifier 58,000
+ * instructions on 6.18 (docs/design.md, "The verifier's budget"). */
 __noinline __u32 user_rule_found(void)
 {
 	__u32 zero = 0;
