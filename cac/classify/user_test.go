@@ -61,3 +61,18 @@ func TestCalledOf(t *testing.T) {
 		}
 	}
 }
+
+// FuzzUsers: the readers of the authentication rules take any bytes
+// without a panic, and a user they find is at most UserMax bytes of the
+// message.
+func FuzzUsers(f *testing.F) {
+	f.Add([]byte("INVITE sip:0800@x SIP/2.0\r\nFrom: \"a\\\"\" <tel:+44;x>\r\n\r\n"))
+	f.Add([]byte("OPTIONS tel:1 SIP/2.0\r\np-asserted-identity: sips:b@c\r\n"))
+	f.Fuzz(func(t *testing.T, m []byte) {
+		for _, u := range []string{CLIOf(m), CalledOf(m)} {
+			if len(u) > UserMax || !strings.Contains(string(m), u) {
+				t.Fatalf("user %q of %q", u, m)
+			}
+		}
+	})
+}
