@@ -92,9 +92,13 @@ enum cac_policy {
 	POLICY_SLOT = 0x1,
 	POLICY_LIMITED_FIRST = 0x2, /* class 0's bit; class c's is this << c */
 	POLICY_AGENTS = 0x10000,
-	/* Some account is matched by a CLI or called-number rule: a SIP
-	 * request out of dialog is read for its users (sip_user.h). */
-	POLICY_USER_RULES = 0x20000,
+	/* Some account is matched by a CLI rule, or by a called-number
+	 * rule: a SIP request out of dialog is read for the users those
+	 * rules compare (sip_user.h); without a CLI rule, its headers are
+	 * not walked. */
+	POLICY_CLI_RULES = 0x20000,
+	POLICY_CALLED_RULES = 0x40000,
+	POLICY_USER_RULES = POLICY_CLI_RULES | POLICY_CALLED_RULES,
 };
 _Static_assert(POLICY_AGENTS > (POLICY_LIMITED_FIRST << CAC_NUM_CLASSES), "agents above the limited classes");
 

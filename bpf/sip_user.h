@@ -219,28 +219,34 @@ static __always_inline int user_lookup(struct cac_user_scratch *s, __u32 kind, _
 /*
  * user_account finds the account the authentication rules give a SIP
  * request out of dialog: a CLI rule first, then a called-number rule. It
- * returns 1 when user_scratch holds one. where is verdict's frame word.
- * A global function: the header walk is verified once, and its frames
- * are not on admit_call's chain.
+ * returns 1 when user_scratch holds one. where is verdict's frame word;
+ * policy the policy word's slot and user rule bits: a kind of rule no
+ * account has is not looked for, and without a CLI rule the headers are
+ * not walked. A global function: the header walk is verified once, and
+ * its frames are not on admit_call's chain.
  */
-__noinline int user_account(struct xdp_md *ctx, __u64 where, __u32 slot)
+__noinline int user_account(struct xdp_md *ctx, __u64 where, __u32 policy)
 {
-	__u32 zero = 0;
+	__u32 zero = 0, slot = policy & POLICY_SLOT;
 	struct cac_user_scratch *s = bpf_map_lookup_elem(&user_scratch, &zero);
 	if (!s)
 		return 0;
 	s->kind = CAC_RULE_SOURCE;
 	__u64 moff = where_msgoff(where), mlen = where_msglen(where);
 
-	__u64 at = sip_find_users(ctx, moff, mlen);
-	__u64 v = (at >> 16) & 0xffff; /* P-Asserted-Identity, when there is one */
-	if (!v)
-		v = at & 0xffff;
-	__u64 u = v ? value_uri(ctx, moff, mlen, v) : 0;
-	if (u && uri_user(ctx, moff, mlen, u, &s->key) && user_lookup(s, CAC_RULE_CLI, slot))
-		return 1;
-	u = request_uri(ctx, moff, mlen);
-	if (u && uri_user(ctx, moff, mlen, u, &s->key) && user_lookup(s, CAC_RULE_CALLED, slot))
-		return 1;
+	if (policy & POLICY_CLI_RULES) {
+		__u64 at = sip_find_users(ctx, moff, mlen);
+		__u64 v = (at >> 16) & 0xffff; /* P-Asserted-Identity, when there is one */
+		if (!v)
+			v = at & 0xffff;
+		__u64 u = v ? value_uri(ctx, moff, mlen, v) : 0;
+		if (u && uri_user(ctx, moff, mlen, u, &s->key) && user_lookup(s, CAC_RULE_CLI, slot))
+			return 1;
+	}
+	if (policy & POLICY_CALLED_RULES) {
+		__u64 u = request_uri(ctx, moff, mlen);
+		if (u && uri_user(ctx, moff, mlen, u, &s->key) && user_lookup(s, CAC_RULE_CALLED, slot))
+			return 1;
+	}
 	return 0;
 }

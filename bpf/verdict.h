@@ -281,7 +281,7 @@ static __always_inline int verdict(struct xdp_md *ctx, __u64 where, __u32 result
 		 * admit_call, whose call chain has no room for the walk. */
 		__u64 user = 0;
 		if ((policy & POLICY_USER_RULES) && class >= CAC_CLASS_SIP_INVITE && class <= CAC_CLASS_SIP_OTHER)
-			user = user_account(ctx, where, policy & POLICY_SLOT);
+			user = user_account(ctx, where, policy & (POLICY_SLOT | POLICY_USER_RULES));
 		reason = admit_call(ctx, admit_with_user(admit_pack(class, l3off, vlans, family, policy & POLICY_SLOT, agents), user));
 		/* A refused INVITE is remembered for its retransmissions. */
 		if (reason != ADMITTED && class == CAC_CLASS_SIP_INVITE)

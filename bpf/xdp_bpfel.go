@@ -252,7 +252,9 @@ const (
 	XdpCacPolicyPOLICY_SLOT          XdpCacPolicy = 1
 	XdpCacPolicyPOLICY_LIMITED_FIRST XdpCacPolicy = 2
 	XdpCacPolicyPOLICY_AGENTS        XdpCacPolicy = 65536
-	XdpCacPolicyPOLICY_USER_RULES    XdpCacPolicy = 131072
+	XdpCacPolicyPOLICY_CLI_RULES     XdpCacPolicy = 131072
+	XdpCacPolicyPOLICY_CALLED_RULES  XdpCacPolicy = 262144
+	XdpCacPolicyPOLICY_USER_RULES    XdpCacPolicy = 393216
 )
 
 type XdpCacPortKind uint32

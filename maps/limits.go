@@ -136,8 +136,11 @@ func WritePolicy(pm PolicyMaps, p policy.Policy) error {
 	}
 
 	word := policyWord(next, limitedClasses(p), len(p.Agents) > 0)
-	if p.UserRules() {
-		word |= policyUserRules
+	if p.HasRule(policy.RuleCLI) {
+		word |= policyCLIRules
+	}
+	if p.HasRule(policy.RuleCalled) {
+		word |= policyCalledRules
 	}
 	if err := pm.Slot.Update(uint32(0), word, ebpf.UpdateAny); err != nil {
 		return fmt.Errorf("switch policy slot: %w", err)
@@ -156,9 +159,10 @@ func WritePolicy(pm PolicyMaps, p policy.Policy) error {
 const (
 	policySlot   = uint32(bpf.XdpCacPolicyPOLICY_SLOT)
 	policyAgents = uint32(bpf.XdpCacPolicyPOLICY_AGENTS)
-	// policyUserRules: some account is a cli or called one, so a SIP
-	// request out of dialog is read for its users.
-	policyUserRules = uint32(bpf.XdpCacPolicyPOLICY_USER_RULES)
+	// policyCLIRules and policyCalledRules: some account is a cli (or a
+	// called) one, so a SIP request out of dialog is read for that user.
+	policyCLIRules    = uint32(bpf.XdpCacPolicyPOLICY_CLI_RULES)
+	policyCalledRules = uint32(bpf.XdpCacPolicyPOLICY_CALLED_RULES)
 )
 
 // policyLimited is class c's bit, POLICY_LIMITED(c) of bpf/bucket.h.

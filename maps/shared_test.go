@@ -63,7 +63,9 @@ func TestSharedNumbers(t *testing.T) {
 
 		{"policy slot", uint64(policySlot), uint64(bpf.XdpCacPolicyPOLICY_SLOT)},
 		{"policy agents", uint64(policyAgents), uint64(bpf.XdpCacPolicyPOLICY_AGENTS)},
-		{"policy user rules", uint64(policyUserRules), uint64(bpf.XdpCacPolicyPOLICY_USER_RULES)},
+		{"policy cli rules", uint64(policyCLIRules), uint64(bpf.XdpCacPolicyPOLICY_CLI_RULES)},
+		{"policy called rules", uint64(policyCalledRules), uint64(bpf.XdpCacPolicyPOLICY_CALLED_RULES)},
+		{"policy user rules", uint64(policyCLIRules | policyCalledRules), uint64(bpf.XdpCacPolicyPOLICY_USER_RULES)},
 
 		{"rule source", uint64(policy.RuleSource), uint64(bpf.XdpCacUserRuleCAC_RULE_SOURCE)},
 		{"rule cli", uint64(policy.RuleCLI), uint64(bpf.XdpCacUserRuleCAC_RULE_CLI)},

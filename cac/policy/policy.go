@@ -116,10 +116,15 @@ func (p Policy) SourceAccounts() int {
 }
 
 // UserRules reports whether some account of p is a cli or called one:
-// the fast path's POLICY_USER_RULES bit.
-func (p Policy) UserRules() bool {
+// the fast path's POLICY_USER_RULES bits.
+func (p Policy) UserRules() bool { return p.HasRule(RuleCLI) || p.HasRule(RuleCalled) }
+
+// HasRule reports whether some account of p is identified by a rule of
+// kind: for cli and called rules, the fast path's POLICY_CLI_RULES and
+// POLICY_CALLED_RULES bits.
+func (p Policy) HasRule(kind RuleKind) bool {
 	for _, a := range p.Accounts {
-		if a.Kind != RuleSource {
+		if a.Kind == kind {
 			return true
 		}
 	}

@@ -101,9 +101,10 @@ func userRequest(rng *rand.Rand, i int) []byte {
 
 // TestUserRulesDifferential holds the XDP object to the model over random
 // requests that cli, called and source accounts identify, nested prefixes
-// included, a third of them mutated: every verdict and reason agree, and the trace shows an account
-// of each kind refusing requests (its bucket or its customer's), so each
-// kind of rule decided.
+// included, a third of them mutated, under all three kinds and then
+// without the called and without the cli ones: every verdict and reason
+// agree, and the trace shows an account of each kind refusing requests
+// (its bucket or its customer's), so each kind of rule decided.
 func TestUserRulesDifferential(t *testing.T) {
 	f := harness.NewFastPath(t, false)
 	f.SetPolicy(t, userRulesPolicy(t))
@@ -113,7 +114,23 @@ func TestUserRulesDifferential(t *testing.T) {
 	refusals := map[cac.Reason]int{}
 	now := 10 * second
 	failures := 0
-	for i := 0; i < 20_000; i++ {
+	full := userRulesPolicy(t)
+	for i := 0; i < 24_000; i++ {
+		// The last part under the policy's cli accounts alone, then its
+		// called ones alone: the fast path reads only what a kind of
+		// rule in force compares.
+		switch i {
+		case 16_000, 20_000:
+			kind := map[int]policy.RuleKind{16_000: policy.RuleCLI, 20_000: policy.RuleCalled}[i]
+			p := full
+			p.Accounts = nil
+			for _, a := range full.Accounts {
+				if a.Kind == kind || a.Kind == policy.RuleSource {
+					p.Accounts = append(p.Accounts, a)
+				}
+			}
+			f.SetPolicy(t, p)
+		}
 		now += uint64(rng.IntN(200)) * 1e6
 		f.MustAt(t, now)
 		frame := userRequest(rng, i)
