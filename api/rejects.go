@@ -79,13 +79,13 @@ func (f RejectFilter) Keep(lines []RejectLine, wall time.Time) []RejectLine {
 	return out
 }
 
-// Biggest sums the records of each interface, source, class and reason
+// Biggest sums the records of each interface, source, class, reason and rule
 // (first and last of all of them) and keeps the n with the most rejects.
 func Biggest(lines []RejectLine, n int) []RejectLine {
-	type key struct{ iface, source, class, reason string }
+	type key struct{ iface, source, class, reason, rule string }
 	sums := map[key]*RejectLine{}
 	for _, l := range lines {
-		k := key{l.Interface, l.Source, l.Class, l.Reason}
+		k := key{l.Interface, l.Source, l.Class, l.Reason, l.Rule}
 		s, ok := sums[k]
 		if !ok {
 			c := l

@@ -97,7 +97,10 @@ type RejectLine struct {
 	Class     string    `json:"class"`
 	Source    string    `json:"source"`
 	Reason    string    `json:"reason"`
-	Count     uint64    `json:"count"`
+	// Rule is the cli or called rule whose account held the requests
+	// ("cli +4420"); empty for none or a source prefix's.
+	Rule  string `json:"rule"`
+	Count uint64 `json:"count"`
 }
 
 // RejectLineOf is a record of the fast path with its monotonic times
@@ -107,7 +110,7 @@ func RejectLineOf(r maps.Reject, wall time.Time, mono uint64) RejectLine {
 	at := func(ns uint64) time.Time { return wall.Add(-time.Duration(mono - ns)) }
 	return RejectLine{
 		Time: at(r.LastNS), First: at(r.FirstNS), Interface: r.Interface,
-		Class: r.Class.String(), Source: r.Source, Reason: r.Reason.String(), Count: r.Count,
+		Class: r.Class.String(), Source: r.Source, Reason: r.Reason.String(), Rule: r.Rule, Count: r.Count,
 	}
 }
 

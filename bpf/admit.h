@@ -82,7 +82,7 @@ static __always_inline void give_back(struct level *lv, int n)
 /* admit returns ADMITTED or the reason for a call of class under the
  * limits of slot; *now_out is the time it read. */
 static __always_inline int admit(struct xdp_md *ctx, struct frame *f, __u32 class, __u32 slot, int with_agents,
-				 __u64 *now_out)
+				 int with_user, __u64 *now_out)
 {
 	__u32 zero = 0;
 	struct cac_limits *lim = bpf_map_lookup_elem(&limits, &slot);
@@ -146,7 +146,15 @@ static __always_inline int admit(struct xdp_md *ctx, struct frame *f, __u32 clas
 	/* A source in an account is held by the account's bucket instead
 	 * of an automatic one, and never enters the per-source table. */
 	struct cac_account *acct = NULL;
-	if (by_account) {
+	/* An authentication rule's account, which user_account found before
+	 * admit_call (sip_user.h), comes before the source prefix's
+	 * (docs/design.md, "Authentication rules"). */
+	if (with_user) {
+		struct cac_user_scratch *us = bpf_map_lookup_elem(&user_scratch, &zero);
+		if (us)
+			acct = &us->account;
+	}
+	if (by_account && !acct) {
 		struct cac_prefix p;
 		prefix_of(f, &p);
 		acct = slot ? bpf_map_lookup_elem(&accounts1, &p) : bpf_map_lookup_elem(&accounts0, &p);

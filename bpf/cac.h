@@ -114,7 +114,7 @@ struct cac_limits {
 	 * tolerance; 0 for none. */
 	__u64 reserve_ns[CAC_NUM_LEVELS];
 	struct cac_class_limits classes[CAC_NUM_CLASSES];
-	__u32 accounts; /* configured accounts; 0 skips the account lookup */
+	__u32 accounts; /* configured source accounts; 0 skips the prefix lookup */
 	__u32 agents;   /* configured session agents: valid agent indexes */
 	struct cac_admission cac;
 };
@@ -150,7 +150,11 @@ struct reject_budget {
 struct cac_reject_key {
 	struct cac_source source; /* the full source: whole address, MAC and VLANs */
 	__u8 reason;              /* enum cac_reason */
-	__u8 _pad[3];
+	/* The authentication rule whose account held the request (enum
+	 * cac_user_rule: cli or called; 0 for none, or a source prefix's)
+	 * and that account's index. */
+	__u8 rule;
+	__u16 account;
 	__u32 second; /* the second of the coarse monotonic clock it counts */
 };
 
@@ -174,6 +178,26 @@ struct cac_prefix {
 struct cac_account {
 	__u32 account;  /* index into account_limits and account_buckets */
 	__u32 customer; /* index into customer_limits and customer_buckets */
+};
+
+/* An LPM key of the authentication rules: data[0] is the rule's kind
+ * (enum cac_user_rule), then the user's first bytes, zero padded. A rule
+ * of n characters has prefixlen 8 * (1 + n); a lookup 8 * (1 +
+ * CAC_USER_MAX). */
+struct cac_user_key {
+	__u32 prefixlen;
+	__u8 data[1 + CAC_USER_MAX];
+	__u8 _pad[3];
+};
+
+/* A CPU's scratch of the authentication rules (sip_user.h): the key the
+ * lookups are built in (a map value, so no stack pointer goes to a
+ * global function), and what was found, which admission reads. */
+struct cac_user_scratch {
+	struct cac_user_key key;
+	struct cac_account account;
+	__u32 kind; /* enum cac_user_rule of the rule found; 0: none */
+	__u32 _pad;
 };
 
 /* Every level's bucket in one map value, likewise. */
@@ -307,6 +331,7 @@ struct cac_exported {
 	enum cac_port_kind port_kind;
 	enum cac_level level;
 	enum cac_policy policy;
+	enum cac_user_rule user_rule;
 	enum cac_source_key source_key;
 	enum cac_call_type call_type;
 	enum cac_charge_ring_size charge_ring_size;

@@ -192,6 +192,30 @@ struct {
 ACCOUNT_TRIE(accounts0);
 ACCOUNT_TRIE(accounts1);
 
+/* One trie of authentication rules for each slot of limits: a CLI or
+ * called-number prefix (struct cac_user_key) to its account and customer,
+ * in the index space of the source accounts. */
+#define USER_TRIE(name)                                                                            \
+	struct {                                                                                   \
+		__uint(type, BPF_MAP_TYPE_LPM_TRIE);                                               \
+		__uint(max_entries, CAC_MAX_ACCOUNTS);                                             \
+		__uint(map_flags, BPF_F_NO_PREALLOC);                                              \
+		__type(key, struct cac_user_key);                                                  \
+		__type(value, struct cac_account);                                                 \
+	} name SEC(".maps")
+
+USER_TRIE(user_accounts0);
+USER_TRIE(user_accounts1);
+
+/* A CPU's lookup of the authentication rules, from user_account to
+ * admission (sip_user.h). */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct cac_user_scratch);
+} user_scratch SEC(".maps");
+
 #define LEVEL_ARRAY(name, vtype, n)                                                                 \
 	struct {                                                                                   \
 		__uint(type, BPF_MAP_TYPE_ARRAY);                                                  \

@@ -70,14 +70,37 @@ static __always_inline int new_record(struct cac_reject_key *key, struct cac_rej
 	return 0;
 }
 
+/* user_rule_found returns the kind of the authentication rule user_scratch
+ * holds, and its account's index above the low byte. A global function:
+ * inlined in admit_call, its branches cost the verifier 58,000
+ * instructions on 6.18 (docs/design.md, "The verifier's budget"). */
+__noinline __u32 user_rule_found(void)
+{
+	__u32 zero = 0;
+	struct cac_user_scratch *us = bpf_map_lookup_elem(&user_scratch, &zero);
+	if (!us || !us->kind)
+		return 0;
+	return (us->kind & 0xff) | (us->account.account & 0xffff) << 8;
+}
+
+/* record_reject counts one reject in its record. With user, a SIP request
+ * out of dialog is recorded with the authentication rule user_scratch
+ * holds (sip_user.h): user_account filled it for this very request, as it
+ * does for every such request admit_call judges while the policy has user
+ * rules, and maps.WritePolicy empties it when a policy has none. */
 static __always_inline void record_reject(struct xdp_md *ctx, struct frame *f, __u32 class,
-					  int reason, __u64 now)
+					  int reason, __u64 now, int user)
 {
 	struct cac_reject_key key = {};
 	struct cac_class_limits fs = full_source;
 	if (!source_of(f, class, &fs, &key.source))
 		return;
 	key.reason = reason;
+	if (user && class >= CAC_CLASS_SIP_INVITE && class <= CAC_CLASS_SIP_OTHER) {
+		__u32 r = user_rule_found();
+		key.rule = r & 0xff;
+		key.account = r >> 8;
+	}
 	__u64 second = now / 1000000000ULL;
 	key.second = second;
 	struct cac_reject rec = {

@@ -92,8 +92,29 @@ enum cac_policy {
 	POLICY_SLOT = 0x1,
 	POLICY_LIMITED_FIRST = 0x2, /* class 0's bit; class c's is this << c */
 	POLICY_AGENTS = 0x10000,
+	/* Some account is matched by a CLI rule, or by a called-number
+	 * rule: a SIP request out of dialog is read for the users those
+	 * rules compare (sip_user.h); without a CLI rule, its headers are
+	 * not walked. */
+	POLICY_CLI_RULES = 0x20000,
+	POLICY_CALLED_RULES = 0x40000,
+	POLICY_USER_RULES = POLICY_CLI_RULES | POLICY_CALLED_RULES,
 };
 _Static_assert(POLICY_AGENTS > (POLICY_LIMITED_FIRST << CAC_NUM_CLASSES), "agents above the limited classes");
+
+/* The kinds of an authentication rule (docs/design.md, "Authentication
+ * rules"): the first byte of a struct cac_user_key, and the order of
+ * precedence (a CLI rule before a called-number rule before a source
+ * prefix). CAC_USER_MAX bytes of a URI's user are kept; the user is
+ * looked for within CAC_URI_SCAN_MAX bytes of the scheme, and so is the
+ * '<' of a header value and the space after the method. */
+enum cac_user_rule {
+	CAC_RULE_SOURCE = 0,
+	CAC_RULE_CLI = 1,
+	CAC_RULE_CALLED = 2,
+	CAC_USER_MAX = 32,
+	CAC_URI_SCAN_MAX = 64,
+};
 
 /* How the automatic per-source bucket of a class tells sources apart. */
 enum cac_source_key {

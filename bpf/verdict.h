@@ -16,6 +16,7 @@
 #include "invite.h"
 #include "l2tp_lac.h"
 #include "where.h"
+#include "sip_user.h"
 
 /*
  * admit_call admits or rejects one first packet and records a reject. It
@@ -36,12 +37,12 @@ __noinline int admit_call(struct xdp_md *ctx, __u64 where)
 	};
 	__u32 class = admit_class(where);
 	__u64 now = 0;
-	int reason = admit(ctx, &f, class, admit_slot(where), admit_agents(where), &now);
+	int reason = admit(ctx, &f, class, admit_slot(where), admit_agents(where), admit_user(where), &now);
 	/* Either of its two buckets holds a malformed frame for one reason. */
 	if (reason != ADMITTED && class == CAC_CLASS_MALFORMED)
 		reason = CAC_REASON_MALFORMED;
 	if (reason != ADMITTED)
-		record_reject(ctx, &f, class, reason, now);
+		record_reject(ctx, &f, class, reason, now, 1);
 	return reason;
 }
 
@@ -61,7 +62,7 @@ __noinline int refused_again(struct xdp_md *ctx, __u64 where, __u32 reason)
 		.vlans = where_vlans(where),
 	};
 	if (reason < CAC_NUM_REASONS && class < CAC_NUM_CLASSES)
-		record_reject(ctx, &f, class, reason, now_ns());
+		record_reject(ctx, &f, class, reason, now_ns(), 0);
 	return 0;
 }
 
@@ -277,7 +278,12 @@ static __always_inline int verdict(struct xdp_md *ctx, __u64 where, __u32 result
 		refused_again(ctx, where_source(where), code_pack(reason, class));
 	} else if (limited) {
 		__u64 l3off = where_l3off(where), family = where_family(where), vlans = where_vlans(where);
-		reason = admit_call(ctx, admit_pack(class, l3off, vlans, family, policy & POLICY_SLOT, agents));
+		/* The authentication rules are read here, not under
+		 * admit_call, whose call chain has no room for the walk. */
+		__u64 user = 0;
+		if ((policy & POLICY_USER_RULES) && class >= CAC_CLASS_SIP_INVITE && class <= CAC_CLASS_SIP_OTHER)
+			user = user_account(ctx, where, policy & (POLICY_SLOT | POLICY_USER_RULES));
+		reason = admit_call(ctx, admit_with_user(admit_pack(class, l3off, vlans, family, policy & POLICY_SLOT, agents), user));
 		/* A refused INVITE is remembered for its retransmissions. */
 		if (reason != ADMITTED && class == CAC_CLASS_SIP_INVITE)
 			invite_refused(ctx, txmsg, l3, now_ns(), reason);

@@ -111,12 +111,19 @@ static __always_inline __u64 where_with_code(__u64 where, __u64 code)
 /*
  * The admission word admit_call takes: the class in bits 0-7, l3off in
  * 8-23, vlans in 24-31, family in 32-39, the slot of limits in bit 40,
- * and in bit 41 whether session agents are looked up.
+ * in bit 41 whether session agents are looked up, and in bit 42 whether
+ * user_scratch holds the account of an authentication rule (sip_user.h).
  */
 static __always_inline __u64 admit_pack(__u64 class, __u64 l3off, __u64 vlans, __u64 family, __u64 slot,
 					__u64 agents)
 {
 	return class | l3off << 8 | vlans << 24 | family << 32 | slot << 40 | agents << 41;
+}
+
+/* admit_with_user sets bit 42 of an admission word. */
+static __always_inline __u64 admit_with_user(__u64 w, __u64 user)
+{
+	return w | (user & 1) << 42;
 }
 
 static __always_inline __u32 admit_class(__u64 w)
@@ -147,6 +154,11 @@ static __always_inline __u32 admit_slot(__u64 w)
 static __always_inline __u32 admit_agents(__u64 w)
 {
 	return (w >> 41) & 1;
+}
+
+static __always_inline __u32 admit_user(__u64 w)
+{
+	return (w >> 42) & 1;
 }
 
 /* A code and its argument in one word, the code in the low byte: the

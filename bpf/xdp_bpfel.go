@@ -253,6 +253,9 @@ const (
 	XdpCacPolicyPOLICY_SLOT          XdpCacPolicy = 1
 	XdpCacPolicyPOLICY_LIMITED_FIRST XdpCacPolicy = 2
 	XdpCacPolicyPOLICY_AGENTS        XdpCacPolicy = 65536
+	XdpCacPolicyPOLICY_CLI_RULES     XdpCacPolicy = 131072
+	XdpCacPolicyPOLICY_CALLED_RULES  XdpCacPolicy = 262144
+	XdpCacPolicyPOLICY_USER_RULES    XdpCacPolicy = 393216
 )
 
 type XdpCacPortKind uint32
@@ -310,11 +313,12 @@ type XdpCacReject struct {
 }
 
 type XdpCacRejectKey struct {
-	_      structs.HostLayout
-	Source XdpCacSource
-	Reason uint8
-	Pad    [3]uint8
-	Second uint32
+	_       structs.HostLayout
+	Source  XdpCacSource
+	Reason  uint8
+	Rule    uint8
+	Account uint16
+	Second  uint32
 }
 
 type XdpCacRejectRecord uint32
@@ -416,6 +420,31 @@ type XdpCacStats struct {
 	SipEventsLost         uint64
 }
 
+type XdpCacUserKey struct {
+	_         structs.HostLayout
+	Prefixlen uint32
+	Data      [33]uint8
+	Pad       [3]uint8
+}
+
+type XdpCacUserRule uint32
+
+const (
+	XdpCacUserRuleCAC_RULE_SOURCE  XdpCacUserRule = 0
+	XdpCacUserRuleCAC_RULE_CLI     XdpCacUserRule = 1
+	XdpCacUserRuleCAC_RULE_CALLED  XdpCacUserRule = 2
+	XdpCacUserRuleCAC_USER_MAX     XdpCacUserRule = 32
+	XdpCacUserRuleCAC_URI_SCAN_MAX XdpCacUserRule = 64
+)
+
+type XdpCacUserScratch struct {
+	_       structs.HostLayout
+	Key     XdpCacUserKey
+	Account XdpCacAccount
+	Kind    uint32
+	Pad     uint32
+}
+
 type XdpCacVerdictKind uint32
 
 const (
@@ -473,6 +502,9 @@ const (
 	XdpMapStats             = "stats"
 	XdpMapTestClock         = "test_clock"
 	XdpMapUdpPorts          = "udp_ports"
+	XdpMapUserAccounts0     = "user_accounts0"
+	XdpMapUserAccounts1     = "user_accounts1"
+	XdpMapUserScratch       = "user_scratch"
 	XdpProgXdpCac           = "xdp_cac"
 	XdpVarUseTestClock      = "use_test_clock"
 )
@@ -562,6 +594,9 @@ type XdpMapSpecs struct {
 	Stats             *ebpf.MapSpec `ebpf:"stats"`
 	TestClock         *ebpf.MapSpec `ebpf:"test_clock"`
 	UdpPorts          *ebpf.MapSpec `ebpf:"udp_ports"`
+	UserAccounts0     *ebpf.MapSpec `ebpf:"user_accounts0"`
+	UserAccounts1     *ebpf.MapSpec `ebpf:"user_accounts1"`
+	UserScratch       *ebpf.MapSpec `ebpf:"user_scratch"`
 }
 
 // XdpVariableSpecs contains global variables before they are loaded into the kernel.
@@ -627,6 +662,9 @@ type XdpMaps struct {
 	Stats             *ebpf.Map `ebpf:"stats"`
 	TestClock         *ebpf.Map `ebpf:"test_clock"`
 	UdpPorts          *ebpf.Map `ebpf:"udp_ports"`
+	UserAccounts0     *ebpf.Map `ebpf:"user_accounts0"`
+	UserAccounts1     *ebpf.Map `ebpf:"user_accounts1"`
+	UserScratch       *ebpf.Map `ebpf:"user_scratch"`
 }
 
 func (m *XdpMaps) Close() error {
@@ -667,6 +705,9 @@ func (m *XdpMaps) Close() error {
 		m.Stats,
 		m.TestClock,
 		m.UdpPorts,
+		m.UserAccounts0,
+		m.UserAccounts1,
+		m.UserScratch,
 	)
 }
 

@@ -180,6 +180,9 @@ func (j *journal) sweep(t *journalTable, now uint64, all bool) {
 	if err != nil {
 		j.log.Warn("sweep reject records", "interface", t.a.String(), "err", err)
 	}
+	if err := maps.NameRules(maps.PolicyMapsOf(&t.p.XdpMaps), recs); err != nil {
+		j.log.Warn("name the rules of reject records", "interface", t.a.String(), "err", err)
+	}
 	wall, mono := time.Now(), api.MonotonicNow()
 	for _, r := range recs {
 		r.Interface = t.a.Key()
@@ -251,6 +254,9 @@ func (j *journal) lines() []api.RejectLine {
 		recs, err := maps.ReadRejects(t.p.Rejects)
 		if err != nil {
 			j.log.Warn("read reject records", "interface", t.a.String(), "err", err)
+		}
+		if err := maps.NameRules(maps.PolicyMapsOf(&t.p.XdpMaps), recs); err != nil {
+			j.log.Warn("name the rules of reject records", "interface", t.a.String(), "err", err)
 		}
 		for _, r := range recs {
 			r.Interface = t.a.Key()

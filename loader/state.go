@@ -172,6 +172,8 @@ var addedMaps = map[string]bool{
 	// Egress admission.
 	bpf.XdpMapAgentEgress: true, bpf.XdpMapAgentState: true, bpf.XdpMapConnectionBuckets: true,
 	bpf.XdpMapEgressTxns: true, bpf.XdpMapEgressCounts: true, bpf.XdpMapEgressBudget: true, bpf.XdpMapEgressRefused: true,
+	// Authentication rules.
+	bpf.XdpMapUserAccounts0: true, bpf.XdpMapUserAccounts1: true, bpf.XdpMapUserScratch: true,
 }
 
 // openUpgrade is Open for an upgrade: a map of addedMaps that the
@@ -265,6 +267,9 @@ func ReadAllRejects(stateDir string) ([]maps.Reject, error) {
 		r, err := maps.ReadRejects(p.Rejects)
 		for i := range r {
 			r[i].Interface = p.Key() // its ifindex means something only in its namespace
+		}
+		if err == nil {
+			err = maps.NameRules(maps.PolicyMapsOf(&p.XdpMaps), r)
 		}
 		out = append(out, r...)
 		return err

@@ -13,9 +13,12 @@ import (
 // AccountTokens is how many calls an account prefix's bucket and its
 // customer's hold, as the slot in force limits them.
 type AccountTokens struct {
-	// Prefix is the account's source as the trie holds it: an IPv4 prefix
-	// is mapped into IPv6 (policy.Mapped).
+	// Prefix is a source account's source as the trie holds it: an IPv4
+	// prefix is mapped into IPv6 (policy.Mapped).
 	Prefix netip.Prefix
+	// Rule is what identifies the account: its mapped Prefix, or a cli or
+	// called prefix (docs/design.md, "Authentication rules").
+	Rule policy.Rule
 	// Customer is the index of the customer's bucket, shared by all of
 	// its accounts.
 	Customer uint32
@@ -26,7 +29,8 @@ type AccountTokens struct {
 	CustomerTokens, CustomerBurst float64
 }
 
-// ReadAccountTokens reads every account of the slot in force and its
+// ReadAccountTokens reads every account of the slot in force (source,
+// cli and called ones) and its
 // customer's bucket at monotonic time now. There are at most
 // policy.MaxAccounts of them: the trie holds no more.
 func ReadAccountTokens(pm PolicyMaps, now uint64) ([]AccountTokens, error) {
@@ -35,13 +39,13 @@ func ReadAccountTokens(pm PolicyMaps, now uint64) ([]AccountTokens, error) {
 		return nil, fmt.Errorf("read policy slot: %w", err)
 	}
 	slot := wordSlot(word)
-	accounts, err := readAccounts(pm.Accounts[slot])
+	accounts, err := readRules(pm, slot)
 	if err != nil {
 		return nil, err
 	}
 	out := make([]AccountTokens, 0, len(accounts))
 	for p, idx := range accounts {
-		a := AccountTokens{Prefix: p, Customer: idx.Customer}
+		a := AccountTokens{Prefix: p.Prefix, Rule: p, Customer: idx.Customer}
 		if a.Limited, a.Tokens, a.Burst, err = tokensAt(pm.AccountLimits, pm.AccountBuckets,
 			slot*policy.MaxAccounts+idx.Account, idx.Account, now); err != nil {
 			return out, fmt.Errorf("account %s: %w", p, err)

@@ -34,6 +34,7 @@ func TestReadAccountTokens(t *testing.T) {
 			{Prefix: hq, Limit: lim(5, 10), Customer: 0},
 			{Prefix: lab, Limit: bucket.Unlimited, Customer: 0},
 			{Prefix: v6, Limit: lim(1, 3), Customer: 1},
+			{Kind: policy.RuleCalled, User: "0800", Limit: lim(2, 7), Customer: 1},
 		},
 	}
 	pm := PolicyMapsOf(&objs.XdpMaps)
@@ -45,11 +46,19 @@ func TestReadAccountTokens(t *testing.T) {
 		t.Fatal(err)
 	}
 	byPrefix := map[netip.Prefix]AccountTokens{}
+	var called []AccountTokens
 	for _, a := range got {
+		if a.Rule.Kind != policy.RuleSource {
+			called = append(called, a)
+			continue
+		}
 		byPrefix[a.Prefix] = a
 	}
 	if len(byPrefix) != 3 {
-		t.Fatalf("%d accounts read, want 3: %+v", len(byPrefix), got)
+		t.Fatalf("%d source accounts read, want 3: %+v", len(byPrefix), got)
+	}
+	if len(called) != 1 || called[0].Rule != (policy.Rule{Kind: policy.RuleCalled, User: "0800"}) || called[0].Burst != 7 || called[0].CustomerLimited {
+		t.Errorf("called accounts read: %+v, want called 0800 with a burst of 7", called)
 	}
 	for _, c := range []struct {
 		prefix               netip.Prefix

@@ -16,7 +16,9 @@ type InForce struct {
 	Word     uint32
 	Limits   bpf.XdpCacLimits
 	Accounts map[netip.Prefix]AccountInForce
-	Agents   []bpf.XdpCacAgent // the configured ones, by index
+	// UserAccounts are the accounts of cli and called rules.
+	UserAccounts map[policy.Rule]AccountInForce
+	Agents       []bpf.XdpCacAgent // the configured ones, by index
 	// AgentEgress: their connection limits and flags, by index; none
 	// from an attachment of a version without egress admission.
 	AgentEgress []bpf.XdpCacAgentEgress
@@ -35,23 +37,27 @@ func ReadInForce(pm PolicyMaps) (InForce, error) {
 		return InForce{}, fmt.Errorf("read policy slot: %w", err)
 	}
 	slot := wordSlot(word)
-	in := InForce{Word: word &^ policySlot, Accounts: map[netip.Prefix]AccountInForce{}}
+	in := InForce{Word: word &^ policySlot, Accounts: map[netip.Prefix]AccountInForce{}, UserAccounts: map[policy.Rule]AccountInForce{}}
 	if err := pm.Limits.Lookup(slot, &in.Limits); err != nil {
 		return in, fmt.Errorf("read limits: %w", err)
 	}
-	accounts, err := readAccounts(pm.Accounts[slot])
+	rules, err := readRules(pm, slot)
 	if err != nil {
 		return in, err
 	}
-	for p, idx := range accounts {
+	for r, idx := range rules {
 		var a AccountInForce
 		if err := pm.AccountLimits.Lookup(slot*policy.MaxAccounts+idx.Account, &a.Limit); err != nil {
-			return in, fmt.Errorf("read limit of account %s: %w", p, err)
+			return in, fmt.Errorf("read limit of account %s: %w", r, err)
 		}
 		if err := pm.CustomerLimits.Lookup(slot*policy.MaxCustomers+idx.Customer, &a.Customer); err != nil {
-			return in, fmt.Errorf("read limit of the customer of %s: %w", p, err)
+			return in, fmt.Errorf("read limit of the customer of %s: %w", r, err)
 		}
-		in.Accounts[p] = a
+		if r.Kind == policy.RuleSource {
+			in.Accounts[r.Prefix] = a
+		} else {
+			in.UserAccounts[r] = a
+		}
 	}
 	for i := range in.Limits.Agents {
 		var a bpf.XdpCacAgent

@@ -19,6 +19,8 @@ type PolicyMaps struct {
 	Slot            *ebpf.Map    // policy_slot: the slot in force
 	Limits          *ebpf.Map    // class, environment and per-source limits by slot
 	Accounts        [2]*ebpf.Map // LPM tries by slot: source prefix → account, customer
+	UserAccounts    [2]*ebpf.Map // LPM tries by slot: cli or called prefix → account, customer
+	UserScratch     *ebpf.Map    // per CPU: the rule found for the request being judged
 	AccountLimits   *ebpf.Map
 	AccountBuckets  *ebpf.Map
 	CustomerLimits  *ebpf.Map
@@ -31,6 +33,7 @@ type PolicyMaps struct {
 func PolicyMapsOf(o *bpf.XdpMaps) PolicyMaps {
 	return PolicyMaps{
 		Slot: o.PolicySlot, Limits: o.Limits, Accounts: [2]*ebpf.Map{o.Accounts0, o.Accounts1},
+		UserAccounts: [2]*ebpf.Map{o.UserAccounts0, o.UserAccounts1}, UserScratch: o.UserScratch,
 		AccountLimits: o.AccountLimits, AccountBuckets: o.AccountBuckets,
 		CustomerLimits: o.CustomerLimits, CustomerBuckets: o.CustomerBuckets,
 		AgentLimits: o.AgentLimits, AgentEgress: o.AgentEgress,
@@ -63,7 +66,7 @@ func WritePolicy(pm PolicyMaps, p policy.Policy) error {
 	active = wordSlot(active) // the other bits say which classes are limited
 	next := 1 - active
 
-	old, err := readAccounts(pm.Accounts[active])
+	old, err := readRules(pm, active)
 	if err != nil {
 		return err
 	}
@@ -77,15 +80,16 @@ func WritePolicy(pm PolicyMaps, p policy.Policy) error {
 	if err := clearTrie(pm.Accounts[next]); err != nil {
 		return err
 	}
+	if err := clearUserTrie(pm.UserAccounts[next]); err != nil {
+		return err
+	}
 	for i, a := range p.Accounts {
-		m := policy.Mapped(a.Prefix)
-		key := bpf.XdpCacPrefix{Prefixlen: uint32(m.Bits()), Addr: m.Addr().As16()}
 		val := bpf.XdpCacAccount{Account: acctIdx[i], Customer: custIdx[a.Customer]}
-		if err := pm.Accounts[next].Update(&key, &val, ebpf.UpdateAny); err != nil {
-			return fmt.Errorf("write account %s: %w", a.Prefix, err)
+		if err := writeRule(pm, next, a, &val); err != nil {
+			return err
 		}
 		if err := pm.AccountLimits.Update(next*policy.MaxAccounts+acctIdx[i], limitOf(a.Limit), ebpf.UpdateAny); err != nil {
-			return fmt.Errorf("write limit of account %s: %w", a.Prefix, err)
+			return fmt.Errorf("write limit of account %s: %w", a.Rule(), err)
 		}
 	}
 	for i, l := range p.Customers {
@@ -103,7 +107,7 @@ func WritePolicy(pm PolicyMaps, p policy.Policy) error {
 		v.Classes[c].SourceKey = uint8(ps.Key)
 		v.Classes[c].Ipv6Prefix = uint8(ps.IPv6Prefix)
 	}
-	v.Accounts = uint32(len(p.Accounts))
+	v.Accounts = uint32(p.SourceAccounts())
 	v.Agents = uint32(len(p.Agents))
 	v.Cac = admissionOf(p.CallAdmission)
 	for i, a := range p.Agents {
@@ -132,8 +136,19 @@ func WritePolicy(pm PolicyMaps, p policy.Policy) error {
 	}
 
 	word := policyWord(next, limitedClasses(p), len(p.Agents) > 0)
+	if p.HasRule(policy.RuleCLI) {
+		word |= policyCLIRules
+	}
+	if p.HasRule(policy.RuleCalled) {
+		word |= policyCalledRules
+	}
 	if err := pm.Slot.Update(uint32(0), word, ebpf.UpdateAny); err != nil {
 		return fmt.Errorf("switch policy slot: %w", err)
+	}
+	if !p.UserRules() {
+		// Without user rules nothing fills the scratch, and a reject
+		// record must not name the rule of a request judged before.
+		return clearUserScratch(pm.UserScratch)
 	}
 	return nil
 }
@@ -144,6 +159,10 @@ func WritePolicy(pm PolicyMaps, p policy.Policy) error {
 const (
 	policySlot   = uint32(bpf.XdpCacPolicyPOLICY_SLOT)
 	policyAgents = uint32(bpf.XdpCacPolicyPOLICY_AGENTS)
+	// policyCLIRules and policyCalledRules: some account is a cli (or a
+	// called) one, so a SIP request out of dialog is read for that user.
+	policyCLIRules    = uint32(bpf.XdpCacPolicyPOLICY_CLI_RULES)
+	policyCalledRules = uint32(bpf.XdpCacPolicyPOLICY_CALLED_RULES)
 )
 
 // policyLimited is class c's bit, POLICY_LIMITED(c) of bpf/bucket.h.

@@ -50,7 +50,11 @@ type PerSourceLimits struct {
 
 // AccountLimitView is an account's prefix, its bucket and its customer's.
 type AccountLimitView struct {
-	Prefix   string    `json:"prefix"`
+	Prefix string `json:"prefix"` // empty for a cli or called account
+	// CLI and Called: the prefix of a cli or called account
+	// (docs/design.md, "Authentication rules").
+	CLI      string    `json:"cli"`
+	Called   string    `json:"called"`
 	Limit    LimitView `json:"limit"`
 	Customer LimitView `json:"customer"`
 }
@@ -111,6 +115,26 @@ func LimitsViewOf(in InForce) LimitsView {
 	for _, p := range prefixes {
 		a := in.Accounts[p]
 		v.Accounts = append(v.Accounts, AccountLimitView{Prefix: unmapped(p).String(), Limit: limitView(a.Limit), Customer: limitView(a.Customer)})
+	}
+	rules := make([]policy.Rule, 0, len(in.UserAccounts))
+	for r := range in.UserAccounts {
+		rules = append(rules, r)
+	}
+	slices.SortFunc(rules, func(a, b policy.Rule) int {
+		if c := cmp.Compare(a.Kind, b.Kind); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.User, b.User)
+	})
+	for _, r := range rules {
+		a := in.UserAccounts[r]
+		av := AccountLimitView{Limit: limitView(a.Limit), Customer: limitView(a.Customer)}
+		if r.Kind == policy.RuleCLI {
+			av.CLI = r.User
+		} else {
+			av.Called = r.User
+		}
+		v.Accounts = append(v.Accounts, av)
 	}
 	for i, a := range in.Agents {
 		av := AgentLimitView{Index: i, Limit: limitView(a.Limit)}

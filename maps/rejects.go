@@ -10,6 +10,7 @@ import (
 	"github.com/cilium/ebpf"
 	"github.com/xdpcac/xdpcac/bpf"
 	"github.com/xdpcac/xdpcac/cac"
+	"github.com/xdpcac/xdpcac/cac/policy"
 )
 
 // Reject is the record of one source's rejects of one class for one
@@ -26,6 +27,12 @@ type Reject struct {
 	// Interface is the attachment the record comes from, when known:
 	// IFACE, or NETNS:IFACE.
 	Interface string
+	// RuleKind and Account: the cli or called rule whose account held
+	// the request, by the account's index (RuleKind 0: none, or a source
+	// prefix's); Rule names it, as NameRules finds it in force.
+	RuleKind policy.RuleKind
+	Account  uint32
+	Rule     string
 }
 
 // sourceOthers is CAC_SOURCE_OTHERS: the record of rejects from sources that
@@ -61,7 +68,39 @@ func RejectOf(k bpf.XdpCacRejectKey, r bpf.XdpCacReject) Reject {
 	return Reject{
 		Second: r.Second, Class: cac.Class(k.Source.Class), Reason: cac.Reason(k.Reason), Source: SourceString(k.Source),
 		Count: r.Count, FirstNS: r.FirstNs, LastNS: r.LastNs, Ifindex: r.Ifindex,
+		RuleKind: policy.RuleKind(k.Rule), Account: uint32(k.Account),
 	}
+}
+
+// NameRules names the rule of each record of a cli or called account
+// ("cli +4420"), by the account's index among the rules of the slot in
+// force: an index an apply has since given another rule names that one.
+// A record whose index no rule in force has keeps its kind alone.
+func NameRules(pm PolicyMaps, recs []Reject) error {
+	var word uint32
+	if err := pm.Slot.Lookup(uint32(0), &word); err != nil {
+		return fmt.Errorf("read policy slot: %w", err)
+	}
+	rules, err := readUserAccounts(pm.UserAccounts[wordSlot(word)])
+	if err != nil {
+		return err
+	}
+	byIndex := map[uint32]policy.Rule{}
+	for r, idx := range rules {
+		byIndex[idx.Account] = r
+	}
+	for i := range recs {
+		r := &recs[i]
+		if r.RuleKind == policy.RuleSource {
+			continue
+		}
+		if rule, ok := byIndex[r.Account]; ok && rule.Kind == r.RuleKind {
+			r.Rule = rule.String()
+		} else {
+			r.Rule = r.RuleKind.String()
+		}
+	}
+	return nil
 }
 
 // ReadRejects returns the records the rejects table holds: those of the

@@ -63,6 +63,16 @@ func TestSharedNumbers(t *testing.T) {
 
 		{"policy slot", uint64(policySlot), uint64(bpf.XdpCacPolicyPOLICY_SLOT)},
 		{"policy agents", uint64(policyAgents), uint64(bpf.XdpCacPolicyPOLICY_AGENTS)},
+		{"policy cli rules", uint64(policyCLIRules), uint64(bpf.XdpCacPolicyPOLICY_CLI_RULES)},
+		{"policy called rules", uint64(policyCalledRules), uint64(bpf.XdpCacPolicyPOLICY_CALLED_RULES)},
+		{"policy user rules", uint64(policyCLIRules | policyCalledRules), uint64(bpf.XdpCacPolicyPOLICY_USER_RULES)},
+
+		{"rule source", uint64(policy.RuleSource), uint64(bpf.XdpCacUserRuleCAC_RULE_SOURCE)},
+		{"rule cli", uint64(policy.RuleCLI), uint64(bpf.XdpCacUserRuleCAC_RULE_CLI)},
+		{"rule called", uint64(policy.RuleCalled), uint64(bpf.XdpCacUserRuleCAC_RULE_CALLED)},
+		{"user max", uint64(policy.UserMax), uint64(bpf.XdpCacUserRuleCAC_USER_MAX)},
+		{"user max in classify", uint64(classify.UserMax), uint64(bpf.XdpCacUserRuleCAC_USER_MAX)},
+		{"uri scan max", uint64(classify.URIScanMax), uint64(bpf.XdpCacUserRuleCAC_URI_SCAN_MAX)},
 
 		{"source ip", uint64(policy.SourceIP), uint64(bpf.XdpCacSourceKeyCAC_SOURCE_IP)},
 		{"source mac", uint64(policy.SourceMAC), uint64(bpf.XdpCacSourceKeyCAC_SOURCE_MAC)},

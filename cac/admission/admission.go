@@ -3,6 +3,7 @@ package admission
 import (
 	"fmt"
 	"net/netip"
+	"strings"
 
 	"github.com/xdpcac/xdpcac/cac"
 	"github.com/xdpcac/xdpcac/cac/bucket"
@@ -16,8 +17,8 @@ type Model struct {
 	Ports         *classify.Ports
 	MalformedDrop bool
 	policy        policy.Policy
-	index         policy.Indexes                // of policy's accounts and customers
-	prefixes      map[netip.Prefix]policy.Index // in force, as the fast path's trie holds them
+	index         policy.Indexes               // of policy's accounts and customers
+	rules         map[policy.Rule]policy.Index // in force, as the fast path's tries hold them
 	levels        [policy.NumLevels]bucket.Bucket
 	accounts      [policy.MaxAccounts]bucket.Bucket
 	customers     [policy.MaxCustomers]bucket.Bucket
@@ -44,7 +45,7 @@ func (m *Model) SetAgentAddrs(addrs map[netip.Addr]int) { m.agentAddrs = addrs }
 // SetPolicy puts a policy in force as maps.WritePolicy does: buckets are
 // kept, accounts and customers keep theirs by policy.AssignIndexes.
 func (m *Model) SetPolicy(p policy.Policy) error {
-	ix, err := policy.AssignIndexes(p, m.prefixes)
+	ix, err := policy.AssignIndexes(p, m.rules)
 	if err != nil {
 		return err
 	}
@@ -54,9 +55,9 @@ func (m *Model) SetPolicy(p policy.Policy) error {
 	for _, i := range ix.FreshCustomers {
 		m.customers[i] = bucket.Bucket{}
 	}
-	m.prefixes = map[netip.Prefix]policy.Index{}
+	m.rules = map[policy.Rule]policy.Index{}
 	for i, a := range p.Accounts {
-		m.prefixes[policy.Mapped(a.Prefix)] = policy.Index{Account: ix.Accounts[i], Customer: ix.Customers[a.Customer]}
+		m.rules[a.Rule()] = policy.Index{Account: ix.Accounts[i], Customer: ix.Customers[a.Customer]}
 	}
 	m.policy, m.index = p, ix
 	return nil
@@ -149,14 +150,27 @@ func (d Decision) String() string {
 // an agent) skips the per-source one of in-dialog requests, and an agent's
 // are never held. Either bucket of malformed rejects for one reason.
 func (m *Model) Admit(c cac.Class, src classify.Source, now uint64) (reason cac.Reason, rejected bool) {
-	reason, rejected = m.admit(c, src, now)
+	return m.AdmitUsers(c, src, Users{}, now)
+}
+
+// Users are what a SIP request names for the authentication rules
+// (classify.CLIOf and classify.CalledOf).
+type Users struct {
+	CLI, Called string
+}
+
+// AdmitUsers is Admit for a request that names users: a CLI rule's
+// account, or else a called-number rule's, comes before the source
+// prefix's (docs/design.md, "Authentication rules").
+func (m *Model) AdmitUsers(c cac.Class, src classify.Source, users Users, now uint64) (reason cac.Reason, rejected bool) {
+	reason, rejected = m.admit(c, src, users, now)
 	if rejected && c == cac.ClassMalformed {
 		reason = cac.ReasonMalformed
 	}
 	return reason, rejected
 }
 
-func (m *Model) admit(c cac.Class, src classify.Source, now uint64) (reason cac.Reason, rejected bool) {
+func (m *Model) admit(c cac.Class, src classify.Source, users Users, now uint64) (reason cac.Reason, rejected bool) {
 	_, call := cac.CallTypeOf(c)
 	charged := call && m.policy.CallAdmission.Operational()
 	var in policy.Inputs
@@ -173,10 +187,7 @@ func (m *Model) admit(c cac.Class, src classify.Source, now uint64) (reason cac.
 		reserve uint64 // of the tolerance, a stranger's call leaves
 	}
 	var levels []level
-	acct := -1
-	if len(m.policy.Accounts) > 0 && src.Family != 0 && c != cac.ClassMalformed {
-		acct = accountOf(&m.policy, addrOf(src))
-	}
+	acct := m.accountFor(c, src, users)
 	// A known SIP peer has its agent's bucket instead of a per-source one.
 	agent := -1
 	if c.IsSIPRequest() && len(m.policy.Agents) > 0 && src.Family != 0 {
@@ -242,13 +253,57 @@ func (m *Model) admit(c cac.Class, src classify.Source, now uint64) (reason cac.
 	return 0, false
 }
 
+// accountFor is the index of the account of a request of class c from
+// src naming users, or -1: a CLI rule's, else a called-number rule's (SIP
+// requests out of dialog only), else a source prefix's.
+func (m *Model) accountFor(c cac.Class, src classify.Source, users Users) int {
+	acct := -1
+	if c >= cac.SIPInvite && c <= cac.SIPOther && m.policy.UserRules() {
+		if acct = userAccountOf(&m.policy, policy.RuleCLI, users.CLI); acct < 0 {
+			acct = userAccountOf(&m.policy, policy.RuleCalled, users.Called)
+		}
+	}
+	if acct < 0 && m.policy.SourceAccounts() > 0 && src.Family != 0 && c != cac.ClassMalformed {
+		acct = accountOf(&m.policy, addrOf(src))
+	}
+	return acct
+}
+
+// RuleOf is the kind of the rule whose account holds a request of class c
+// from src naming users, as Admit finds it, and false for none: what a
+// test asks to see each kind decide.
+func (m *Model) RuleOf(c cac.Class, src classify.Source, users Users) (policy.RuleKind, bool) {
+	if acct := m.accountFor(c, src, users); acct >= 0 {
+		return m.policy.Accounts[acct].Kind, true
+	}
+	return 0, false
+}
+
 // accountOf returns the index of the account of p whose prefix holds addr
 // (an IPv6 or mapped address) most specifically, as the LPM trie does, or -1.
 func accountOf(p *policy.Policy, addr netip.Addr) int {
 	best, bits := -1, -1
 	for i, a := range p.Accounts {
-		if m := policy.Mapped(a.Prefix); m.Contains(addr) && m.Bits() > bits {
+		if m := policy.Mapped(a.Prefix); a.Kind == policy.RuleSource && m.Contains(addr) && m.Bits() > bits {
 			best, bits = i, m.Bits()
+		}
+	}
+	return best
+}
+
+// userAccountOf returns the index of the account of p whose rule of kind
+// is the longest prefix of user, as the user trie finds it, or -1. The
+// trie compares the user's first policy.UserMax bytes, zero padded; a
+// rule holds no zero byte, so a prefix of those bytes is a match.
+func userAccountOf(p *policy.Policy, kind policy.RuleKind, user string) int {
+	if user == "" {
+		return -1
+	}
+	user = user[:min(len(user), policy.UserMax)]
+	best, n := -1, 0
+	for i, a := range p.Accounts {
+		if a.Kind == kind && len(a.User) > n && strings.HasPrefix(user, a.User) {
+			best, n = i, len(a.User)
 		}
 	}
 	return best
@@ -309,7 +364,11 @@ func (m *Model) Decide(frame []byte, now uint64) Decision {
 	if done {
 		return d
 	}
-	d.Reason, d.Rejected = m.Admit(c, classify.SourceOf(frame), now)
+	var users Users
+	if c >= cac.SIPInvite && c <= cac.SIPOther {
+		users = Users{CLI: classify.CLIOf(msg), Called: classify.CalledOf(msg)}
+	}
+	d.Reason, d.Rejected = m.AdmitUsers(c, classify.SourceOf(frame), users, now)
 	if c == cac.L2TPICRQ {
 		m.l2tpJudged(&d, lac)
 	}

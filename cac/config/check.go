@@ -54,6 +54,8 @@ func (c *Config) check(d *decoder, root *yaml.Node) {
 		}
 	}
 
+	d.checkUserRules(c)
+
 	// A source in two customers' accounts would be charged to whichever
 	// prefix is longer, silently: refuse overlaps across customers.
 	fits := c.checkSizes(d)

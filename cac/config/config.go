@@ -123,13 +123,20 @@ type Customer struct {
 	node *yaml.Node
 }
 
-// Account is a source prefix with a bucket of its own.
+// Account is a bucket of its own for the requests one authentication
+// rule identifies: a source prefix, or a prefix of the CLI or of the
+// called number (docs/design.md, "Authentication rules"). Exactly one of
+// Source, CLI and Called is set.
 type Account struct {
 	Name   string
 	Source netip.Prefix
+	CLI    string
+	Called string
 	Limit  Limit
 
-	node *yaml.Node
+	node, ruleNode *yaml.Node
+	rulePath       string    // the path of ruleNode's key
+	extraRules     []ruleKey // rule keys past the first: refused
 }
 
 // CPU says where the CPU load for the load charge comes from.
@@ -404,15 +411,15 @@ func (d *decoder) customer(path string, n *yaml.Node) Customer {
 				a := Account{node: v}
 				d.mapping(v, p, d.limitFields(&a.Limit, fields{
 					"name":   func(p string, v *yaml.Node) { d.str(v, p, &a.Name) },
-					"source": func(p string, v *yaml.Node) { d.prefix(v, p, &a.Source) },
+					"source": func(p string, v *yaml.Node) { d.prefix(v, p, &a.Source); a.rule(v, p) },
+					"cli":    func(p string, v *yaml.Node) { d.userPrefix(v, p, &a.CLI); a.rule(v, p) },
+					"called": func(p string, v *yaml.Node) { d.userPrefix(v, p, &a.Called); a.rule(v, p) },
 				}))
 				d.checkLimit(v, p, a.Limit)
 				if a.Name == "" {
 					d.errorf(v, join(p, "name"), "is required")
 				}
-				if !a.Source.IsValid() {
-					d.errorf(v, join(p, "source"), "is required")
-				}
+				d.checkRules(v, p, &a)
 				c.Accounts = append(c.Accounts, a)
 			})
 		},

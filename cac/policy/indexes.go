@@ -1,9 +1,6 @@
 package policy
 
-import (
-	"fmt"
-	"net/netip"
-)
+import "fmt"
 
 // Index is where an account prefix keeps its buckets: the account's index
 // and its customer's (struct cac_account).
@@ -23,12 +20,12 @@ type Indexes struct {
 
 // AssignIndexes gives each account and customer of p the bucket it keeps
 // across a change of policy. old maps the (mapped) account prefixes in
-// force to their indexes. An account keeps its index while its prefix
-// stays; a customer takes the index of the first of its accounts whose
-// prefix stays, since the fast path knows customers only by their
-// prefixes. Everything else gets an index that the policy in force does
+// force, and their cli and called rules, to their indexes. An account
+// keeps its index while its rule stays; a customer takes the index of the
+// first of its accounts whose rule stays, since the fast path knows
+// customers only by their accounts' rules. Everything else gets an index that the policy in force does
 // not use, so that resetting its bucket disturbs nothing in flight.
-func AssignIndexes(p Policy, old map[netip.Prefix]Index) (Indexes, error) {
+func AssignIndexes(p Policy, old map[Rule]Index) (Indexes, error) {
 	usedA, usedC := map[uint32]bool{}, map[uint32]bool{}
 	for _, v := range old {
 		usedA[v.Account], usedC[v.Customer] = true, true
@@ -38,7 +35,7 @@ func AssignIndexes(p Policy, old map[netip.Prefix]Index) (Indexes, error) {
 	acctSet := make([]bool, len(p.Accounts))
 	custSet := make([]bool, len(p.Customers))
 	for i, a := range p.Accounts {
-		v, ok := old[Mapped(a.Prefix)]
+		v, ok := old[a.Rule()]
 		if !ok || takenA[v.Account] {
 			continue
 		}

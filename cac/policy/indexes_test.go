@@ -19,7 +19,7 @@ func TestAssignIndexes(t *testing.T) {
 	if err != nil || !slices.Equal(ix.Accounts, []uint32{0, 1}) || !slices.Equal(ix.FreshAccounts, []uint32{0, 1}) || !slices.Equal(ix.FreshCustomers, []uint32{0}) {
 		t.Fatalf("first policy: %+v, %v", ix, err)
 	}
-	old := map[netip.Prefix]Index{Mapped(pa): {0, 0}, Mapped(pb): {1, 0}}
+	old := map[Rule]Index{{Prefix: Mapped(pa)}: {0, 0}, {Prefix: Mapped(pb)}: {1, 0}}
 
 	// pb moves first and a new account joins: kept prefixes keep their
 	// indexes, the new one gets one the policy in force does not use.
@@ -45,5 +45,32 @@ func TestMapped(t *testing.T) {
 	}
 	if got := Mapped(netip.MustParsePrefix("2001:db8::/32")); got.String() != "2001:db8::/32" {
 		t.Errorf("Mapped(2001:db8::/32) = %v", got)
+	}
+}
+
+// TestAssignIndexesRules: a cli or called account keeps its index while
+// its rule (kind and prefix) stays, as a source account does; the same
+// prefix as the other kind is another rule.
+func TestAssignIndexesRules(t *testing.T) {
+	l, _ := bucket.FromRate(1, 5)
+	first := Policy{
+		Customers: []bucket.Limit{l},
+		Accounts:  []Account{{Kind: RuleCLI, User: "44", Limit: l}, {Kind: RuleCalled, User: "0800", Limit: l}},
+	}
+	ix, err := AssignIndexes(first, nil)
+	if err != nil || !slices.Equal(ix.Accounts, []uint32{0, 1}) {
+		t.Fatalf("first policy: %+v, %v", ix, err)
+	}
+	old := map[Rule]Index{first.Accounts[0].Rule(): {0, 0}, first.Accounts[1].Rule(): {1, 0}}
+	second := Policy{
+		Customers: []bucket.Limit{l},
+		Accounts:  []Account{{Kind: RuleCalled, User: "44", Limit: l}, {Kind: RuleCalled, User: "0800", Limit: l}, {Kind: RuleCLI, User: "44", Limit: l}},
+	}
+	ix, err = AssignIndexes(second, old)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(ix.Accounts, []uint32{2, 1, 0}) || !slices.Equal(ix.FreshAccounts, []uint32{2}) {
+		t.Errorf("accounts %v fresh %v, want [2 1 0] fresh [2]", ix.Accounts, ix.FreshAccounts)
 	}
 }

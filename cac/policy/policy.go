@@ -44,11 +44,91 @@ type PerSource struct {
 	IPv6Prefix int
 }
 
-// Account is a source prefix with a bucket of its own, inside a customer.
+// RuleKind is how an account is identified: enum cac_user_rule, in the
+// order of precedence after the source (docs/design.md, "Authentication
+// rules"): a CLI rule first, then a called-number rule, then a source prefix.
+type RuleKind uint8
+
+// The rule kinds.
+const (
+	RuleSource RuleKind = iota
+	RuleCLI
+	RuleCalled
+)
+
+// UserMax is CAC_USER_MAX: the bytes of a user the fast path compares.
+const UserMax = config.UserMax
+
+func (k RuleKind) String() string {
+	switch k {
+	case RuleCLI:
+		return "cli"
+	case RuleCalled:
+		return "called"
+	}
+	return "source"
+}
+
+// Account is a bucket of its own inside a customer, for the requests of
+// a source prefix (Kind RuleSource) or of a CLI or called-number prefix
+// (User).
 type Account struct {
-	Prefix   netip.Prefix
+	Kind     RuleKind
+	Prefix   netip.Prefix // a source account's
+	User     string       // a cli or called account's
 	Limit    bucket.Limit
 	Customer int // index into Policy.Customers
+}
+
+// Rule is what identifies an account, as the fast path's tries key it: a
+// mapped source prefix, or a rule kind and a user prefix.
+type Rule struct {
+	Kind   RuleKind
+	Prefix netip.Prefix
+	User   string
+}
+
+// Rule is a's rule.
+func (a Account) Rule() Rule {
+	if a.Kind == RuleSource {
+		return Rule{Prefix: Mapped(a.Prefix)}
+	}
+	return Rule{Kind: a.Kind, User: a.User}
+}
+
+func (r Rule) String() string {
+	if r.Kind == RuleSource {
+		return r.Prefix.String()
+	}
+	return r.Kind.String() + " " + r.User
+}
+
+// SourceAccounts is how many accounts of p are source prefixes: the
+// fast path's count of them, without which it looks no source up.
+func (p Policy) SourceAccounts() int {
+	n := 0
+	for _, a := range p.Accounts {
+		if a.Kind == RuleSource {
+			n++
+		}
+	}
+	return n
+}
+
+// UserRules reports whether some account of p is a cli or called one:
+// the fast path's POLICY_USER_RULES bits.
+func (p Policy) UserRules() bool { return p.HasRule(RuleCLI) || p.HasRule(RuleCalled) }
+
+// HasRule reports whether some account of p is identified by a rule of
+// kind: for cli and called rules, the fast path's POLICY_CLI_RULES and
+// POLICY_CALLED_RULES bits.
+func (p Policy) HasRule(kind RuleKind) bool {
+	for _, a := range p.Accounts {
+		if a.Kind == kind {
+			return true
+		}
+	}
+	return false
 }
 
 // Policy is every limit of the fast path.
@@ -139,7 +219,14 @@ func Of(cfg *config.Config) (Policy, error) {
 			if err != nil {
 				return p, err
 			}
-			p.Accounts = append(p.Accounts, Account{Prefix: a.Source, Limit: al, Customer: len(p.Customers) - 1})
+			acct := Account{Prefix: a.Source, Limit: al, Customer: len(p.Customers) - 1}
+			switch {
+			case a.CLI != "":
+				acct.Kind, acct.User, acct.Prefix = RuleCLI, a.CLI, netip.Prefix{}
+			case a.Called != "":
+				acct.Kind, acct.User, acct.Prefix = RuleCalled, a.Called, netip.Prefix{}
+			}
+			p.Accounts = append(p.Accounts, acct)
 		}
 	}
 	if p.CallAdmission, err = callAdmissionOf(cfg); err != nil {
@@ -198,11 +285,12 @@ func Mapped(p netip.Prefix) netip.Prefix {
 // included: the fast path's POLICY_LIMITED bit of c, without which its
 // frames ask no limit at all.
 func (p Policy) Limits(c cac.Class) bool {
-	ipClass := c != cac.PPPoEPADI && c != cac.PPPoEPADR // accounts are IP prefixes
+	ipClass := c != cac.PPPoEPADI && c != cac.PPPoEPADR  // source accounts are IP prefixes
+	userClass := c >= cac.SIPInvite && c <= cac.SIPOther // cli and called rules read SIP requests
 	_, call := cac.CallTypeOf(c)
 	// In-dialog requests and malformed frames have their own two levels
 	// only (accounts only skip their per-source bucket).
 	shared := !c.Sessionless() && (p.Levels[LevelEnvironment] != bucket.Unlimited ||
-		(ipClass && len(p.Accounts) > 0) || (call && p.CallAdmission.Operational()))
+		(ipClass && p.SourceAccounts() > 0) || (userClass && p.UserRules()) || (call && p.CallAdmission.Operational()))
 	return p.Levels[c] != bucket.Unlimited || p.PerSource[c].Limit != bucket.Unlimited || shared
 }

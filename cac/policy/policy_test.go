@@ -1,9 +1,11 @@
 package policy
 
 import (
+	"net/netip"
 	"testing"
 
 	"github.com/xdpcac/xdpcac/cac"
+	"github.com/xdpcac/xdpcac/cac/bucket"
 	"github.com/xdpcac/xdpcac/cac/config"
 )
 
@@ -36,5 +38,23 @@ func TestAgentReserve(t *testing.T) {
 		if p.ReserveNS[cac.SIPInDialog] != 0 || p.ReserveNS[cac.ClassMalformed] != 0 {
 			t.Errorf("%s: a sessionless class has a reserve", c.name)
 		}
+	}
+}
+
+// TestLimitsUserRules: a cli or called account makes the SIP request
+// classes out of dialog limited, the only ones it reads; a source account
+// makes every IP class limited.
+func TestLimitsUserRules(t *testing.T) {
+	l, _ := bucket.FromRate(1, 5)
+	p := Policy{Customers: []bucket.Limit{l}, Accounts: []Account{{Kind: RuleCLI, User: "44", Limit: l}}}
+	for _, c := range cac.Classes() {
+		want := c >= cac.SIPInvite && c <= cac.SIPOther
+		if p.Limits(c) != want {
+			t.Errorf("a cli account: Limits(%v) = %v, want %v", c, p.Limits(c), want)
+		}
+	}
+	p.Accounts = append(p.Accounts, Account{Prefix: netip.MustParsePrefix("192.0.2.0/24"), Limit: l})
+	if !p.Limits(cac.L2TPICRQ) || p.Limits(cac.PPPoEPADI) || p.SourceAccounts() != 1 {
+		t.Errorf("with a source account: l2tp-icrq %v, pppoe-padi %v, %d source accounts", p.Limits(cac.L2TPICRQ), p.Limits(cac.PPPoEPADI), p.SourceAccounts())
 	}
 }

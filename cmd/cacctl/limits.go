@@ -70,9 +70,16 @@ func writeLimits(w io.Writer, v maps.LimitsView) error {
 	if len(v.Accounts) > 0 {
 		fmt.Fprintln(w)
 		tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-		fmt.Fprintln(tw, "account prefix\tlimit\tcustomer")
+		fmt.Fprintln(tw, "account rule\tlimit\tcustomer")
 		for _, a := range v.Accounts {
-			fmt.Fprintf(tw, "%s\t%s\t%s\n", a.Prefix, rate(a.Limit), rate(a.Customer))
+			rule := a.Prefix
+			switch {
+			case a.CLI != "":
+				rule = "cli " + a.CLI
+			case a.Called != "":
+				rule = "called " + a.Called
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\n", rule, rate(a.Limit), rate(a.Customer))
 		}
 		tw.Flush()
 	}

@@ -98,7 +98,11 @@ func writeRejectsText(w io.Writer, lines []api.RejectLine) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "LAST\tINTERFACE\tCLASS\tSOURCE\tREASON\tCOUNT")
 	for _, l := range lines {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\n", l.Time.Format("2006-01-02 15:04:05.000"), l.Interface, l.Class, l.Source, l.Reason, l.Count)
+		reason := l.Reason
+		if l.Rule != "" { // the account of a cli or called rule
+			reason += " (" + l.Rule + ")"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\n", l.Time.Format("2006-01-02 15:04:05.000"), l.Interface, l.Class, l.Source, reason, l.Count)
 	}
 	return tw.Flush()
 }

@@ -28,18 +28,26 @@ type CustomerBucket struct {
 // customer.
 type AccountName struct{ Account, Customer string }
 
-// Names are the names of a configuration's accounts, by source prefix as
-// the fast path's trie holds it (policy.Mapped). The fast path knows
-// accounts only by prefix and customers only by a bucket index, so the
-// names come from the configuration in force.
-type Names map[netip.Prefix]AccountName
+// Names are the names of a configuration's accounts, by rule as the fast
+// path's tries hold it (policy.Rule: a source prefix mapped, or a cli or
+// called prefix). The fast path knows accounts only by rule and customers
+// only by a bucket index, so the names come from the configuration in
+// force.
+type Names map[policy.Rule]AccountName
 
 // NamesOf reads the names of cfg's accounts.
 func NamesOf(cfg *config.Config) Names {
 	n := Names{}
 	for _, cu := range cfg.Customers {
 		for _, a := range cu.Accounts {
-			n[policy.Mapped(a.Source)] = AccountName{Account: a.Name, Customer: cu.Name}
+			r := policy.Rule{Prefix: policy.Mapped(a.Source)}
+			switch {
+			case a.CLI != "":
+				r = policy.Rule{Kind: policy.RuleCLI, User: a.CLI}
+			case a.Called != "":
+				r = policy.Rule{Kind: policy.RuleCalled, User: a.Called}
+			}
+			n[r] = AccountName{Account: a.Name, Customer: cu.Name}
 		}
 	}
 	return n
@@ -82,9 +90,13 @@ func nameBuckets(tokens []maps.AccountTokens, names Names) ([]AccountBucket, []C
 	seen := map[string]bool{}
 	var missing []string
 	for _, t := range tokens {
-		n, ok := names[t.Prefix]
+		n, ok := names[t.Rule]
 		if !ok {
-			missing = append(missing, unmapped(t.Prefix).String())
+			if t.Rule.Kind == policy.RuleSource {
+				missing = append(missing, unmapped(t.Rule.Prefix).String())
+			} else {
+				missing = append(missing, t.Rule.String())
+			}
 			continue
 		}
 		if t.Limited {
@@ -99,7 +111,7 @@ func nameBuckets(tokens []maps.AccountTokens, names Names) ([]AccountBucket, []C
 	sort.Slice(customers, func(i, j int) bool { return customers[i].Customer < customers[j].Customer })
 	if len(missing) > 0 {
 		sort.Strings(missing)
-		return accounts, customers, fmt.Errorf("account prefixes in force that the configuration file does not name: %v", missing)
+		return accounts, customers, fmt.Errorf("account rules in force that the configuration file does not name: %v", missing)
 	}
 	return accounts, customers, nil
 }

@@ -14,34 +14,38 @@ import (
 
 func mapped(s string) netip.Prefix { return policy.Mapped(netip.MustParsePrefix(s)) }
 
+func sourceRule(s string) policy.Rule { return policy.Rule{Prefix: mapped(s)} }
+
 // TestNameBuckets: accounts and customers are named by the file's names,
 // a customer once for all its accounts, those without a rate left out,
 // and a prefix the names lack left out and said.
 func TestNameBuckets(t *testing.T) {
 	names := Names{
-		mapped("192.0.2.0/24"):    {Account: "hq", Customer: "acme"},
-		mapped("198.51.100.0/24"): {Account: "lab", Customer: "acme"},
-		mapped("2001:db8::/32"):   {Account: "v6", Customer: "free"},
+		sourceRule("192.0.2.0/24"):          {Account: "hq", Customer: "acme"},
+		sourceRule("198.51.100.0/24"):       {Account: "lab", Customer: "acme"},
+		sourceRule("2001:db8::/32"):         {Account: "v6", Customer: "free"},
+		{Kind: policy.RuleCLI, User: "+44"}: {Account: "uk", Customer: "free"},
 	}
 	tokens := []maps.AccountTokens{
-		{Prefix: mapped("198.51.100.0/24"), Limited: true, Tokens: 1, Burst: 2, CustomerLimited: true, CustomerTokens: 5, CustomerBurst: 9},
-		{Prefix: mapped("192.0.2.0/24"), Limited: true, Tokens: 3, Burst: 4, CustomerLimited: true, CustomerTokens: 5, CustomerBurst: 9},
-		{Prefix: mapped("2001:db8::/32"), Customer: 1},
+		{Rule: sourceRule("198.51.100.0/24"), Limited: true, Tokens: 1, Burst: 2, CustomerLimited: true, CustomerTokens: 5, CustomerBurst: 9},
+		{Rule: sourceRule("192.0.2.0/24"), Limited: true, Tokens: 3, Burst: 4, CustomerLimited: true, CustomerTokens: 5, CustomerBurst: 9},
+		{Rule: sourceRule("2001:db8::/32"), Customer: 1},
+		{Rule: policy.Rule{Kind: policy.RuleCLI, User: "+44"}, Limited: true, Tokens: 0, Burst: 1, Customer: 1},
 	}
 	accounts, customers, err := nameBuckets(tokens, names)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []AccountBucket{{"acme", "hq", 3, 4}, {"acme", "lab", 1, 2}}
-	if len(accounts) != 2 || accounts[0] != want[0] || accounts[1] != want[1] {
+	want := []AccountBucket{{"acme", "hq", 3, 4}, {"acme", "lab", 1, 2}, {"free", "uk", 0, 1}}
+	if len(accounts) != 3 || accounts[0] != want[0] || accounts[1] != want[1] || accounts[2] != want[2] {
 		t.Errorf("accounts %v, want %v", accounts, want)
 	}
 	if len(customers) != 1 || customers[0] != (CustomerBucket{"acme", 5, 9}) {
 		t.Errorf("customers %v", customers)
 	}
-	tokens = append(tokens, maps.AccountTokens{Prefix: mapped("203.0.113.0/24"), Limited: true})
+	tokens = append(tokens, maps.AccountTokens{Rule: sourceRule("203.0.113.0/24"), Limited: true})
 	accounts, _, err = nameBuckets(tokens, names)
-	if len(accounts) != 2 || err == nil || !strings.Contains(err.Error(), "203.0.113.0/24") {
+	if len(accounts) != 3 || err == nil || !strings.Contains(err.Error(), "203.0.113.0/24") {
 		t.Errorf("an unnamed prefix: %v, %v", accounts, err)
 	}
 }
@@ -61,14 +65,14 @@ func TestFileNames(t *testing.T) {
 	var f FileNames
 	at := time.Unix(100, 0)
 	n, err := f.Of(file, at)
-	if err != nil || n[mapped("192.0.2.0/24")] != (AccountName{Account: "hq", Customer: "acme"}) {
+	if err != nil || n[sourceRule("192.0.2.0/24")] != (AccountName{Account: "hq", Customer: "acme"}) {
 		t.Fatalf("names %v, %v", n, err)
 	}
 	write("head-office")
-	if n, _ := f.Of(file, at); n[mapped("192.0.2.0/24")].Account != "hq" {
+	if n, _ := f.Of(file, at); n[sourceRule("192.0.2.0/24")].Account != "hq" {
 		t.Errorf("the file was read again without a new load: %v", n)
 	}
-	if n, _ := f.Of(file, at.Add(time.Second)); n[mapped("192.0.2.0/24")].Account != "head-office" {
+	if n, _ := f.Of(file, at.Add(time.Second)); n[sourceRule("192.0.2.0/24")].Account != "head-office" {
 		t.Errorf("a new load kept the old names: %v", n)
 	}
 	if _, err := f.Of(filepath.Join(t.TempDir(), "gone.yaml"), at); err == nil {
