@@ -1,11 +1,8 @@
 package bench
 
 import (
-	"fmt"
 	"net/netip"
-	"os"
 	"testing"
-	"time"
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/asm"
@@ -87,30 +84,5 @@ func BenchmarkEgress(b *testing.B) {
 		{"invite-agent", "INVITE toward an agent, its transaction known", tc.TcDialogs, inviteTo(agent)},
 		{"invite-down", "INVITE toward an agent out of service, refused (past the hand-up budget: goes on)", tc.TcDialogs, inviteTo(down)},
 	}
-	const rounds, repeat = 15, 200_000
-	ns := make([][]float64, len(cases))
-	ratios := make([][]float64, len(cases))
-	for b.Loop() {
-		for r := 0; r < rounds; r++ {
-			var base float64
-			for i, c := range cases {
-				start := time.Now()
-				if _, _, err := c.prog.Benchmark(c.frame, repeat, nil); err != nil {
-					b.Fatal(err)
-				}
-				v := float64(time.Since(start).Nanoseconds()) / repeat
-				if i == 0 {
-					base = v
-				}
-				ns[i] = append(ns[i], v)
-				ratios[i] = append(ratios[i], v/base)
-			}
-		}
-	}
-	fmt.Fprintf(os.Stdout, "\n%d rounds of %d runs each; medians over rounds\n", rounds, repeat)
-	fmt.Fprintf(os.Stdout, "| frame going out | bytes | ns/packet | × empty |\n|---|---:|---:|---:|\n")
-	for i, c := range cases {
-		fmt.Fprintf(os.Stdout, "| %s | %d | %.1f | %.2f |\n", c.name, len(c.frame), median(ns[i]), median(ratios[i]))
-		b.ReportMetric(median(ratios[i]), c.slug+"-x-empty")
-	}
+	report(b, "frame going out", cases, 15, 200_000)
 }

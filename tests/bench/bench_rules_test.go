@@ -1,11 +1,8 @@
 package bench
 
 import (
-	"fmt"
 	"net/netip"
-	"os"
 	"testing"
-	"time"
 
 	"github.com/xdpcac/xdpcac/cac/bucket"
 	"github.com/xdpcac/xdpcac/cac/policy"
@@ -42,29 +39,5 @@ func BenchmarkUserRules(b *testing.B) {
 		{"invite-no-rule", "sip-invite of no rule, the policy has cli and called rules", cli, Frame(Ether{}, IPv4{}, UDP{Dst: 5060},
 			SIPRequest("INVITE", harness.ToNoTag).With("From", "<sip:bob@example.com>;tag=1"))},
 	}
-	const rounds, repeat = 9, 100_000
-	ns := make([][]float64, len(cases))
-	ratios := make([][]float64, len(cases))
-	for b.Loop() {
-		for r := 0; r < rounds; r++ {
-			var base float64
-			for i, c := range cases {
-				start := time.Now()
-				if _, _, err := c.prog.Benchmark(c.frame, repeat, nil); err != nil {
-					b.Fatal(err)
-				}
-				v := float64(time.Since(start).Nanoseconds()) / repeat
-				if i == 0 {
-					base = v
-				}
-				ns[i] = append(ns[i], v)
-				ratios[i] = append(ratios[i], v/base)
-			}
-		}
-	}
-	fmt.Fprintf(os.Stdout, "\n%d rounds of %d runs each; medians over rounds\n| frame | ns/packet | × empty |\n|---|---:|---:|\n", rounds, repeat)
-	for i, c := range cases {
-		fmt.Fprintf(os.Stdout, "| %s | %.1f | %.2f |\n", c.name, median(ns[i]), median(ratios[i]))
-		b.ReportMetric(median(ratios[i]), c.slug+"-x-empty")
-	}
+	report(b, "frame", cases, 9, 100_000)
 }
