@@ -230,6 +230,16 @@ struct cac_agent_egress {
 	__u32 _pad;
 };
 
+/* An INVITE the SIP server sent toward an agent that went on, by the hash
+ * of its Call-ID (egress.h): when it went, its transaction (for its
+ * retransmissions) and the agent (for the answers that may count). */
+struct cac_sent {
+	__u64 sent_ns;
+	__u64 txn;
+	__u32 agent;
+	__u32 _pad;
+};
+
 /* The egress program's per-CPU counters of one agent: INVITE transactions
  * sent toward it, their retransmissions (passed uncharged), the INVITEs
  * refused on its behalf by reason, those it would have refused but

@@ -7,9 +7,10 @@
  * and handed up, and the daemon answers it at once with a 503 from the
  * agent's address: the server hunts to its next route without waiting
  * for Timer B. A refusal takes no token. Every INVITE that goes on is
- * remembered by its transaction, so that its retransmissions take no
- * token either, and so that only an answer to a request the server really
- * sent may take an agent out of service (the daemon looks it up). The
+ * remembered by its Call-ID, with its transaction and its agent, so that
+ * its retransmissions take no token either, and so that only an agent's
+ * answer to a request the server really sent it may take the agent out of
+ * service (answers_sent of verdict.h). The
  * server's ACK of an answer given on an agent's behalf is dropped: the
  * agent never had the transaction. The Go twin is
  * cac/admission/egress.go.
@@ -136,13 +137,11 @@ __noinline int egress_invite(struct __sk_buff *skb, __u64 where, __u64 now)
 	}
 	__u64 callid;
 	__u64 txn = sip_txn(skb, f.msgoff, f.msglen, &callid);
-	if (txn) {
-		__u64 *sent = bpf_map_lookup_elem(&egress_txns, &txn);
-		if (sent && now - *sent < CAC_TIMER_B_NS) {
-			c->retransmits++;
-			egress_learn(callid, now);
-			return TC_ACT_UNSPEC;
-		}
+	struct cac_sent *sent = callid ? bpf_map_lookup_elem(&egress_txns, &callid) : NULL;
+	if (sent && txn && sent->txn == txn && now - sent->sent_ns < CAC_TIMER_B_NS) {
+		c->retransmits++;
+		egress_learn(callid, now);
+		return TC_ACT_UNSPEC;
 	}
 	int reason = egress_refusal(agent, now);
 	if (reason >= 0 && reason < CAC_NUM_EGRESS_REASONS) {
@@ -152,13 +151,14 @@ __noinline int egress_invite(struct __sk_buff *skb, __u64 where, __u64 now)
 				bpf_map_update_elem(&egress_refused, &callid, &now, BPF_ANY);
 			return TC_ACT_SHOT; /* a refused INVITE opens no dialog: the next route's does */
 		}
-		c->unanswered++;
+		c->unanswered++; /* it goes on, and is remembered as sent */
 	} else {
 		c->invites++;
-		if (txn)
-			bpf_map_update_elem(&egress_txns, &txn, &now, BPF_ANY);
-		if (callid)
-			bpf_map_delete_elem(&egress_refused, &callid);
+	}
+	if (callid) {
+		struct cac_sent s = {.sent_ns = now, .txn = txn, .agent = agent};
+		bpf_map_update_elem(&egress_txns, &callid, &s, BPF_ANY);
+		bpf_map_delete_elem(&egress_refused, &callid);
 	}
 	egress_learn(callid, now);
 	return TC_ACT_UNSPEC;

@@ -109,15 +109,15 @@ struct {
 	__type(value, struct cac_bucket);
 } connection_buckets SEC(".maps");
 
-/* The INVITE transactions the SIP server sent toward an agent, by hash
- * (sip_txn.h), with the time they were first seen: an out-service answer
- * counts only when it answers one of them within Timer B, and a
- * retransmission takes no connection token. */
+/* The INVITEs the SIP server sent toward an agent that went on, by the
+ * hash of their Call-ID (struct cac_sent): an out-service answer of that
+ * agent counts only when it answers one of them within Timer B, and a
+ * retransmission of the transaction takes no connection token. */
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
 	__uint(max_entries, 65536);
-	__type(key, __u64);   /* the transaction's hash */
-	__type(value, __u64); /* monotonic ns it was first sent */
+	__type(key, __u64); /* the hash of the Call-ID */
+	__type(value, struct cac_sent);
 } egress_txns SEC(".maps");
 
 /* The Call-IDs of the INVITEs refused at egress toward an agent, with the

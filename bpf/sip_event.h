@@ -15,7 +15,8 @@
 
 /*
  * sip_event_copy copies a SIP message and its addresses into the ring
- * buffer, and returns -1 when the ring has no room for it. The message
+ * buffer, and returns -1 when it could not (no room in the ring, or a
+ * frame it cannot read the addresses or message of). The message
  * is read with bpf_probe_read_kernel, which takes a
  * length the verifier only needs to bound, where a packet pointer would
  * need a proof for every byte.
@@ -78,5 +79,5 @@ static __always_inline int sip_event_copy(struct frame *f, __u8 kind, __u32 agen
 	return 0;
 discard:
 	bpf_ringbuf_discard(ev, 0);
-	return 0;
+	return -1;
 }

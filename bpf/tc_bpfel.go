@@ -78,6 +78,14 @@ type TcCacPrefix struct {
 	Addr      [16]uint8
 }
 
+type TcCacSent struct {
+	_      structs.HostLayout
+	SentNs uint64
+	Txn    uint64
+	Agent  uint32
+	Pad    uint32
+}
+
 type TcRejectBudget struct {
 	_      structs.HostLayout
 	Second uint64

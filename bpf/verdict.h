@@ -126,17 +126,15 @@ __noinline int sip_rejected(struct xdp_md *ctx, __u64 where)
 	return 0;
 }
 
-/* answers_sent reports whether a response answers an INVITE transaction
- * the SIP server sent within Timer B, as the egress program recorded it
- * (egress.h): a response repeats its request's Call-ID, CSeq and top Via. */
-static __always_inline int answers_sent(struct xdp_md *ctx, struct frame *f)
+/* answers_sent reports whether a response of agent answers an INVITE the
+ * SIP server sent toward that agent within Timer B, as the egress program
+ * recorded it (egress.h), by its Call-ID: the header a response repeats
+ * whatever the agent adds to its Via (received, rport). */
+static __always_inline int answers_sent(struct xdp_md *ctx, struct frame *f, __u32 agent)
 {
-	__u64 callid;
-	__u64 txn = sip_txn(ctx, f->msgoff, f->msglen, &callid);
-	if (!txn)
-		return 0;
-	__u64 *sent = bpf_map_lookup_elem(&egress_txns, &txn);
-	return sent && now_ns() - *sent < CAC_TIMER_B_NS;
+	__u64 callid = sip_callid(ctx, f->msgoff, f->msglen);
+	struct cac_sent *sent = callid ? bpf_map_lookup_elem(&egress_txns, &callid) : NULL;
+	return sent && sent->agent == agent && now_ns() - sent->sent_ns < CAC_TIMER_B_NS;
 }
 
 /* agent_response hands a response from an agent to user space when its
@@ -153,7 +151,7 @@ __noinline int agent_response(struct xdp_md *ctx, __u64 where, __u32 slot)
 	__u32 al = (slot & 1) * CAC_MAX_AGENTS + agent;
 	struct cac_agent *a = bpf_map_lookup_elem(&agent_limits, &al);
 	if (a && out_code(a, code))
-		sip_event_out(&f, CAC_SIP_AGENT_RESPONSE, agent, code | (__u32)answers_sent(ctx, &f) << 16);
+		sip_event_out(&f, CAC_SIP_AGENT_RESPONSE, agent, code | (__u32)answers_sent(ctx, &f, agent) << 16);
 	return 0;
 }
 

@@ -6,14 +6,18 @@
  * struct frame cannot go along. Every packing of such an argument and its
  * unpacking are here, so that the two sides cannot drift apart.
  *
- * The frame word (verdict's where, and the egress program's):
- *   bits  0-15  l3off, the offset of the IP header
+ * The frame word (verdict's where, and the egress program's SIP word):
+ *   bits  0-7   l3off, the offset of the IP header (below 64: Ethernet
+ *               and at most CAC_MAX_TAGS tags)
+ *         8-12  skip, the CR and LF bytes before a SIP message
  *        16-23  family, 4 or 6
  *        24-31  vlans, the VLAN tags in front of it (XDP)
  *        24-33  or a SIP response's code, for agent_response
  *        32     a first fragment (egress)
  *        34-47  msgoff, where the message starts
  *        48-63  msglen, its length
+ * The egress program's L2TP word (where_pack_egress) keeps l3off in bits
+ * 0-15 and no skip; its readers mask l3off to 6 bits.
  */
 #pragma once
 

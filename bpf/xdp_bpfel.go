@@ -343,6 +343,14 @@ const (
 	XdpCacRetransmitREFUSED_NEW_PER_SECOND XdpCacRetransmit = 512
 )
 
+type XdpCacSent struct {
+	_      structs.HostLayout
+	SentNs uint64
+	Txn    uint64
+	Agent  uint32
+	Pad    uint32
+}
+
 type XdpCacSettings struct {
 	_             structs.HostLayout
 	MalformedDrop uint8

@@ -159,6 +159,14 @@ func (a *sipAgents) egressRefused(ev maps.SIPEvent) {
 // every realm they are pinged from (an agent is in service while any of
 // its targets is), writing only what changed since the last write.
 func (a *sipAgents) writeStates() {
+	if a.pinned.AgentState == nil {
+		return // an attachment of a version without egress admission
+	}
+	// statesMu first, held from the reading of the targets to the write:
+	// the ticks and the event reader both write, and the later view must
+	// be the one written last.
+	a.statesMu.Lock()
+	defer a.statesMu.Unlock()
 	out := make([]bool, len(a.cfg.SessionAgents))
 	seen := make([]bool, len(out))
 	a.mu.Lock()
@@ -171,8 +179,6 @@ func (a *sipAgents) writeStates() {
 		out[i] = out[i] && !t.Status().InService
 	}
 	a.mu.Unlock()
-	a.statesMu.Lock()
-	defer a.statesMu.Unlock()
 	for i := range out {
 		out[i] = out[i] && seen[i] // an agent not resolved yet is not out
 		if a.states != nil && i < len(a.states) && a.states[i] == out[i] {
@@ -190,12 +196,16 @@ func (a *sipAgents) writeStates() {
 // egress program's counters, for show sipd agents and the metrics.
 func (a *sipAgents) egressRows() []agents.Egress {
 	n := len(a.cfg.SessionAgents)
-	counts, err := maps.ReadEgressCounts(a.pinned.EgressCounts, n)
-	if err != nil {
-		a.log.Warn("read egress counters", "err", err)
-		counts = make([]maps.EgressCounts, n)
+	counts := make([]maps.EgressCounts, n)
+	var out []bool
+	if a.pinned.EgressCounts != nil && a.pinned.AgentState != nil { // none before egress admission
+		var err error
+		if counts, err = maps.ReadEgressCounts(a.pinned.EgressCounts, n); err != nil {
+			a.log.Warn("read egress counters", "err", err)
+			counts = make([]maps.EgressCounts, n)
+		}
+		out, _ = maps.ReadAgentStates(a.pinned.AgentState, n)
 	}
-	out, _ := maps.ReadAgentStates(a.pinned.AgentState, n)
 	rows := make([]agents.Egress, n)
 	for i, ag := range a.cfg.SessionAgents {
 		c := counts[i]

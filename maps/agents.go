@@ -35,6 +35,27 @@ func agentEgressOf(a policy.Agent) bpf.XdpCacAgentEgress {
 	return v
 }
 
+// writeAgentEgress fills slot of the egress settings: the agents', and
+// nothing for every index past them, so that an address of an agent gone,
+// still in the agents table while it is being removed, finds no limit of
+// an earlier policy. An attachment of a version without egress admission
+// has no such map, and nothing to write.
+func writeAgentEgress(m *ebpf.Map, slot uint32, agents []policy.Agent) error {
+	if m == nil {
+		return nil
+	}
+	for i := 0; i < policy.MaxAgents; i++ {
+		var v bpf.XdpCacAgentEgress
+		if i < len(agents) {
+			v = agentEgressOf(agents[i])
+		}
+		if err := m.Update(slot*policy.MaxAgents+uint32(i), v, ebpf.UpdateAny); err != nil {
+			return fmt.Errorf("write connection limit of session agent %d: %w", i, err)
+		}
+	}
+	return nil
+}
+
 // WriteAgentAddrs makes the agents table hold exactly addrs: each address
 // (IPv4 mapped into IPv6, as the model keys it) to its agent's index.
 // Entries change one by one; a request from an address being changed is
@@ -142,6 +163,9 @@ func ResetAgents(seen, buckets, connections *ebpf.Map, idx []uint32) error {
 			return fmt.Errorf("reset session agent %d: %w", i, err)
 		}
 		for _, m := range []*ebpf.Map{buckets, connections} {
+			if m == nil { // an attachment of a version without connections
+				continue
+			}
 			if err := m.Update(i, bpf.XdpCacBucket{}, ebpf.UpdateAny); err != nil {
 				return fmt.Errorf("reset session agent %d: %w", i, err)
 			}

@@ -114,9 +114,9 @@ func WritePolicy(pm PolicyMaps, p policy.Policy) error {
 		if err := pm.AgentLimits.Update(next*policy.MaxAgents+uint32(i), agentOf(a), ebpf.UpdateAny); err != nil {
 			return fmt.Errorf("write limit of session agent %d: %w", i, err)
 		}
-		if err := pm.AgentEgress.Update(next*policy.MaxAgents+uint32(i), agentEgressOf(a), ebpf.UpdateAny); err != nil {
-			return fmt.Errorf("write connection limit of session agent %d: %w", i, err)
-		}
+	}
+	if err := writeAgentEgress(pm.AgentEgress, next, p.Agents); err != nil {
+		return err
 	}
 	if err := pm.Limits.Update(next, &v, ebpf.UpdateAny); err != nil {
 		return fmt.Errorf("write limits: %w", err)

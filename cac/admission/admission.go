@@ -33,8 +33,8 @@ type Model struct {
 	// Egress admission (egress.go).
 	agentOut      [policy.MaxAgents]bool
 	connections   [policy.MaxAgents]bucket.Bucket
-	egressTxns    map[uint64]uint64 // transaction → time first sent
-	egressRefused map[uint64]uint64 // Call-ID → time refused
+	egressTxns    map[uint64]egressSent // Call-ID → the INVITE sent
+	egressRefused map[uint64]uint64     // Call-ID → time refused
 	egressCounts  [policy.MaxAgents]EgressCounts
 }
 

@@ -88,7 +88,7 @@ func (m *Model) egressInvite(frame, msg []byte, now uint64) EgressVerdict {
 	}
 	c := &m.egressCounts[agent]
 	callid, txn := classify.Txn(msg)
-	if sent, ok := m.egressTxns[txn]; txn != 0 && ok && now-sent < TimerBNS {
+	if sent, ok := m.egressTxns[callid]; callid != 0 && ok && txn != 0 && sent.txn == txn && now-sent.ns < TimerBNS {
 		c.Retransmits++
 		return EgressVerdict{}
 	}
@@ -101,13 +101,13 @@ func (m *Model) egressInvite(frame, msg []byte, now uint64) EgressVerdict {
 		v.Reason = cac.EgressConnection
 	default:
 		c.Invites++
-		if txn != 0 {
+		if callid != 0 {
 			if m.egressTxns == nil {
-				m.egressTxns = map[uint64]uint64{}
+				m.egressTxns = map[uint64]egressSent{}
 			}
-			m.egressTxns[txn] = now
+			m.egressTxns[callid] = egressSent{ns: now, txn: txn, agent: agent}
+			delete(m.egressRefused, callid)
 		}
-		delete(m.egressRefused, callid)
 		return EgressVerdict{}
 	}
 	c.Refused[v.Reason]++
@@ -140,10 +140,17 @@ func (m *Model) egressACK(frame, msg []byte, now uint64) EgressVerdict {
 	return EgressVerdict{Refused: true, Agent: agent, ACK: true}
 }
 
-// AnswersSent is answers_sent of bpf/verdict.h: whether a response answers
-// an INVITE transaction the server sent toward an agent within Timer B.
-func (m *Model) AnswersSent(msg []byte, now uint64) bool {
-	_, txn := classify.Txn(msg)
-	sent, ok := m.egressTxns[txn]
-	return txn != 0 && ok && now-sent < TimerBNS
+// egressSent is struct cac_sent: an INVITE that went on toward an agent.
+type egressSent struct {
+	ns, txn uint64
+	agent   int
+}
+
+// AnswersSent is answers_sent of bpf/verdict.h: whether a response of
+// agent answers an INVITE the server sent toward that agent within Timer
+// B, by its Call-ID.
+func (m *Model) AnswersSent(msg []byte, agent int, now uint64) bool {
+	callid := classify.CallID(msg)
+	sent, ok := m.egressTxns[callid]
+	return callid != 0 && ok && sent.agent == agent && now-sent.ns < TimerBNS
 }

@@ -102,6 +102,7 @@ func (d *decoder) agent(path string, n *yaml.Node) SessionAgent {
 		PingSendMode: "keep-alive", PingFailureCount: 1, node: n,
 		OnOutOfService: OnOutOfServiceFailFast, EgressResponseCode: 503,
 	}
+	var connNode, burstNode *yaml.Node // where the connection limit was set, for its errors
 	d.mapping(n, path, d.limitFields(&a.Limit, fields{
 		"name":     func(p string, v *yaml.Node) { d.str(v, p, &a.Name) },
 		"hostname": func(p string, v *yaml.Node) { d.str(v, p, &a.Hostname) },
@@ -120,8 +121,14 @@ func (d *decoder) agent(path string, n *yaml.Node) SessionAgent {
 		"ping-in-service-response-codes": func(p string, v *yaml.Node) { d.codes(v, p, &a.PingInServiceResponseCodes) },
 		"out-service-response-codes":     func(p string, v *yaml.Node) { d.codes(v, p, &a.OutServiceResponseCodes) },
 		"ping-all-addresses":             func(p string, v *yaml.Node) { d.boolean(v, p, &a.PingAllAddresses) },
-		"connection-cps":                 func(p string, v *yaml.Node) { d.number(v, p, 0.001, &a.Connection.CPS) },
-		"connection-burst":               func(p string, v *yaml.Node) { d.number(v, p, 1, &a.Connection.Burst) },
+		"connection-cps": func(p string, v *yaml.Node) {
+			d.number(v, p, 0.001, &a.Connection.CPS)
+			connNode = v
+		},
+		"connection-burst": func(p string, v *yaml.Node) {
+			d.number(v, p, 1, &a.Connection.Burst)
+			burstNode = v
+		},
 		"on-out-of-service": func(p string, v *yaml.Node) {
 			d.oneOf(v, p, &a.OnOutOfService, OnOutOfServiceFailFast, OnOutOfServicePass)
 		},
@@ -148,13 +155,13 @@ func (d *decoder) agent(path string, n *yaml.Node) SessionAgent {
 	}))
 	d.checkLimit(n, path, a.Limit)
 	if a.Connection.CPS == nil && a.Connection.Burst != nil {
-		d.errorf(n, join(path, "connection-burst"), "without connection-cps: a connection limit needs a rate")
+		d.errorf(burstNode, join(path, "connection-burst"), "without connection-cps: a connection limit needs a rate")
 	} else if a.Connection.CPS != nil {
 		if a.Connection.Burst == nil {
 			b := max(1, *a.Connection.CPS)
 			a.Connection.Burst = &b
 		}
-		d.checkLimit(n, join(path, "connection-cps"), a.Connection)
+		d.checkLimit(connNode, join(path, "connection-cps"), a.Connection)
 	}
 	for key, missing := range map[string]bool{"name": a.Name == "", "hostname": a.Hostname == "", "realm-id": a.RealmID == ""} {
 		if missing {

@@ -136,7 +136,7 @@ func TestBadInput(t *testing.T) {
 		{"prefix host bits", "customers: [{name: a, accounts: [{name: b, source: 192.0.2.1/24}]}]\n", "did you mean 192.0.2.0/24"},
 		{"missing realm", "session-agents: [{name: p, hostname: 192.0.2.2, realm-id: core}]\n", `session-agents[0].realm-id: no realm named "core"`},
 		{"connection burst alone", "realms: [{name: core, address: 192.0.2.1}]\nsession-agents: [{name: p, hostname: 192.0.2.2, realm-id: core, connection-burst: 5}]\n",
-			"bad.yaml:2:18: session-agents[0].connection-burst: without connection-cps: a connection limit needs a rate"},
+			"bad.yaml:2:83: session-agents[0].connection-burst: without connection-cps: a connection limit needs a rate"},
 		{"on out of service", "realms: [{name: core, address: 192.0.2.1}]\nsession-agents: [{name: p, hostname: 192.0.2.2, realm-id: core, on-out-of-service: wait}]\n",
 			"session-agents[0].on-out-of-service: must be one of fail-fast, pass"},
 		{"egress code", "realms: [{name: core, address: 192.0.2.1}]\nsession-agents: [{name: p, hostname: 192.0.2.2, realm-id: core, egress-response-code: 200}]\n",

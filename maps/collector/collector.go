@@ -140,7 +140,7 @@ func New(r Reader, version string) *Collector {
 			"INVITE transactions the SIP server sent toward a session agent that went on, by agent.",
 			prometheus.CounterValue, "agent"),
 		egressRefused: newFamily("xdpcac_egress_refused_total",
-			"INVITEs toward a session agent refused at egress and answered on its behalf, by agent and reason (connection, agent-down).",
+			"INVITEs toward a session agent refused at egress and handed up to be answered on its behalf, by agent and reason (connection, agent-down).",
 			prometheus.CounterValue, "agent", "reason"),
 		egressRetransmits: newFamily("xdpcac_egress_retransmits_total",
 			"Retransmissions of INVITEs sent toward a session agent, passed without a connection token, by agent.",

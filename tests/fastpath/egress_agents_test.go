@@ -39,8 +39,12 @@ var egressAgentAddrs = []netip.Addr{
 }
 
 // inviteTo is an INVITE the server sends toward dst, of transaction n.
-func inviteTo(dst netip.Addr, n int, s SIP) []byte {
-	s = s.With("Call-ID", fmt.Sprintf("out-%d@192.0.2.10", n)).With("Via", fmt.Sprintf("SIP/2.0/UDP 192.0.2.10:5060;branch=z9hG4bK-%d", n))
+func inviteTo(dst netip.Addr, n int, s SIP) []byte { return callTo(dst, n, fmt.Sprint(n), s) }
+
+// callTo is a request of call n the server sends toward dst, in the
+// transaction of the branch.
+func callTo(dst netip.Addr, n int, branch string, s SIP) []byte {
+	s = s.With("Call-ID", fmt.Sprintf("out-%d@192.0.2.10", n)).With("Via", "SIP/2.0/UDP 192.0.2.10:5060;branch=z9hG4bK-"+branch)
 	if dst.Is4() {
 		return Frame(Ether{}, IPv4{Src: serverAddr, Dst: dst}, UDP{Src: 5060, Dst: 5060}, s)
 	}
@@ -72,7 +76,8 @@ func (e *egress) judge(t *testing.T, f *harness.FastPath, rd *ringbuf.Reader, fr
 
 // TestEgressAdmission: a random trace of INVITEs the server sends toward
 // three agents and a stranger, new ones, retransmissions, and the ACKs of
-// their final answers (of refused ones too), with agents going out of
+// their final answers (of refused ones too), new transactions of calls
+// sent before (which are no copies: they take a token), with agents going out of
 // service and back, over a clock that moves by up to 75 ms a step. The
 // egress program and the model refuse the same INVITEs for the same
 // reasons, hand up each one refused, drop the same ACKs, and end with
@@ -115,6 +120,12 @@ func TestEgressAdmission(t *testing.T) {
 			f.Model.SetAgentOut(i, out)
 		case r < 20 && len(past) > 0: // a copy of an INVITE sent before
 			e.judge(t, f, rd, past[rng.IntN(len(past))].frame)
+		case r < 24 && len(past) > 0: // a new transaction of a call (after a 401, say): not a copy
+			pick := past[rng.IntN(len(past))]
+			again := forms[rng.IntN(len(forms))].With("CSeq", "314160 INVITE")
+			if v := e.judge(t, f, rd, callTo(pick.dst, pick.n, fmt.Sprintf("again-%d", step), again)); v.Refused {
+				refused[v.Reason]++
+			}
 		case r < 30 && len(refusedOnes)+len(past) > 0: // the server's ACK of a final answer
 			pick := append(refusedOnes, past...)[rng.IntN(len(refusedOnes)+len(past))]
 			ack := SIPRequest([]string{"ACK", "ack"}[rng.IntN(2)], harness.ToTag)
@@ -147,16 +158,18 @@ func TestEgressAdmission(t *testing.T) {
 	t.Logf("refused %v; counters %+v", refused, got)
 }
 
-// TestEgressAnswersSent: an agent's 503 to an INVITE the server sent is
-// handed up as answering it; a 503 from the same address with the same
-// Call-ID but another branch, one to an INVITE the egress program
-// refused, and one after Timer B, as answering nothing. The model agrees.
+// TestEgressAnswersSent: an agent's 503 to an INVITE the server sent it is
+// handed up as answering it, whatever the agent added to the top Via; a
+// 503 with a Call-ID the server never sent, one from another agent with
+// the Call-ID of an INVITE sent to the first, one to an INVITE the egress
+// program refused, and one after Timer B, as answering nothing. The model
+// agrees.
 func TestEgressAnswersSent(t *testing.T) {
 	f := harness.NewFastPath(t, false)
 	e := newEgress(t, f)
 	f.SetPolicy(t, egressAgents(t))
-	agent := egressAgentAddrs[2] // 2 cps, burst 1
-	f.SetAgentAddrs(t, map[netip.Addr]int{agent: 2})
+	agent, other := egressAgentAddrs[2], egressAgentAddrs[0] // agent: 2 cps, burst 1
+	f.SetAgentAddrs(t, map[netip.Addr]int{agent: 2, other: 0})
 	rd, err := ringbuf.NewReader(f.Objs.SipEvents)
 	if err != nil {
 		t.Fatal(err)
@@ -170,31 +183,36 @@ func TestEgressAnswersSent(t *testing.T) {
 	if v := e.judge(t, f, rd, inviteTo(agent, 2, SIPRequest("INVITE", harness.ToNoTag))); !v.Refused {
 		t.Fatal("the second INVITE within the burst of 1 went on")
 	}
-	answer := func(n int, branch string) []byte {
-		return Frame(Ether{}, IPv4{Src: agent, Dst: serverAddr}, UDP{Src: 5060, Dst: 5060}, Raw(
-			"SIP/2.0 503 Service Unavailable\r\nVia: SIP/2.0/UDP 192.0.2.10:5060;branch="+branch+"\r\n"+
+	answer := func(from netip.Addr, callID, params string) []byte {
+		return Frame(Ether{}, IPv4{Src: from, Dst: serverAddr}, UDP{Src: 5060, Dst: 5060}, Raw(
+			"SIP/2.0 503 Service Unavailable\r\nVia: SIP/2.0/UDP 192.0.2.10:5060"+params+"\r\n"+
 				`From: "Alice" <sip:alice@example.com>;tag=1928301774`+"\r\nTo: "+harness.ToTag+"\r\n"+
-				fmt.Sprintf("Call-ID: out-%d@192.0.2.10\r\nCSeq: 314159 INVITE\r\nContent-Length: 0\r\n\r\n", n)))
+				"Call-ID: "+callID+"\r\nCSeq: 314159 INVITE\r\nContent-Length: 0\r\n\r\n"))
 	}
 	for _, c := range []struct {
 		name  string
 		at    uint64
+		agent int
 		frame []byte
 		sent  bool
 	}{
-		{"the answer to the INVITE sent", 101 * second, answer(1, "z9hG4bK-1"), true},
-		{"a forged one: another branch", 101 * second, answer(1, "z9hG4bK-forged"), false},
-		{"the answer to the INVITE refused", 101 * second, answer(2, "z9hG4bK-2"), false},
-		{"the answer after Timer B", 100*second + admission.TimerBNS, answer(1, "z9hG4bK-1"), false},
+		{"the answer to the INVITE sent", 101 * second, 2, answer(agent, "out-1@192.0.2.10", ";branch=z9hG4bK-1"), true},
+		// The agent adds received and rport to the top Via (RFC 3261
+		// §18.2.1, RFC 3581): the Call-ID stays.
+		{"its Via with received and rport", 101 * second, 2, answer(agent, "out-1@192.0.2.10", ";branch=z9hG4bK-1;received=192.0.2.10;rport=5060"), true},
+		{"a forged one: a Call-ID never sent", 101 * second, 2, answer(agent, "forged@192.0.2.10", ";branch=z9hG4bK-1"), false},
+		{"a forged one: from another agent", 101 * second, 0, answer(other, "out-1@192.0.2.10", ";branch=z9hG4bK-1"), false},
+		{"the answer to the INVITE refused", 101 * second, 2, answer(agent, "out-2@192.0.2.10", ";branch=z9hG4bK-2"), false},
+		{"the answer after Timer B", 100*second + admission.TimerBNS, 2, answer(agent, "out-1@192.0.2.10", ";branch=z9hG4bK-1"), false},
 	} {
 		f.MustAt(t, c.at)
 		if err := f.Check(c.frame); err != nil {
 			t.Fatal(err)
 		}
 		ev := readSIPEvent(t, rd)
-		msg := c.frame[42:]
-		if ev.Kind != maps.SIPAgentResponse || ev.Sent != c.sent || f.Model.AnswersSent(msg, c.at) != c.sent {
-			t.Errorf("%s: handed up as %+v (sent %v), the model says %v; want %v", c.name, ev.Kind, ev.Sent, f.Model.AnswersSent(msg, c.at), c.sent)
+		model := f.Model.AnswersSent(c.frame[42:], c.agent, c.at)
+		if ev.Kind != maps.SIPAgentResponse || int(ev.Agent) != c.agent || ev.Sent != c.sent || model != c.sent {
+			t.Errorf("%s: handed up as %+v (agent %d, sent %v), the model says %v; want %v", c.name, ev.Kind, ev.Agent, ev.Sent, model, c.sent)
 		}
 	}
 }
