@@ -77,6 +77,11 @@ static __always_inline int new_record(struct cac_reject_key *key, struct cac_rej
 __noinline __u32 user_rule_found(void)
 {
 	__u32 zero = 0;
+	/* A policy without user rules names none, whatever a request judged
+	 * under the one before left in the scratch after an apply emptied it. */
+	__u32 *word = bpf_map_lookup_elem(&policy_slot, &zero);
+	if (!word || !(*word & POLICY_USER_RULES))
+		return 0;
 	struct cac_user_scratch *us = bpf_map_lookup_elem(&user_scratch, &zero);
 	if (!us || !us->kind)
 		return 0;
