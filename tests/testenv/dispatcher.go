@@ -1,15 +1,12 @@
 package testenv
 
 import (
-	"errors"
 	"fmt"
-	"net"
 	"net/netip"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 )
 
 // Dispatcher is Kamailio as a stateful SIP proxy that routes each call
@@ -157,10 +154,6 @@ failure_route[HUNT] {
 }
 `
 
-// dispatcherStartTimeout bounds how long StartDispatcher waits for an
-// answer.
-const dispatcherStartTimeout = 10 * time.Second
-
 // StartDispatcher runs Kamailio (/usr/sbin/kamailio, Debian package
 // kamailio) in namespace ns as a proxy on UDP listen, which must be an
 // address there, routing every INVITE to dests in that order: the first
@@ -170,106 +163,29 @@ const dispatcherStartTimeout = 10 * time.Second
 // Without kamailio it fails when XDPCAC_REQUIRE_BPF=1, else skips.
 func StartDispatcher(t testing.TB, ns string, listen netip.AddrPort, dests []netip.AddrPort) *Dispatcher {
 	t.Helper()
-	bin := RequireTool(t, "kamailio", "kamailio")
+	RequireTool(t, "kamailio", "kamailio")
 	if len(dests) == 0 {
 		t.Fatal("dispatcher: no destinations")
 	}
-	dir := t.TempDir()
 	// setid destination flags priority: the first highest.
 	var list strings.Builder
 	for i, d := range dests {
 		fmt.Fprintf(&list, "1 sip:%s 0 %d\n", d, 10*(len(dests)-i))
 	}
-	listFile := filepath.Join(dir, "dispatcher.list")
-	cfg := filepath.Join(dir, "kamailio.cfg")
+	listFile := filepath.Join(t.TempDir(), "dispatcher.list")
 	if err := os.WriteFile(listFile, []byte(list.String()), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(cfg, []byte(fmt.Sprintf(dispatcherConfig, listen, listFile)), 0o600); err != nil {
-		t.Fatal(err)
-	}
 	d := &Dispatcher{ns: ns, listen: listen}
-	// -DD: the creator stays in the foreground (its workers are its
-	// children); -E: log to standard error; -m/-M: small memory pools.
-	cmd := Command(ns, bin, "-DD", "-E", "-f", cfg,
-		"-P", filepath.Join(dir, "kamailio.pid"), "-Y", dir, "-w", dir, "-m", "64", "-M", "8")
-	cmd.Dir = dir
-	// SIGTERM, on which it ends its workers; its group SIGKILLed 3 s on.
-	d.p = Start(t, cmd, 3*time.Second)
-	t.Cleanup(func() {
-		d.Stop()
-		if t.Failed() {
-			t.Logf("dispatcher kamailio in %s, last of its log:\n%s", ns, tailLines(d.p.Log.String(), 100))
-		}
-	})
-	if err := d.ready(); err != nil {
+	d.p = runKamailio(t, ns, "dispatcher kamailio", fmt.Sprintf(dispatcherConfig, listen, listFile), 64)
+	if err := probeOptions(ns, d.p, listen, dispatchReadyPrefix, nil); err != nil {
 		t.Fatalf("dispatcher kamailio in %s: %v", ns, err) // the cleanup shows its log
 	}
 	return d
 }
 
-// ready sends OPTIONS to the listen socket from its address until one is
-// answered.
-func (d *Dispatcher) ready() error {
-	return Do(d.ns, func() error {
-		conn, err := net.ListenUDP("udp", net.UDPAddrFromAddrPort(netip.AddrPortFrom(d.listen.Addr(), 0)))
-		if err != nil {
-			return fmt.Errorf("probe socket on %s: %w", d.listen.Addr(), err)
-		}
-		defer conn.Close()
-		local := conn.LocalAddr().(*net.UDPAddr).AddrPort()
-		dst := net.UDPAddrFromAddrPort(d.listen)
-		buf := make([]byte, 65535)
-		var failed error
-		try := 0
-		answered := Poll(dispatcherStartTimeout, 0, func() bool {
-			select {
-			case <-d.p.Done():
-				failed = errors.New("exited at start")
-				return true
-			default:
-			}
-			callID := fmt.Sprintf("%s%d", dispatchReadyPrefix, try)
-			req := strings.Join([]string{
-				"OPTIONS sip:" + d.listen.String() + " SIP/2.0",
-				fmt.Sprintf("Via: SIP/2.0/UDP %s;branch=z9hG4bK-ready-%d", local, try),
-				"From: <sip:ready@" + local.Addr().String() + ">;tag=ready",
-				"To: <sip:" + d.listen.String() + ">",
-				"Call-ID: " + callID,
-				"CSeq: 1 OPTIONS",
-				"Max-Forwards: 70",
-				"Content-Length: 0",
-				"", ""}, "\r\n")
-			try++
-			if _, err := conn.WriteToUDP([]byte(req), dst); err != nil {
-				failed = fmt.Errorf("probe %s: %w", dst, err)
-				return true
-			}
-			conn.SetReadDeadline(time.Now().Add(200 * time.Millisecond))
-			n, _, err := conn.ReadFromUDP(buf)
-			return err == nil && strings.Contains(string(buf[:n]), callID)
-		})
-		switch {
-		case failed != nil:
-			return failed
-		case !answered:
-			return fmt.Errorf("no answer on %s after %v", dst, dispatcherStartTimeout)
-		}
-		return nil
-	})
-}
-
 // Log returns everything Kamailio wrote.
 func (d *Dispatcher) Log() string { return d.p.Log.String() }
-
-// tailLines returns the last n lines of s.
-func tailLines(s string, n int) string {
-	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return strings.Join(lines, "\n")
-}
 
 // Stop ends Kamailio: SIGTERM, then SIGKILL to the group after 3 s. It
 // waits for the exit and may be called again.

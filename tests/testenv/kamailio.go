@@ -96,7 +96,6 @@ const kamailioStartTimeout = 10 * time.Second
 // kamailio it fails when XDPCAC_REQUIRE_BPF=1, else skips.
 func StartKamailio(t testing.TB, ns string, addrs ...string) *Kamailio {
 	t.Helper()
-	bin := RequireTool(t, "kamailio", "kamailio")
 	k := &Kamailio{ns: ns}
 	var listen strings.Builder
 	for _, a := range addrs {
@@ -107,24 +106,7 @@ func StartKamailio(t testing.TB, ns string, addrs ...string) *Kamailio {
 		k.addrs = append(k.addrs, ip)
 		fmt.Fprintf(&listen, "listen=udp:%s\n", netip.AddrPortFrom(ip, 5060))
 	}
-	dir := t.TempDir()
-	cfg := filepath.Join(dir, "kamailio.cfg")
-	if err := os.WriteFile(cfg, []byte(fmt.Sprintf(kamailioConfig, listen.String())), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	// -DD: the creator stays in the foreground (its workers are its
-	// children); -E: log to standard error; -m/-M: small memory pools.
-	cmd := Command(ns, bin, "-DD", "-E", "-f", cfg,
-		"-P", filepath.Join(dir, "kamailio.pid"), "-Y", dir, "-w", dir, "-m", "32", "-M", "8")
-	cmd.Dir = dir
-	// SIGTERM, on which it ends its workers; its group SIGKILLed 3 s on.
-	k.p = Start(t, cmd, 3*time.Second)
-	t.Cleanup(func() {
-		k.Stop()
-		if t.Failed() {
-			t.Logf("kamailio in %s, last of its log:\n%s", ns, k.tail(100))
-		}
-	})
+	k.p = runKamailio(t, ns, "kamailio", fmt.Sprintf(kamailioConfig, listen.String()), 32)
 	for _, a := range k.addrs {
 		if err := k.ready(a); err != nil {
 			t.Fatalf("kamailio in %s: %v", ns, err) // the cleanup shows its log
@@ -136,30 +118,68 @@ func StartKamailio(t testing.TB, ns string, addrs ...string) *Kamailio {
 // ready sends OPTIONS to addr:5060 from addr itself until one is answered
 // and logged.
 func (k *Kamailio) ready(addr netip.Addr) error {
-	return Do(k.ns, func() error {
-		conn, err := net.ListenUDP("udp", net.UDPAddrFromAddrPort(netip.AddrPortFrom(addr, 0)))
+	return probeOptions(k.ns, k.p, netip.AddrPortFrom(addr, 5060), kamailioReadyPrefix, func(callID string) bool {
+		return strings.Contains(k.p.Log.String(), "|"+callID+"\n")
+	})
+}
+
+// runKamailio writes cfg into a directory of the test's and runs Kamailio
+// on it in namespace ns, in the foreground, until the test ends: SIGTERM,
+// on which it ends its workers, then SIGKILL to its group 3 s on. pkg MB
+// of private memory per process is enough for a test. name says which in
+// the log a failed test shows.
+func runKamailio(t testing.TB, ns, name, cfg string, pkg int) *Process {
+	t.Helper()
+	bin := RequireTool(t, "kamailio", "kamailio")
+	dir := t.TempDir()
+	file := filepath.Join(dir, "kamailio.cfg")
+	if err := os.WriteFile(file, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	// -DD: the creator stays in the foreground (its workers are its
+	// children); -E: log to standard error; -m/-M: small memory pools.
+	cmd := Command(ns, bin, "-DD", "-E", "-f", file,
+		"-P", filepath.Join(dir, "kamailio.pid"), "-Y", dir, "-w", dir, "-m", fmt.Sprint(pkg), "-M", "8")
+	cmd.Dir = dir
+	p := Start(t, cmd, 3*time.Second)
+	t.Cleanup(func() {
+		p.Stop()
+		if t.Failed() {
+			t.Logf("%s in %s, last of its log:\n%s", name, ns, tailLines(p.Log.String(), 100))
+		}
+	})
+	return p
+}
+
+// probeOptions sends OPTIONS to dst, from its address, until one is
+// answered (and logged, as logged says) or kamailioStartTimeout passes;
+// the probes' Call-IDs start with prefix, for the readers of the log to
+// leave them out.
+func probeOptions(ns string, p *Process, dst netip.AddrPort, prefix string, logged func(callID string) bool) error {
+	return Do(ns, func() error {
+		conn, err := net.ListenUDP("udp", net.UDPAddrFromAddrPort(netip.AddrPortFrom(dst.Addr(), 0)))
 		if err != nil {
-			return fmt.Errorf("probe socket on %s: %w", addr, err)
+			return fmt.Errorf("probe socket on %s: %w", dst.Addr(), err)
 		}
 		defer conn.Close()
 		local := conn.LocalAddr().(*net.UDPAddr).AddrPort()
-		dst := net.UDPAddrFromAddrPort(netip.AddrPortFrom(addr, 5060))
+		to := net.UDPAddrFromAddrPort(dst)
 		buf := make([]byte, 65535)
 		var failed error // why it stopped trying, if not for an answer
 		try := 0
 		// Each try waits 200 ms for its answer: no pause between them.
 		answered := Poll(kamailioStartTimeout, 0, func() bool {
 			select {
-			case <-k.p.Done():
+			case <-p.Done():
 				failed = errors.New("exited at start")
 				return true
 			default:
 			}
-			callID := fmt.Sprintf("%s%d", kamailioReadyPrefix, try)
+			callID := fmt.Sprintf("%s%d", prefix, try)
 			req := strings.Join([]string{
 				"OPTIONS sip:" + dst.String() + " SIP/2.0",
 				fmt.Sprintf("Via: SIP/2.0/UDP %s;branch=z9hG4bK-ready-%d", local, try),
-				"From: <sip:ready@example.com>;tag=ready",
+				"From: <sip:ready@" + local.Addr().String() + ">;tag=ready",
 				"To: <sip:" + dst.String() + ">",
 				"Call-ID: " + callID,
 				"CSeq: 1 OPTIONS",
@@ -167,14 +187,13 @@ func (k *Kamailio) ready(addr netip.Addr) error {
 				"Content-Length: 0",
 				"", ""}, "\r\n")
 			try++
-			if _, err := conn.WriteToUDP([]byte(req), dst); err != nil {
+			if _, err := conn.WriteToUDP([]byte(req), to); err != nil {
 				failed = fmt.Errorf("probe %s: %w", dst, err)
 				return true
 			}
 			conn.SetReadDeadline(time.Now().Add(200 * time.Millisecond))
 			n, _, err := conn.ReadFromUDP(buf)
-			return err == nil && strings.Contains(string(buf[:n]), callID) &&
-				strings.Contains(k.p.Log.String(), "|"+callID+"\n")
+			return err == nil && strings.Contains(string(buf[:n]), callID) && (logged == nil || logged(callID))
 		})
 		switch {
 		case failed != nil:
@@ -218,16 +237,16 @@ func (k *Kamailio) Count(prefix string) int {
 // Log returns everything Kamailio wrote.
 func (k *Kamailio) Log() string { return k.p.Log.String() }
 
-// tail returns the last n lines of the log.
-func (k *Kamailio) tail(n int) string {
-	lines := strings.Split(strings.TrimRight(k.p.Log.String(), "\n"), "\n")
+// Stop ends Kamailio: SIGTERM, on which it ends its workers, then SIGKILL
+// to the group after 3 s, for any worker left. It waits for the exit and
+// may be called again.
+func (k *Kamailio) Stop() { k.p.Stop() }
+
+// tailLines returns the last n lines of s.
+func tailLines(s string, n int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
 	if len(lines) > n {
 		lines = lines[len(lines)-n:]
 	}
 	return strings.Join(lines, "\n")
 }
-
-// Stop ends Kamailio: SIGTERM, on which it ends its workers, then SIGKILL
-// to the group after 3 s, for any worker left. It waits for the exit and
-// may be called again.
-func (k *Kamailio) Stop() { k.p.Stop() }
