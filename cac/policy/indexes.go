@@ -23,8 +23,9 @@ type Indexes struct {
 // force, and their cli and called rules, to their indexes. An account
 // keeps its index while its rule stays; a customer takes the index of the
 // first of its accounts whose rule stays, since the fast path knows
-// customers only by their accounts' rules. Everything else gets an index that the policy in force does
-// not use, so that resetting its bucket disturbs nothing in flight.
+// customers only by their accounts' rules. Everything else gets an index
+// that the policy in force does not use, so that resetting its bucket
+// disturbs nothing in flight.
 func AssignIndexes(p Policy, old map[Rule]Index) (Indexes, error) {
 	usedA, usedC := map[uint32]bool{}, map[uint32]bool{}
 	for _, v := range old {
