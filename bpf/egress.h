@@ -54,21 +54,6 @@ static __always_inline __u32 agent_to(struct frame *f)
 	return a && *a < CAC_MAX_AGENTS ? *a : NO_AGENT;
 }
 
-/* egress_frame_of unpacks the frame word of a frame going out. */
-static __always_inline struct frame egress_frame_of(struct __sk_buff *skb, __u64 where)
-{
-	struct frame f = {
-		.data = (void *)(long)skb->data,
-		.data_end = (void *)(long)skb->data_end,
-		.l3off = where_l3off(where),
-		.family = where_family(where),
-		.msgoff = where_msgoff(where),
-		.msglen = where_msglen(where),
-		.skip = where_skip(where),
-	};
-	return f;
-}
-
 /* egress_slot is the slot of limits in force (bucket.h). */
 static __always_inline __u32 egress_slot(void)
 {
@@ -128,7 +113,7 @@ __noinline int egress_invite(struct __sk_buff *skb, __u64 where, __u64 now)
 {
 	if (!skb)
 		return TC_ACT_UNSPEC;
-	struct frame f = egress_frame_of(skb, where);
+	struct frame f = where_frame(skb, where);
 	__u32 agent = agent_to(&f);
 	struct cac_egress_counts *c = bpf_map_lookup_elem(&egress_counts, &agent);
 	if (agent == NO_AGENT || !c) {
@@ -183,7 +168,7 @@ __noinline int egress_ack(struct __sk_buff *skb, __u64 where, __u64 now)
 {
 	if (!skb)
 		return TC_ACT_UNSPEC;
-	struct frame f = egress_frame_of(skb, where);
+	struct frame f = where_frame(skb, where);
 	if (!is_ack(&f))
 		return TC_ACT_UNSPEC;
 	__u32 agent = agent_to(&f);

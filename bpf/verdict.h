@@ -86,20 +86,6 @@ __noinline int agent_stamp(struct xdp_md *ctx, __u64 where)
 /* A CPU's budget of refused SIP requests handed up, per second. */
 #define SIP_REJECTED_PER_SECOND 256
 
-/* sip_frame unpacks what agent_response and sip_rejected are given. */
-static __always_inline struct frame sip_frame(struct xdp_md *ctx, __u64 where)
-{
-	struct frame f = {
-		.data = (void *)(long)ctx->data,
-		.data_end = (void *)(long)ctx->data_end,
-		.l3off = where_l3off(where),
-		.family = where_family(where),
-		.msgoff = where_msgoff(where),
-		.msglen = where_msglen(where),
-		.skip = where_skip(where),
-	};
-	return f;
-}
 
 /* sip_rejected hands a refused SIP request to user space to answer. A
  * global function: the copy is verified once, not once per parser path. */
@@ -121,7 +107,7 @@ __noinline int sip_rejected(struct xdp_md *ctx, __u64 where)
 	if (b->used >= SIP_REJECTED_PER_SECOND)
 		return 0;
 	b->used++;
-	struct frame f = sip_frame(ctx, where);
+	struct frame f = where_frame(ctx, where);
 	sip_event_out(&f, CAC_SIP_REJECTED, NO_AGENT, 0);
 	return 0;
 }
@@ -143,7 +129,7 @@ static __always_inline int answers_sent(struct xdp_md *ctx, struct frame *f, __u
  * code, and the message's offset and length. */
 __noinline int agent_response(struct xdp_md *ctx, __u64 where, __u32 slot)
 {
-	struct frame f = sip_frame(ctx, where);
+	struct frame f = where_frame(ctx, where);
 	__u32 code = where_code(where);
 	__u32 agent = agent_of(&f);
 	if (agent == NO_AGENT)

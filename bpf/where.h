@@ -86,6 +86,20 @@ static __always_inline __u32 where_msglen(__u64 where)
 	return (where >> 48) & 0xffff;
 }
 
+/* where_frame is the struct frame (parse.h) of the frame word where, on
+ * the packet of ctx: an xdp_md or an skb, which both have data and
+ * data_end. */
+#define where_frame(ctx, where)                                                                   \
+	((struct frame){                                                                           \
+		.data = (void *)(long)(ctx)->data,                                                 \
+		.data_end = (void *)(long)(ctx)->data_end,                                         \
+		.l3off = where_l3off(where),                                                       \
+		.family = where_family(where),                                                     \
+		.msgoff = where_msgoff(where),                                                     \
+		.msglen = where_msglen(where),                                                     \
+		.skip = where_skip(where),                                                         \
+	})
+
 /* where_ip is the part of a frame word that names the IP header, l3off
  * and family, as the source and agent functions want it. */
 static __always_inline __u64 where_ip(__u64 where)

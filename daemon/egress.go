@@ -11,7 +11,6 @@ import (
 	"github.com/xdpcac/xdpcac/cac/agents"
 	"github.com/xdpcac/xdpcac/cac/config"
 	"github.com/xdpcac/xdpcac/cac/sipd"
-	"github.com/xdpcac/xdpcac/loader"
 	"github.com/xdpcac/xdpcac/maps"
 )
 
@@ -52,12 +51,7 @@ func egressWanted(cfg *config.Config) bool {
 }
 
 func (d *Daemon) newEgressAnswerer() (*egressAnswerer, error) {
-	var raw *sipd.RawUDP
-	err := loader.InNetns(d.cfg.Netns, func() error {
-		var err error
-		raw, err = sipd.OpenRawUDP()
-		return err
-	})
+	raw, err := d.openRaw()
 	if err != nil {
 		return nil, fmt.Errorf("answer INVITEs refused at egress on session agents' behalf: %w", err)
 	}
@@ -68,30 +62,13 @@ func (d *Daemon) newEgressAnswerer() (*egressAnswerer, error) {
 	return w, nil
 }
 
-// answer sends the answer to one refused INVITE: from the address and
-// port it was sent to (the agent's), to the server at the address it came
-// from and the port its Via names.
+// answer sends the answer to one refused INVITE (sendAnswer): from the
+// agent's address and port, to the server.
 func (w *egressAnswerer) answer(ag config.SessionAgent, ev maps.SIPEvent, now time.Time) error {
 	reason := cac.EgressReason(ev.Code)
 	w.note(ev.Dst.Addr(), reason, now)
-	msg := sipd.HeadersOnly(ev.Message)
-	resp, err := sipd.Reject(msg, ag.EgressResponseCode, 0, "session agent "+ag.Name+": "+reason.Text())
-	if err != nil {
-		w.counts.suppressed.Add(1)
-		return err
-	}
-	to, err := sipd.ReplyAddr(msg, ev.Src)
-	if err != nil {
-		w.counts.suppressed.Add(1)
-		return err
-	}
-	to = netip.AddrPortFrom(ev.Src.Addr(), to.Port())
-	if err := w.raw.Send(ev.Dst, to, resp); err != nil {
-		w.counts.suppressed.Add(1)
-		return fmt.Errorf("answer from %s to %s: %w", ev.Dst, to, err)
-	}
-	w.counts.answered.Add(1)
-	return nil
+	return sendAnswer(w.raw, w.counts, ev, sipd.HeadersOnly(ev.Message), ag.EgressResponseCode, 0,
+		"session agent "+ag.Name+": "+reason.Text())
 }
 
 // note counts a refusal in the record of its agent, reason and second.

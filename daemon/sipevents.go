@@ -122,13 +122,7 @@ func (d *Daemon) newAnswerer(cfg *config.Config, _ *loader.Pinned) (*answerer, e
 	if err != nil {
 		return nil, fmt.Errorf("sip-reject.rate: %w", err)
 	}
-	// A 503 goes from the port the request was sent to, which the SIP
-	// server holds: a raw socket is the only way to send from it.
-	var raw *sipd.RawUDP
-	err = loader.InNetns(d.cfg.Netns, func() error {
-		raw, err = sipd.OpenRawUDP()
-		return err
-	})
+	raw, err := d.openRaw()
 	if err != nil {
 		return nil, fmt.Errorf("answer refused SIP requests (action: reject): %w", err)
 	}
@@ -147,26 +141,54 @@ func (w *answerer) answer(log *slog.Logger, ev maps.SIPEvent) {
 		w.counts.suppressed.Add(1)
 		return
 	}
-	resp, err := sipd.Reject503(msg, w.retryAfter)
-	if err != nil {
-		w.counts.suppressed.Add(1)
-		return
+	// Garbage gets no answer, and no log line either: a flood of it
+	// would write one a request.
+	if err := sendAnswer(w.raw, w.counts, ev, msg, 503, w.retryAfter, ""); errors.Is(err, errUnsent) {
+		log.Warn("answer a refused SIP request", "err", err)
 	}
-	// The port as the Via says (rport and all), but never another host
-	// than the sender: received= is the sender's word, and a 503 must not
-	// be aimed at a third party.
+}
+
+// errUnsent marks an answer built but not sent.
+var errUnsent = errors.New("not sent")
+
+// sendAnswer answers the request msg of ev with code (Retry-After
+// retryAfter, and a Warning of why when not empty): from the address and
+// port it was sent to, to its sender at the port its Via names (rport and
+// all), but never another host than the sender: received= is the
+// sender's word, and an answer must not be aimed at a third party. It
+// counts the answer as answered or suppressed.
+func sendAnswer(raw *sipd.RawUDP, counts *answerCounts, ev maps.SIPEvent, msg []byte, code int, retryAfter time.Duration, why string) error {
+	resp, err := sipd.Reject(msg, code, retryAfter, why)
+	if err != nil {
+		counts.suppressed.Add(1)
+		return err
+	}
 	to, err := sipd.ReplyAddr(msg, ev.Src)
 	if err != nil {
-		w.counts.suppressed.Add(1)
-		return
+		counts.suppressed.Add(1)
+		return err
 	}
 	to = netip.AddrPortFrom(ev.Src.Addr(), to.Port())
-	if err := w.raw.Send(ev.Dst, to, resp); err != nil {
-		w.counts.suppressed.Add(1)
-		log.Warn("answer a refused SIP request", "from", ev.Dst.String(), "to", to.String(), "err", err)
-		return
+	if err := raw.Send(ev.Dst, to, resp); err != nil {
+		counts.suppressed.Add(1)
+		return fmt.Errorf("%w: from %s to %s: %w", errUnsent, ev.Dst, to, err)
 	}
-	w.counts.answered.Add(1)
+	counts.answered.Add(1)
+	return nil
+}
+
+// openRaw opens the raw socket answers go from, in the interfaces'
+// namespace: an answer goes from the port a request was sent to, which
+// the SIP server (or, at egress, the agent) holds, and a raw socket is the
+// only way to send from it.
+func (d *Daemon) openRaw() (*sipd.RawUDP, error) {
+	var raw *sipd.RawUDP
+	err := loader.InNetns(d.cfg.Netns, func() error {
+		var err error
+		raw, err = sipd.OpenRawUDP()
+		return err
+	})
+	return raw, err
 }
 
 func (w *answerer) close() {

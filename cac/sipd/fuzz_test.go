@@ -28,7 +28,7 @@ func FuzzReject503(f *testing.F) {
 	f.Add([]byte("ACK sip:b@x SIP/2.0\r\n\r\n"))
 	f.Fuzz(func(t *testing.T, raw []byte) {
 		ReplyAddr(raw, netip.MustParseAddrPort("192.0.2.2:5060"))
-		out, err := Reject503(raw, 10*time.Second)
+		out, err := Reject(raw, 503, 10*time.Second, "")
 		if err != nil {
 			return
 		}

@@ -11,7 +11,7 @@ import (
 	"github.com/emiago/sipgo/sip"
 )
 
-// Errors of Reject503 and ReplyAddr.
+// Errors of Reject and ReplyAddr.
 var (
 	ErrNotRequest    = errors.New("not a SIP request")
 	ErrMissingHeader = errors.New("missing mandatory header")
@@ -37,21 +37,6 @@ func parseRequest(raw []byte) (*sip.Request, error) {
 	}
 }
 
-// Reject503 builds the 503 answer to a raw SIP request (the bytes of the UDP
-// payload the filter handed up): status 503 Service Unavailable with
-// Retry-After: retryAfter in whole seconds (rounded up; no header when
-// retryAfter <= 0), copying every Via in order, From, To (adding a To tag
-// when there is none), Call-ID and CSeq from the request, Content-Length 0
-// and Server: xdpcac. The Via values are copied as they are: a stateless
-// answer does not know the source to fill received/rport with; ReplyAddr
-// applies that rule to pick the destination instead.
-//
-// It refuses anything that is not a parseable SIP request, a request without
-// Via, From, To, Call-ID or CSeq, and an ACK (never answered).
-func Reject503(raw []byte, retryAfter time.Duration) ([]byte, error) {
-	return Reject(raw, sip.StatusServiceUnavailable, retryAfter, "")
-}
-
 // reasonPhrases are the phrases of the codes an answer on a peer's behalf
 // is likely to carry; any other code gets "Unavailable".
 var reasonPhrases = map[int]string{
@@ -59,9 +44,20 @@ var reasonPhrases = map[int]string{
 	502: "Bad Gateway", 503: "Service Unavailable", 504: "Server Time-out", 600: "Busy Everywhere", 603: "Decline",
 }
 
-// Reject is Reject503 with another final code (400 to 699), and when why
-// is not empty a Warning header (code 399, agent xdpcac) that tells the
-// operator reading the SIP server's log what refused the request.
+// Reject builds the answer to a raw SIP request (the bytes of the UDP
+// payload the filter handed up): status code (400 to 699) with its
+// phrase, Retry-After: retryAfter in whole seconds (rounded up; no
+// header when retryAfter <= 0), copying every Via in order, From, To (adding a To tag
+// when there is none), Call-ID and CSeq from the request, Content-Length 0
+// and Server: xdpcac. The Via values are copied as they are: a stateless
+// answer does not know the source to fill received/rport with; ReplyAddr
+// applies that rule to pick the destination instead.
+//
+// It refuses anything that is not a parseable SIP request, a request without
+// Via, From, To, Call-ID or CSeq, and an ACK (never answered).
+//
+// When why is not empty a Warning header (code 399, agent xdpcac) tells
+// the operator reading the SIP server's log what refused the request.
 func Reject(raw []byte, code int, retryAfter time.Duration, why string) ([]byte, error) {
 	if code < 400 || code > 699 {
 		return nil, fmt.Errorf("sipd: reject: code %d is not a final error code (400-699)", code)

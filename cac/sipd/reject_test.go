@@ -26,7 +26,7 @@ const invite = "INVITE sip:+15551230000@sbc.example.net SIP/2.0\r\n" +
 	"v=0\r\no=- 1 1 IN IP4 10.0.0.2\r\n"
 
 func TestReject503(t *testing.T) {
-	out, err := Reject503([]byte(invite), 30*time.Second)
+	out, err := Reject([]byte(invite), 503, 30*time.Second, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -77,7 +77,7 @@ func TestReject503(t *testing.T) {
 
 	// Two Via values on one line are two Via, in order.
 	combined := strings.Replace(invite, "rport\r\nVia: ", "rport, ", 1)
-	if out, err = Reject503([]byte(combined), 30*time.Second); err != nil {
+	if out, err = Reject([]byte(combined), 503, 30*time.Second, ""); err != nil {
 		t.Fatal(err)
 	}
 	if got, _ := sip.ParseMessage(out); got == nil || len(got.GetHeaders("Via")) != 2 ||
@@ -87,14 +87,14 @@ func TestReject503(t *testing.T) {
 
 	// A To tag that is there is kept; 1.5 s rounds up; 0 means no header.
 	tagged := strings.Replace(invite, "To: <sip:+15551230000@sbc.example.net>", "To: <sip:b@x>;tag=keep", 1)
-	out, err = Reject503([]byte(tagged), 1500*time.Millisecond)
+	out, err = Reject([]byte(tagged), 503, 1500*time.Millisecond, "")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !strings.Contains(string(out), "\r\nTo: <sip:b@x>;tag=keep\r\n") || !strings.Contains(string(out), "\r\nRetry-After: 2\r\n") {
 		t.Errorf("tagged request:\n%s", out)
 	}
-	if out, err = Reject503([]byte(invite), 0); err != nil || strings.Contains(string(out), "Retry-After") {
+	if out, err = Reject([]byte(invite), 503, 0, ""); err != nil || strings.Contains(string(out), "Retry-After") {
 		t.Errorf("retryAfter 0: %v\n%s", err, out)
 	}
 }
@@ -120,7 +120,7 @@ func TestReject503Refuses(t *testing.T) {
 		"no Call-ID": {noCallID, ErrMissingHeader},
 		"no Via":     {noVia, ErrMissingHeader},
 	} {
-		if out, err := Reject503([]byte(tc.raw), time.Second); !errors.Is(err, tc.want) {
+		if out, err := Reject([]byte(tc.raw), 503, time.Second, ""); !errors.Is(err, tc.want) {
 			t.Errorf("%s: %v, want %v\n%s", name, err, tc.want, out)
 		}
 	}

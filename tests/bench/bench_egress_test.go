@@ -12,7 +12,6 @@ import (
 	"github.com/xdpcac/xdpcac/loader"
 	"github.com/xdpcac/xdpcac/maps"
 	"github.com/xdpcac/xdpcac/tests/harness"
-	"github.com/xdpcac/xdpcac/tests/testenv"
 )
 
 // BenchmarkEgress measures ns per packet with BPF_PROG_TEST_RUN for a tc
@@ -26,20 +25,9 @@ import (
 // rounds, each a ratio to the empty program of its round, medians over
 // rounds. Run it with `make bench`.
 func BenchmarkEgress(b *testing.B) {
-	testenv.RequireBPF(b)
-	var objs bpf.XdpObjects
-	if err := bpf.LoadXdpObjects(&objs, nil); err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { objs.Close() })
-	if err := maps.WritePorts(objs.UdpPorts, harness.TestL2TPPorts, harness.TestSIPPorts); err != nil {
-		b.Fatal(err)
-	}
 	var p policy.Policy
 	p.Agents = []policy.Agent{{Connection: harness.MustRate(b, 1e9, 1e9), FailFast: true}, {FailFast: true}}
-	if err := maps.WritePolicy(maps.PolicyMapsOf(&objs.XdpMaps), p); err != nil {
-		b.Fatal(err)
-	}
+	objs := loadProduction(b, p, policy.Inputs{})
 	agent, down := netip.MustParseAddr("198.51.100.30"), netip.MustParseAddr("198.51.100.31")
 	if err := maps.WriteAgentAddrs(objs.Agents, map[netip.Addr]uint32{
 		netip.AddrFrom16(agent.As16()): 0, netip.AddrFrom16(down.As16()): 1}); err != nil {

@@ -124,6 +124,14 @@ func production(b *testing.B, p policy.Policy) *ebpf.Program {
 // productionWith is production with measurements of a control plane.
 func productionWith(b *testing.B, p policy.Policy, in policy.Inputs) *ebpf.Program {
 	b.Helper()
+	return loadProduction(b, p, in).XdpCac
+}
+
+// loadProduction loads the object as attach does, on the kernel clock,
+// with the test ports, the limits and the measurements, and returns all
+// of it.
+func loadProduction(b *testing.B, p policy.Policy, in policy.Inputs) *bpf.XdpObjects {
+	b.Helper()
 	testenv.RequireBPF(b)
 	var objs bpf.XdpObjects
 	if err := bpf.LoadXdpObjects(&objs, nil); err != nil {
@@ -139,7 +147,7 @@ func productionWith(b *testing.B, p policy.Policy, in policy.Inputs) *ebpf.Progr
 	if err := maps.WriteInputs(maps.InputMapsOf(&objs.XdpMaps), in); err != nil {
 		b.Fatal(err)
 	}
-	return objs.XdpCac
+	return &objs
 }
 
 func median(v []float64) float64 {

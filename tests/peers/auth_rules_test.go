@@ -23,28 +23,14 @@ type answering struct {
 
 func startAnswering(t *testing.T, ns string, at netip.AddrPort) *answering {
 	a := &answering{invites: map[string]int{}}
-	c := harness.ListenUDP(t, ns, at.String())
-	go func() {
-		buf := make([]byte, 65535)
-		for {
-			n, from, err := c.ReadFromUDPAddrPort(buf)
-			if err != nil {
-				return
-			}
-			msg, err := sip.ParseMessage(append([]byte(nil), buf[:n]...))
-			req, ok := msg.(*sip.Request)
-			if err != nil || !ok || req.IsAck() {
-				continue
-			}
-			if req.IsInvite() && req.From() != nil {
-				a.mu.Lock()
-				a.invites[req.From().Address.User]++
-				a.mu.Unlock()
-			}
-			res := sip.NewResponseFromRequest(req, sip.StatusOK, "OK", nil)
-			c.WriteToUDPAddrPort([]byte(res.String()), from)
+	respond(t, ns, at, func(req *sip.Request) []byte {
+		if req.IsInvite() && req.From() != nil {
+			a.mu.Lock()
+			a.invites[req.From().Address.User]++
+			a.mu.Unlock()
 		}
-	}()
+		return []byte(sip.NewResponseFromRequest(req, sip.StatusOK, "OK", nil).String())
+	})
 	return a
 }
 

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/emiago/sipgo/sip"
 	"github.com/xdpcac/xdpcac/api"
 	"github.com/xdpcac/xdpcac/cac/sipd"
 	. "github.com/xdpcac/xdpcac/internal/pkt"
@@ -169,28 +170,16 @@ func TestAgentDownFailsFast(t *testing.T) {
 // vendorResponder is vendor A as a plain UDP socket: it answers OPTIONS
 // 200 and INVITE 503, each built from the request.
 func vendorResponder(t *testing.T, ns string, at netip.AddrPort) {
-	c := harness.ListenUDP(t, ns, at.String())
-	go func() {
-		buf := make([]byte, 65535)
-		for {
-			n, from, err := c.ReadFromUDPAddrPort(buf)
-			if err != nil {
-				return
-			}
-			req := append([]byte(nil), buf[:n]...)
-			code := 503
-			if strings.HasPrefix(string(req), "OPTIONS ") {
-				code = 200
-			}
-			var resp []byte
-			if code == 200 {
-				resp = []byte(strings.Replace(string(sipd.HeadersOnly(req)), strings.SplitN(string(req), "\r\n", 2)[0], "SIP/2.0 200 OK", 1))
-			} else if resp, err = sipd.Reject(req, code, 0, ""); err != nil {
-				continue
-			}
-			c.WriteToUDPAddrPort(resp, from)
+	respond(t, ns, at, func(req *sip.Request) []byte {
+		if req.Method == sip.OPTIONS {
+			return []byte(sip.NewResponseFromRequest(req, sip.StatusOK, "OK", nil).String())
 		}
-	}()
+		resp, err := sipd.Reject([]byte(req.String()), 503, 0, "")
+		if err != nil {
+			return nil
+		}
+		return resp
+	})
 }
 
 // TestForged503LeavesAgentInService: vendor A answers its pings 200 and
