@@ -130,10 +130,13 @@ __noinline int egress_invite(struct __sk_buff *skb, __u64 where, __u64 now)
 	}
 	int reason = egress_refusal(agent, now);
 	if (reason >= 0 && reason < CAC_NUM_EGRESS_REASONS) {
+		/* Remembered before it is handed up: the answer, and the
+		 * server's ACK of it, can come back before this CPU goes on
+		 * from the hand-up. One that goes on after all removes it. */
+		if (callid)
+			bpf_map_update_elem(&egress_refused, &callid, &now, BPF_ANY);
 		if (egress_hand_up(&f, agent, reason, now) == 0) {
 			c->refused[reason]++;
-			if (callid)
-				bpf_map_update_elem(&egress_refused, &callid, &now, BPF_ANY);
 			return TC_ACT_SHOT; /* a refused INVITE opens no dialog: the next route's does */
 		}
 		c->unanswered++; /* it goes on, and is remembered as sent */
