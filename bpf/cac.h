@@ -240,6 +240,17 @@ struct cac_sent {
 	__u32 _pad;
 };
 
+/* A dialog that holds sessions, by the hash of its Call-ID (sessions.h):
+ * when its INVITE was admitted, and the limits it took one of, each an
+ * index of sessions_taken or CAC_NO_SESSION_LIMIT. */
+struct cac_session {
+	__u64 taken_ns;
+	__u32 account;
+	__u32 customer;
+	__u32 connection;
+	__u32 _pad;
+};
+
 /* The egress program's per-CPU counters of one agent: INVITE transactions
  * sent toward it, their retransmissions (passed uncharged), the INVITEs
  * refused on its behalf by reason, those it would have refused but

@@ -54,12 +54,18 @@ static __always_inline __u32 agent_to(struct frame *f)
 	return a && *a < CAC_MAX_AGENTS ? *a : NO_AGENT;
 }
 
-/* egress_slot is the slot of limits in force (bucket.h). */
-static __always_inline __u32 egress_slot(void)
+/* egress_policy is the policy word (bucket.h), egress_slot the slot of
+ * limits in force. */
+static __always_inline __u32 egress_policy(void)
 {
 	__u32 zero = 0;
 	__u32 *s = bpf_map_lookup_elem(&policy_slot, &zero);
-	return s ? *s & 1 : 0;
+	return s ? *s : 0;
+}
+
+static __always_inline __u32 egress_slot(void)
+{
+	return egress_policy() & 1;
 }
 
 /* egress_refusal is why an INVITE toward agent at now is refused, or

@@ -148,7 +148,53 @@ struct {
 	__type(value, struct reject_budget);
 } egress_budget SEC(".maps");
 
+/* The dialogs that hold sessions of a limit, by the hash of their Call-ID
+ * (sessions.h): entered by the fast path, removed by the daemon when it
+ * gives their sessions back. Each holds a session, so the table holds at
+ * most the sum of the limits. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 65536);
+	__type(key, __u64);
+	__type(value, struct cac_session);
+} sessions SEC(".maps");
+
+/* A CPU's budget of messages of those dialogs handed up this second. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct reject_budget);
+} session_budget SEC(".maps");
+
 #ifndef CAC_EGRESS
+
+/* The limits of concurrent sessions, max-sessions (0: none), in two slots
+ * the control plane switches between: accounts, customers, then agents. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 2 * CAC_MAX_SESSION_LIMITS);
+	__type(key, __u32);
+	__type(value, __u32);
+} session_limits SEC(".maps");
+
+/* The sessions each limit's dialogs took, and gave back: a count is the
+ * one less the other. The fast path alone adds to the first, the daemon
+ * alone to the second, so no write of either is lost to the other; an
+ * apply keeps both. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, CAC_MAX_SESSION_LIMITS);
+	__type(key, __u32);
+	__type(value, __u64);
+} sessions_taken SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, CAC_MAX_SESSION_LIMITS);
+	__type(key, __u32);
+	__type(value, __u64);
+} sessions_freed SEC(".maps");
 
 /* Maps shared by every attachment: one admission budget and one rate per
  * class, however many interfaces. */

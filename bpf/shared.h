@@ -43,7 +43,10 @@ enum cac_reason {
 	CAC_REASON_SESSION_CHARGES = 9,
 	CAC_REASON_TOTAL_CHARGE = 10,
 	CAC_REASON_MALFORMED = 11, /* a malformed limit: class malformed only */
-	CAC_NUM_REASONS = 12,
+	/* An account or customer at its max-sessions (sessions.h): judged
+	 * before every other reason, numbered after them. */
+	CAC_REASON_CAPACITY = 12,
+	CAC_NUM_REASONS = 13,
 };
 
 /* What the classifier made of a frame. */
@@ -99,6 +102,10 @@ enum cac_policy {
 	POLICY_CLI_RULES = 0x20000,
 	POLICY_CALLED_RULES = 0x40000,
 	POLICY_USER_RULES = POLICY_CLI_RULES | POLICY_CALLED_RULES,
+	/* Some account or customer has max-sessions: an INVITE takes a
+	 * slot, and the messages of a dialog that holds one go up
+	 * (sessions.h). */
+	POLICY_CAPACITY = 0x80000,
 };
 _Static_assert(POLICY_AGENTS > (POLICY_LIMITED_FIRST << CAC_NUM_CLASSES), "agents above the limited classes");
 
@@ -167,6 +174,15 @@ enum cac_capacity {
 	 * past that, one it would refuse goes on to the agent, which answers
 	 * for itself, rather than wait for Timer B unanswered. */
 	EGRESS_REFUSED_PER_SECOND = 1024,
+	/* The limits of concurrent sessions (sessions.h): accounts', then
+	 * customers', then session agents' (connections). */
+	CAC_MAX_SESSION_LIMITS = CAC_MAX_ACCOUNTS + CAC_MAX_CUSTOMERS + CAC_MAX_AGENTS,
+	/* No limit of concurrent sessions: a field of struct cac_session. */
+	CAC_NO_SESSION_LIMIT = 0xffffffff,
+	/* Messages of dialogs that hold a session a CPU of either program
+	 * hands up a second; past that, one goes unseen, and its dialog is
+	 * closed by its expiry if that was its BYE. */
+	SESSION_EVENTS_PER_SECOND = 4096,
 };
 
 /* How a frame is walked (parse.h): VLAN tags a per-source key holds (the
@@ -206,6 +222,9 @@ enum cac_sip_event_kind {
 	 * an agent's behalf: the event's code is its enum cac_egress_reason,
 	 * and user space answers it from the agent (egress.h). */
 	CAC_SIP_EGRESS_REFUSED = 3,
+	/* A message, either way, of a dialog that holds a session
+	 * (sessions.h): user space reads its answers and BYEs. */
+	CAC_SIP_SESSION = 4,
 };
 
 /* Why the egress program refused an INVITE toward a session agent

@@ -86,6 +86,15 @@ type TcCacSent struct {
 	Pad    uint32
 }
 
+type TcCacSession struct {
+	_          structs.HostLayout
+	TakenNs    uint64
+	Account    uint32
+	Customer   uint32
+	Connection uint32
+	Pad        uint32
+}
+
 type TcRejectBudget struct {
 	_      structs.HostLayout
 	Second uint64
@@ -107,6 +116,8 @@ const (
 	TcMapEgressTxns        = "egress_txns"
 	TcMapL2tpTunnels       = "l2tp_tunnels"
 	TcMapPolicySlot        = "policy_slot"
+	TcMapSessionBudget     = "session_budget"
+	TcMapSessions          = "sessions"
 	TcMapSipEvents         = "sip_events"
 	TcMapTestClock         = "test_clock"
 	TcMapUdpPorts          = "udp_ports"
@@ -174,6 +185,8 @@ type TcMapSpecs struct {
 	EgressTxns        *ebpf.MapSpec `ebpf:"egress_txns"`
 	L2tpTunnels       *ebpf.MapSpec `ebpf:"l2tp_tunnels"`
 	PolicySlot        *ebpf.MapSpec `ebpf:"policy_slot"`
+	SessionBudget     *ebpf.MapSpec `ebpf:"session_budget"`
+	Sessions          *ebpf.MapSpec `ebpf:"sessions"`
 	SipEvents         *ebpf.MapSpec `ebpf:"sip_events"`
 	TestClock         *ebpf.MapSpec `ebpf:"test_clock"`
 	UdpPorts          *ebpf.MapSpec `ebpf:"udp_ports"`
@@ -217,6 +230,8 @@ type TcMaps struct {
 	EgressTxns        *ebpf.Map `ebpf:"egress_txns"`
 	L2tpTunnels       *ebpf.Map `ebpf:"l2tp_tunnels"`
 	PolicySlot        *ebpf.Map `ebpf:"policy_slot"`
+	SessionBudget     *ebpf.Map `ebpf:"session_budget"`
+	Sessions          *ebpf.Map `ebpf:"sessions"`
 	SipEvents         *ebpf.Map `ebpf:"sip_events"`
 	TestClock         *ebpf.Map `ebpf:"test_clock"`
 	UdpPorts          *ebpf.Map `ebpf:"udp_ports"`
@@ -235,6 +250,8 @@ func (m *TcMaps) Close() error {
 		m.EgressTxns,
 		m.L2tpTunnels,
 		m.PolicySlot,
+		m.SessionBudget,
+		m.Sessions,
 		m.SipEvents,
 		m.TestClock,
 		m.UdpPorts,

@@ -44,6 +44,7 @@
 #include "dialog.h"
 #include "l2tp_lns.h"
 #include "egress.h"
+#include "sessions.h"
 #include "where.h"
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
@@ -100,7 +101,13 @@ static __always_inline int egress_frame(struct __sk_buff *skb)
 	__u64 where = where_pack(f.l3off, f.family, 0, f.msgoff, f.msglen, f.skip);
 	if (result == RESULT(CAC_KIND_CLASS, CAC_CLASS_SIP_INVITE))
 		return egress_invite(skb, where, now_ns());
-	if (RESULT_KIND(result) == CAC_KIND_INDIALOG) /* an ACK of a non-2xx answer has its To tag */
+	/* The server's answers and in-dialog requests (its BYE) of a dialog
+	 * that holds sessions go up (sessions.h). */
+	int kind = RESULT_KIND(result);
+	if ((kind == CAC_KIND_INDIALOG || (kind == CAC_KIND_OTHER && RESULT_CODE(result) >= 100)) &&
+	    (egress_policy() & POLICY_CAPACITY))
+		session_note(skb, where);
+	if (kind == CAC_KIND_INDIALOG) /* an ACK of a non-2xx answer has its To tag */
 		return egress_ack(skb, where, now_ns());
 	return TC_ACT_UNSPEC;
 }

@@ -17,6 +17,7 @@
 #include "l2tp_lac.h"
 #include "where.h"
 #include "sip_user.h"
+#include "sessions.h"
 
 /*
  * admit_call admits or rejects one first packet and records a reject. It
@@ -47,9 +48,11 @@ __noinline int admit_call(struct xdp_md *ctx, __u64 where)
 }
 
 /* refused_again records the reject of a retransmission refused again for
- * reason (class above it), as admit_call records one it judged. A function
- * of its own, so that admit_call stays one path. */
-__noinline int refused_again(struct xdp_md *ctx, __u64 where, __u32 reason)
+ * reason (class above it), or of an INVITE refused for capacity before
+ * admit_call, as admit_call records one it judged; with user, named by
+ * the authentication rule user_account found for it. A function of its
+ * own, so that admit_call stays one path. */
+__noinline int refused_again(struct xdp_md *ctx, __u64 where, __u32 reason, __u32 user)
 {
 	__u32 class = code_arg(reason);
 	reason = code_of(reason);
@@ -62,7 +65,7 @@ __noinline int refused_again(struct xdp_md *ctx, __u64 where, __u32 reason)
 		.vlans = where_vlans(where),
 	};
 	if (reason < CAC_NUM_REASONS && class < CAC_NUM_CLASSES)
-		record_reject(ctx, &f, class, reason, now_ns(), 0);
+		record_reject(ctx, &f, class, reason, now_ns(), user & 1);
 	return 0;
 }
 
@@ -198,9 +201,11 @@ static __always_inline int verdict(struct xdp_md *ctx, __u64 where, __u32 result
 		}
 		/* A response with a code an agent's out-service list may hold
 		 * goes up. */
-		if (RESULT_CODE(result) >= 300) {
+		if (RESULT_CODE(result) >= 100) {
 			__u32 policy = policy_word();
-			if (policy & POLICY_AGENTS)
+			if (policy & POLICY_CAPACITY) /* an answer in a dialog that holds sessions */
+				session_note(ctx, where);
+			if ((policy & POLICY_AGENTS) && RESULT_CODE(result) >= 300)
 				agent_response(ctx, where_with_code(where, RESULT_CODE(result)), policy & POLICY_SLOT);
 		}
 		return XDP_PASS;
@@ -216,6 +221,10 @@ static __always_inline int verdict(struct xdp_md *ctx, __u64 where, __u32 result
 	/* The dialog table knows dialogs by Call-ID (dialog.h): a request of
 	 * a dialog the filter admitted passes uncharged. */
 	__u64 msgoff = where_msgoff(where), msglen = where_msglen(where);
+	/* A BYE or any request of a dialog that holds sessions goes up,
+	 * known to the dialog table or not (sessions.h). */
+	if (class == CAC_CLASS_SIP_INDIALOG && (policy_word() & POLICY_CAPACITY))
+		session_note(ctx, where);
 	if (class == CAC_CLASS_SIP_INDIALOG && dialog_known(sip_callid(ctx, msgoff, msglen))) {
 		st->sip_indialog_verified++;
 		cs->admitted++;
@@ -259,7 +268,7 @@ static __always_inline int verdict(struct xdp_md *ctx, __u64 where, __u32 result
 		else
 			st->l2tp_retransmits++;
 		reason = again;
-		refused_again(ctx, where_source(where), code_pack(reason, class));
+		refused_again(ctx, where_source(where), code_pack(reason, class), 0);
 	} else if (limited) {
 		__u64 l3off = where_l3off(where), family = where_family(where), vlans = where_vlans(where);
 		/* The authentication rules are read here, not under
@@ -267,7 +276,23 @@ static __always_inline int verdict(struct xdp_md *ctx, __u64 where, __u32 result
 		__u64 user = 0;
 		if ((policy & POLICY_USER_RULES) && class >= CAC_CLASS_SIP_INVITE && class <= CAC_CLASS_SIP_OTHER)
 			user = user_account(ctx, where, policy & (POLICY_SLOT | POLICY_USER_RULES));
-		reason = admit_call(ctx, admit_with_user(admit_pack(class, l3off, vlans, family, policy & POLICY_SLOT, agents), user));
+		/* Capacity before every other level: a call refused for it
+		 * takes nothing, and one a later level refuses gives back its
+		 * sessions (sessions.h). */
+		int took = 0;
+		if ((policy & POLICY_CAPACITY) && class == CAC_CLASS_SIP_INVITE) {
+			reason = session_take(ctx, where, (policy & POLICY_SLOT) | (user & 1) << 1);
+			took = reason == SESSIONS_TAKEN;
+			if (took)
+				reason = ADMITTED;
+			else if (reason != ADMITTED)
+				refused_again(ctx, where_source(where), code_pack(reason, class), user);
+		}
+		if (reason == ADMITTED) {
+			reason = admit_call(ctx, admit_with_user(admit_pack(class, l3off, vlans, family, policy & POLICY_SLOT, agents), user));
+			if (reason != ADMITTED && took)
+				session_give_back(ctx, where);
+		}
 		/* A refused INVITE is remembered for its retransmissions. */
 		if (reason != ADMITTED && class == CAC_CLASS_SIP_INVITE)
 			invite_refused(ctx, txmsg, l3, now_ns(), reason);

@@ -84,6 +84,9 @@ const (
 	XdpCacCapacityCAC_OUT_CODES_WORDS       XdpCacCapacity = 7
 	XdpCacCapacityCAC_SIP_COPY              XdpCacCapacity = 1472
 	XdpCacCapacityEGRESS_REFUSED_PER_SECOND XdpCacCapacity = 1024
+	XdpCacCapacityCAC_MAX_SESSION_LIMITS    XdpCacCapacity = 5376
+	XdpCacCapacityCAC_NO_SESSION_LIMIT      XdpCacCapacity = 4294967295
+	XdpCacCapacitySESSION_EVENTS_PER_SECOND XdpCacCapacity = 4096
 )
 
 type XdpCacCharge struct {
@@ -134,7 +137,7 @@ type XdpCacClassLimits struct {
 type XdpCacClassStats struct {
 	_        structs.HostLayout
 	Admitted uint64
-	Rejected [12]uint64
+	Rejected [13]uint64
 }
 
 type XdpCacDialog struct {
@@ -256,6 +259,7 @@ const (
 	XdpCacPolicyPOLICY_CLI_RULES     XdpCacPolicy = 131072
 	XdpCacPolicyPOLICY_CALLED_RULES  XdpCacPolicy = 262144
 	XdpCacPolicyPOLICY_USER_RULES    XdpCacPolicy = 393216
+	XdpCacPolicyPOLICY_CAPACITY      XdpCacPolicy = 524288
 )
 
 type XdpCacPortKind uint32
@@ -292,7 +296,8 @@ const (
 	XdpCacReasonCAC_REASON_SESSION_CHARGES XdpCacReason = 9
 	XdpCacReasonCAC_REASON_TOTAL_CHARGE    XdpCacReason = 10
 	XdpCacReasonCAC_REASON_MALFORMED       XdpCacReason = 11
-	XdpCacReasonCAC_NUM_REASONS            XdpCacReason = 12
+	XdpCacReasonCAC_REASON_CAPACITY        XdpCacReason = 12
+	XdpCacReasonCAC_NUM_REASONS            XdpCacReason = 13
 )
 
 type XdpCacRefused struct {
@@ -351,6 +356,15 @@ type XdpCacSent struct {
 	Pad    uint32
 }
 
+type XdpCacSession struct {
+	_          structs.HostLayout
+	TakenNs    uint64
+	Account    uint32
+	Customer   uint32
+	Connection uint32
+	Pad        uint32
+}
+
 type XdpCacSettings struct {
 	_             structs.HostLayout
 	MalformedDrop uint8
@@ -391,6 +405,7 @@ const (
 	XdpCacSipEventKindCAC_SIP_AGENT_RESPONSE XdpCacSipEventKind = 1
 	XdpCacSipEventKindCAC_SIP_REJECTED       XdpCacSipEventKind = 2
 	XdpCacSipEventKindCAC_SIP_EGRESS_REFUSED XdpCacSipEventKind = 3
+	XdpCacSipEventKindCAC_SIP_SESSION        XdpCacSipEventKind = 4
 )
 
 type XdpCacSource struct {
@@ -503,6 +518,11 @@ const (
 	XdpMapRefusedBudget     = "refused_budget"
 	XdpMapRejectBudget      = "reject_budget"
 	XdpMapRejects           = "rejects"
+	XdpMapSessionBudget     = "session_budget"
+	XdpMapSessionLimits     = "session_limits"
+	XdpMapSessions          = "sessions"
+	XdpMapSessionsFreed     = "sessions_freed"
+	XdpMapSessionsTaken     = "sessions_taken"
 	XdpMapSettings          = "settings"
 	XdpMapSipEvents         = "sip_events"
 	XdpMapSipRejectBudget   = "sip_reject_budget"
@@ -595,6 +615,11 @@ type XdpMapSpecs struct {
 	RefusedBudget     *ebpf.MapSpec `ebpf:"refused_budget"`
 	RejectBudget      *ebpf.MapSpec `ebpf:"reject_budget"`
 	Rejects           *ebpf.MapSpec `ebpf:"rejects"`
+	SessionBudget     *ebpf.MapSpec `ebpf:"session_budget"`
+	SessionLimits     *ebpf.MapSpec `ebpf:"session_limits"`
+	Sessions          *ebpf.MapSpec `ebpf:"sessions"`
+	SessionsFreed     *ebpf.MapSpec `ebpf:"sessions_freed"`
+	SessionsTaken     *ebpf.MapSpec `ebpf:"sessions_taken"`
 	Settings          *ebpf.MapSpec `ebpf:"settings"`
 	SipEvents         *ebpf.MapSpec `ebpf:"sip_events"`
 	SipRejectBudget   *ebpf.MapSpec `ebpf:"sip_reject_budget"`
@@ -663,6 +688,11 @@ type XdpMaps struct {
 	RefusedBudget     *ebpf.Map `ebpf:"refused_budget"`
 	RejectBudget      *ebpf.Map `ebpf:"reject_budget"`
 	Rejects           *ebpf.Map `ebpf:"rejects"`
+	SessionBudget     *ebpf.Map `ebpf:"session_budget"`
+	SessionLimits     *ebpf.Map `ebpf:"session_limits"`
+	Sessions          *ebpf.Map `ebpf:"sessions"`
+	SessionsFreed     *ebpf.Map `ebpf:"sessions_freed"`
+	SessionsTaken     *ebpf.Map `ebpf:"sessions_taken"`
 	Settings          *ebpf.Map `ebpf:"settings"`
 	SipEvents         *ebpf.Map `ebpf:"sip_events"`
 	SipRejectBudget   *ebpf.Map `ebpf:"sip_reject_budget"`
@@ -706,6 +736,11 @@ func (m *XdpMaps) Close() error {
 		m.RefusedBudget,
 		m.RejectBudget,
 		m.Rejects,
+		m.SessionBudget,
+		m.SessionLimits,
+		m.Sessions,
+		m.SessionsFreed,
+		m.SessionsTaken,
 		m.Settings,
 		m.SipEvents,
 		m.SipRejectBudget,

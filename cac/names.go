@@ -101,6 +101,9 @@ const (
 	ReasonTotalCharge
 	// ReasonMalformed is either bucket of class malformed.
 	ReasonMalformed
+	// ReasonCapacity is an account or customer at its max-sessions:
+	// judged before every other level, numbered after them.
+	ReasonCapacity
 	NumReasons int = iota
 )
 
@@ -117,6 +120,7 @@ var reasonNames = [NumReasons]string{
 	ReasonSessionCharges: "session-charges",
 	ReasonTotalCharge:    "total-charge",
 	ReasonMalformed:      "malformed",
+	ReasonCapacity:       "capacity",
 }
 
 // Reasons returns every reason in pipeline order.

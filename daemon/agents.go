@@ -49,6 +49,8 @@ type sipAgents struct {
 	dirty    bool // statuses changed since the last save
 
 	answers *answerer
+	// sessions is the daemon's keeper of the dialogs that hold sessions.
+	sessions *sessionKeeper
 	// egress answers INVITEs refused at egress, when some agent may have
 	// one refused; states is what writeStates last wrote.
 	egress       *egressAnswerer
@@ -82,7 +84,7 @@ func (d *Daemon) startAgents(ctx context.Context, cfg *config.Config, prev map[a
 	for _, cl := range cfg.Classes {
 		rejects = rejects || cl.Reject
 	}
-	if len(cfg.SessionAgents) == 0 && !rejects {
+	if len(cfg.SessionAgents) == 0 && !rejects && !capacityWanted(cfg) {
 		return nil, nil
 	}
 	p, err := loader.OpenShared(d.cfg.StateDir)
@@ -91,6 +93,7 @@ func (d *Daemon) startAgents(ctx context.Context, cfg *config.Config, prev map[a
 	}
 	a := &sipAgents{
 		stateDir: d.cfg.StateDir, log: d.log, counts: &d.answers, egressCounts: &d.egressAnswers, forged: &d.forged, cfg: cfg, realms: map[string]config.Realm{}, pinned: p,
+		sessions: d.sessions,
 		resolver: agentResolver(cfg.DNSServer, d.cfg.Netns),
 		pingers:  map[string]*sipd.Pinger{},
 		targets:  map[agents.TargetKey]*agents.Target{}, index: map[agents.TargetKey]int{},
@@ -139,6 +142,7 @@ func (d *Daemon) startAgents(ctx context.Context, cfg *config.Config, prev map[a
 	if seen, err := maps.ReadAgentSeen(p.AgentSeen, len(cfg.SessionAgents)); err == nil {
 		a.seen = seen
 	}
+	a.sessions.configure(cfg)
 	a.resolve(ctx, prev)
 	a.writeStates()
 	if a.stopRd, err = a.readEvents(ctx); err != nil {
@@ -250,6 +254,7 @@ func (a *sipAgents) run(ctx context.Context) {
 		if a.egress != nil {
 			a.egress.flush(time.Now(), false)
 		}
+		a.sessions.sweep(maps.SessionMapsOf(&a.pinned.XdpMaps), time.Now())
 		a.save()
 	})
 }

@@ -79,6 +79,9 @@ type Daemon struct {
 	// forged counts agents' out-service responses that answered no
 	// request the SIP server sent, which changed nothing.
 	forged atomic.Uint64
+	// sessions gives back the sessions of dialogs that end, across
+	// reloads (docs/design.md, "Capacity").
+	sessions *sessionKeeper
 
 	// held are the links of the attachments, open while the daemon runs:
 	// the filter outlives its pins (bpffs unmounted under it).
@@ -124,7 +127,7 @@ func New(cfg Config) *Daemon {
 		cfg.Log = slog.New(slog.DiscardHandler)
 	}
 	return &Daemon{
-		cfg: cfg, log: cfg.Log, applies: make(chan applyCall), reloads: make(chan struct{}, 1), readGID: -1, reading: make(chan struct{}, 2),
+		cfg: cfg, log: cfg.Log, sessions: newSessionKeeper(cfg.Log), applies: make(chan applyCall), reloads: make(chan struct{}, 1), readGID: -1, reading: make(chan struct{}, 2),
 		status: api.Status{PID: os.Getpid(), Config: cfg.File, ReloadConfig: cfg.File, PinsLost: []string{}, Since: cfg.Now(), StateDir: cfg.StateDir, Netns: cfg.Netns},
 	}
 }

@@ -47,6 +47,8 @@ func (a *sipAgents) readEvents(ctx context.Context) (func(), error) {
 				a.agentResponse(ev)
 			case maps.SIPEgressRefused:
 				a.egressRefused(ev)
+			case maps.SIPSession:
+				a.sessions.seen(maps.SessionMapsOf(&a.pinned.XdpMaps), ev)
 			case maps.SIPRejected:
 				if a.answers != nil { // one refused before an apply turned answers off
 					a.answers.answer(a.log, ev)

@@ -174,6 +174,9 @@ var addedMaps = map[string]bool{
 	bpf.XdpMapEgressTxns: true, bpf.XdpMapEgressCounts: true, bpf.XdpMapEgressBudget: true, bpf.XdpMapEgressRefused: true,
 	// Authentication rules.
 	bpf.XdpMapUserAccounts0: true, bpf.XdpMapUserAccounts1: true, bpf.XdpMapUserScratch: true,
+	// Capacity.
+	bpf.XdpMapSessions: true, bpf.XdpMapSessionBudget: true, bpf.XdpMapSessionLimits: true,
+	bpf.XdpMapSessionsTaken: true, bpf.XdpMapSessionsFreed: true,
 }
 
 // openUpgrade is Open for an upgrade: a map of addedMaps that the

@@ -117,6 +117,9 @@ const (
 	// An INVITE the egress program refused, to answer on an agent's
 	// behalf; its Code is the cac.EgressReason.
 	SIPEgressRefused = uint8(bpf.XdpCacSipEventKindCAC_SIP_EGRESS_REFUSED)
+	// A message, either way, of a dialog that holds sessions of a
+	// max-sessions limit.
+	SIPSession = uint8(bpf.XdpCacSipEventKindCAC_SIP_SESSION)
 )
 
 // SIPEvent is a SIP message the fast path handed up: struct cac_sip_event.

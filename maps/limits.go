@@ -27,6 +27,7 @@ type PolicyMaps struct {
 	CustomerBuckets *ebpf.Map
 	AgentLimits     *ebpf.Map // by slot, like the limits
 	AgentEgress     *ebpf.Map // by slot, like the limits
+	SessionLimits   *ebpf.Map // by slot: max-sessions of accounts, customers, agents
 }
 
 // PolicyMapsOf picks the policy maps out of the program's maps.
@@ -36,7 +37,7 @@ func PolicyMapsOf(o *bpf.XdpMaps) PolicyMaps {
 		UserAccounts: [2]*ebpf.Map{o.UserAccounts0, o.UserAccounts1}, UserScratch: o.UserScratch,
 		AccountLimits: o.AccountLimits, AccountBuckets: o.AccountBuckets,
 		CustomerLimits: o.CustomerLimits, CustomerBuckets: o.CustomerBuckets,
-		AgentLimits: o.AgentLimits, AgentEgress: o.AgentEgress,
+		AgentLimits: o.AgentLimits, AgentEgress: o.AgentEgress, SessionLimits: o.SessionLimits,
 	}
 }
 
@@ -118,6 +119,9 @@ func WritePolicy(pm PolicyMaps, p policy.Policy) error {
 	if err := writeAgentEgress(pm.AgentEgress, next, p.Agents); err != nil {
 		return err
 	}
+	if err := writeSessionLimits(pm.SessionLimits, next, p, idx); err != nil {
+		return err
+	}
 	if err := pm.Limits.Update(next, &v, ebpf.UpdateAny); err != nil {
 		return fmt.Errorf("write limits: %w", err)
 	}
@@ -142,6 +146,9 @@ func WritePolicy(pm PolicyMaps, p policy.Policy) error {
 	if p.HasRule(policy.RuleCalled) {
 		word |= policyCalledRules
 	}
+	if p.Capacity() {
+		word |= policyCapacity
+	}
 	if err := pm.Slot.Update(uint32(0), word, ebpf.UpdateAny); err != nil {
 		return fmt.Errorf("switch policy slot: %w", err)
 	}
@@ -163,6 +170,8 @@ const (
 	// called) one, so a SIP request out of dialog is read for that user.
 	policyCLIRules    = uint32(bpf.XdpCacPolicyPOLICY_CLI_RULES)
 	policyCalledRules = uint32(bpf.XdpCacPolicyPOLICY_CALLED_RULES)
+	// policyCapacity: some account or customer has max-sessions.
+	policyCapacity = uint32(bpf.XdpCacPolicyPOLICY_CAPACITY)
 )
 
 // policyLimited is class c's bit, POLICY_LIMITED(c) of bpf/bucket.h.

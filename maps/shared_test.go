@@ -45,6 +45,7 @@ func TestSharedNumbers(t *testing.T) {
 		{"session-charges", uint64(cac.ReasonSessionCharges), uint64(bpf.XdpCacReasonCAC_REASON_SESSION_CHARGES)},
 		{"total-charge", uint64(cac.ReasonTotalCharge), uint64(bpf.XdpCacReasonCAC_REASON_TOTAL_CHARGE)},
 		{"reason malformed", uint64(cac.ReasonMalformed), uint64(bpf.XdpCacReasonCAC_REASON_MALFORMED)},
+		{"capacity", uint64(cac.ReasonCapacity), uint64(bpf.XdpCacReasonCAC_REASON_CAPACITY)},
 		{"reasons", uint64(cac.NumReasons), uint64(bpf.XdpCacReasonCAC_NUM_REASONS)},
 
 		{"unwatched", uint64(cac.Unwatched), uint64(bpf.XdpCacVerdictKindCAC_KIND_UNWATCHED)},
@@ -109,6 +110,8 @@ func TestSharedNumbers(t *testing.T) {
 		{"agent response", uint64(SIPAgentResponse), uint64(bpf.XdpCacSipEventKindCAC_SIP_AGENT_RESPONSE)},
 		{"rejected", uint64(SIPRejected), uint64(bpf.XdpCacSipEventKindCAC_SIP_REJECTED)},
 		{"egress refused", uint64(SIPEgressRefused), uint64(bpf.XdpCacSipEventKindCAC_SIP_EGRESS_REFUSED)},
+		{"session", uint64(SIPSession), uint64(bpf.XdpCacSipEventKindCAC_SIP_SESSION)},
+		{"session limits", SessionLimits, uint64(bpf.XdpCacCapacityCAC_MAX_SESSION_LIMITS)},
 		{"connection", uint64(cac.EgressConnection), uint64(bpf.XdpCacEgressReasonCAC_EGRESS_CONNECTION)},
 		{"agent down", uint64(cac.EgressAgentDown), uint64(bpf.XdpCacEgressReasonCAC_EGRESS_AGENT_DOWN)},
 		{"egress reasons", uint64(cac.NumEgressReasons), uint64(bpf.XdpCacEgressReasonCAC_NUM_EGRESS_REASONS)},

@@ -46,6 +46,10 @@ type Config struct {
 	// SIPT1 is RFC 3261's T1 for pings: no answer within 64 × T1 is a
 	// failed ping (key sip-t1, default 500ms).
 	SIPT1 time.Duration
+	// SessionExpiry is how long a dialog that holds a session of a
+	// max-sessions limit keeps it with no message of the dialog seen
+	// (key session-expiry, default 12h): the cost of a lost BYE.
+	SessionExpiry time.Duration
 }
 
 // Interface is one interface to attach to.
@@ -119,6 +123,9 @@ type Customer struct {
 	Name     string
 	Limit    Limit
 	Accounts []Account
+	// MaxSessions is how many dialogs the customer's accounts hold at
+	// once (key max-sessions); 0 is no limit.
+	MaxSessions uint32
 
 	node *yaml.Node
 }
@@ -133,6 +140,9 @@ type Account struct {
 	CLI    string
 	Called string
 	Limit  Limit
+	// MaxSessions is how many dialogs the account holds at once (key
+	// max-sessions); 0 is no limit.
+	MaxSessions uint32
 
 	node, ruleNode *yaml.Node
 	rulePath       string    // the path of ruleNode's key
@@ -271,6 +281,12 @@ func (c *Config) fields(d *decoder) fields {
 		"sip-reject": func(p string, v *yaml.Node) { d.sipReject(p, v, &c.SIPReject) },
 		"dns-server": func(p string, v *yaml.Node) { d.hostPort(v, p, &c.DNSServer) },
 		"sip-t1":     func(p string, v *yaml.Node) { d.duration(v, p, &c.SIPT1) },
+		"session-expiry": func(p string, v *yaml.Node) {
+			d.duration(v, p, &c.SessionExpiry)
+			if c.SessionExpiry != 0 && c.SessionExpiry < time.Second {
+				d.errorf(v, p, "must be at least 1s (the daemon sweeps the sessions once a second), got %q", v.Value)
+			}
+		},
 		"session-agents": func(p string, v *yaml.Node) {
 			d.sequence(v, p, func(p string, v *yaml.Node) { c.SessionAgents = append(c.SessionAgents, d.agent(p, v)) })
 		},
@@ -405,15 +421,17 @@ func (d *decoder) perSource(path string, n *yaml.Node, cl cac.Class) *PerSource 
 func (d *decoder) customer(path string, n *yaml.Node) Customer {
 	c := Customer{node: n}
 	d.mapping(n, path, d.limitFields(&c.Limit, fields{
-		"name": func(p string, v *yaml.Node) { d.str(v, p, &c.Name) },
+		"name":         func(p string, v *yaml.Node) { d.str(v, p, &c.Name) },
+		"max-sessions": func(p string, v *yaml.Node) { d.maxSessions(v, p, &c.MaxSessions) },
 		"accounts": func(p string, v *yaml.Node) {
 			d.sequence(v, p, func(p string, v *yaml.Node) {
 				a := Account{node: v}
 				d.mapping(v, p, d.limitFields(&a.Limit, fields{
-					"name":   func(p string, v *yaml.Node) { d.str(v, p, &a.Name) },
-					"source": func(p string, v *yaml.Node) { d.prefix(v, p, &a.Source); a.rule(v, p) },
-					"cli":    func(p string, v *yaml.Node) { d.userPrefix(v, p, &a.CLI); a.rule(v, p) },
-					"called": func(p string, v *yaml.Node) { d.userPrefix(v, p, &a.Called); a.rule(v, p) },
+					"name":         func(p string, v *yaml.Node) { d.str(v, p, &a.Name) },
+					"source":       func(p string, v *yaml.Node) { d.prefix(v, p, &a.Source); a.rule(v, p) },
+					"cli":          func(p string, v *yaml.Node) { d.userPrefix(v, p, &a.CLI); a.rule(v, p) },
+					"called":       func(p string, v *yaml.Node) { d.userPrefix(v, p, &a.Called); a.rule(v, p) },
+					"max-sessions": func(p string, v *yaml.Node) { d.maxSessions(v, p, &a.MaxSessions) },
 				}))
 				d.checkLimit(v, p, a.Limit)
 				if a.Name == "" {

@@ -273,3 +273,15 @@ func (d *decoder) prefix(n *yaml.Node, path string, dst *netip.Prefix) {
 	}
 	*dst = p
 }
+
+// MaxMaxSessions bounds a max-sessions key: no more dialogs than the fast
+// path's table of dialogs that hold sessions keeps (bpf/maps.h).
+const MaxMaxSessions = 65536
+
+// maxSessions decodes a max-sessions key: a count of concurrent dialogs,
+// at least 1.
+func (d *decoder) maxSessions(n *yaml.Node, path string, dst *uint32) {
+	if v, ok := d.integer(n, path, 1, MaxMaxSessions); ok {
+		*dst = uint32(v)
+	}
+}

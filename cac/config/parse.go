@@ -49,6 +49,9 @@ func Parse(file string, data []byte) (*Config, error) {
 		OnStale:     "static",
 		SIPReject:   SIPReject{RetryAfter: 10 * time.Second, Rate: 100},
 		SIPT1:       500 * time.Millisecond,
+		// As long as Kamailio's dialog module keeps a dialog by default:
+		// no call that is still up loses its session to the expiry.
+		SessionExpiry: 12 * time.Hour,
 	}
 	d := &decoder{file: file, src: strings.Split(string(data), "\n")}
 	root := &doc

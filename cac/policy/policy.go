@@ -78,6 +78,9 @@ type Account struct {
 	User     string       // a cli or called account's
 	Limit    bucket.Limit
 	Customer int // index into Policy.Customers
+	// MaxSessions is how many dialogs the account holds at once; 0 is
+	// no limit (docs/design.md, "Capacity").
+	MaxSessions uint32
 }
 
 // Rule is what identifies an account, as the fast path's tries key it: a
@@ -140,6 +143,9 @@ type Policy struct {
 	PerSource [cac.NumClasses]PerSource
 	Accounts  []Account
 	Customers []bucket.Limit
+	// CustomerSessions is each customer's max-sessions, as Customers
+	// is ordered; 0 is no limit.
+	CustomerSessions []uint32
 	// CallAdmission is the Cisco charge budget and its gates.
 	CallAdmission CallAdmission
 	// Agents are the session agents, in the order of the configuration:
@@ -214,12 +220,13 @@ func Of(cfg *config.Config) (Policy, error) {
 			return p, err
 		}
 		p.Customers = append(p.Customers, l)
+		p.CustomerSessions = append(p.CustomerSessions, cu.MaxSessions)
 		for _, a := range cu.Accounts {
 			al, err := limitOf("account "+a.Name, a.Limit)
 			if err != nil {
 				return p, err
 			}
-			acct := Account{Prefix: a.Source, Limit: al, Customer: len(p.Customers) - 1}
+			acct := Account{Prefix: a.Source, Limit: al, Customer: len(p.Customers) - 1, MaxSessions: a.MaxSessions}
 			switch {
 			case a.CLI != "":
 				acct.Kind, acct.User, acct.Prefix = RuleCLI, a.CLI, netip.Prefix{}
@@ -293,4 +300,20 @@ func (p Policy) Limits(c cac.Class) bool {
 	shared := !c.Sessionless() && (p.Levels[LevelEnvironment] != bucket.Unlimited ||
 		(ipClass && p.SourceAccounts() > 0) || (userClass && p.UserRules()) || (call && p.CallAdmission.Operational()))
 	return p.Levels[c] != bucket.Unlimited || p.PerSource[c].Limit != bucket.Unlimited || shared
+}
+
+// Capacity reports whether some account or customer of p has
+// max-sessions: the fast path's POLICY_CAPACITY bit.
+func (p Policy) Capacity() bool {
+	for _, a := range p.Accounts {
+		if a.MaxSessions > 0 {
+			return true
+		}
+	}
+	for _, n := range p.CustomerSessions {
+		if n > 0 {
+			return true
+		}
+	}
+	return false
 }

@@ -3,9 +3,11 @@ package sipd
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/emiago/sipgo/sip"
+	"github.com/xdpcac/xdpcac/cac/sessions"
 )
 
 // ErrNotResponse is what ResponseOf says of anything but a SIP response.
@@ -98,4 +100,25 @@ func headerName(line []byte) string {
 		}
 	}
 	return ""
+}
+
+// MessageOf parses raw, a request or a response, as the capacity table
+// reads it: a request's method, or a response's code and the method of
+// its CSeq, in upper case (the filter classifies methods in any case).
+func MessageOf(raw []byte) (sessions.Message, error) {
+	msg, err := sip.ParseMessage(HeadersOnly(raw))
+	if err != nil {
+		return sessions.Message{}, fmt.Errorf("not a SIP message: %w", err)
+	}
+	switch m := msg.(type) {
+	case *sip.Request:
+		return sessions.Message{Request: true, Method: strings.ToUpper(string(m.Method))}, nil
+	case *sip.Response:
+		cseq := m.CSeq()
+		if cseq == nil {
+			return sessions.Message{}, errors.New("a SIP response without CSeq")
+		}
+		return sessions.Message{Code: m.StatusCode, CSeqMethod: strings.ToUpper(string(cseq.MethodName))}, nil
+	}
+	return sessions.Message{}, fmt.Errorf("not a SIP message: %T", msg)
 }

@@ -1,0 +1,177 @@
+/* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
+/*
+ * Capacity (docs/design.md, "Capacity"): an account or customer with
+ * max-sessions holds at most that many dialogs at once.
+ *
+ * A dialog takes its sessions when the filter admits its INVITE, before
+ * any bucket is looked at: a call refused for capacity takes nothing, and
+ * ten INVITEs at once cannot all pass before the first is answered. The
+ * dialog is then in the sessions table, by its Call-ID, with the limits it
+ * took from. Every later message of it, either way, goes up to the daemon
+ * (session_note), which reads the answers and BYEs and gives the sessions
+ * back; the fast path only takes them.
+ *
+ * A limit's count is its sessions_taken less its sessions_freed: the fast
+ * path alone adds to the one and the daemon alone to the other, so no
+ * write of either is lost to the other. The Go twin is cac/sessions.
+ */
+#pragma once
+
+#include "uapi.h"
+#include "bpf_helpers.h"
+#include "cac.h"
+#include "maps.h"
+#include "sip_event.h"
+#include "sip_hdr.h"
+#include "where.h"
+
+/*
+ * session_note hands a message of a dialog that holds sessions up to user
+ * space, within this CPU's budget for the second: where packs its frame
+ * as where_pack does. A global function of both programs, so the lookup
+ * and the copy are verified once.
+ */
+__noinline int session_note(CAC_CTX *ctx, __u64 where)
+{
+	if (!ctx)
+		return 0;
+	struct frame f = where_frame(ctx, where);
+	__u64 callid = sip_callid(ctx, f.msgoff, f.msglen);
+	if (!callid || !bpf_map_lookup_elem(&sessions, &callid))
+		return 0;
+	__u32 zero = 0;
+	struct reject_budget *b = bpf_map_lookup_elem(&session_budget, &zero);
+	if (!b)
+		return 0;
+	__u64 second = now_ns() / 1000000000ULL;
+	if (b->second != second) {
+		b->second = second;
+		b->used = 0;
+	}
+	if (b->used >= SESSION_EVENTS_PER_SECOND)
+		return 0;
+	b->used++;
+	sip_event_copy(&f, CAC_SIP_SESSION, 0, 0);
+	return 0;
+}
+
+#ifndef CAC_EGRESS
+
+/* What session_take_one did. */
+enum { SESSION_NONE, SESSION_TOOK, SESSION_FULL };
+
+/* session_take's answer for a dialog that took sessions: no reason's
+ * number, nor ADMITTED. */
+#define SESSIONS_TAKEN 0x100
+
+/* session_take_one takes a session of limit i in slot, if it has a limit;
+ * it returns SESSION_FULL, and takes nothing, at the limit. The add comes
+ * before the comparison, so that two CPUs never both take the last. */
+static __always_inline int session_take_one(__u32 i, __u32 slot)
+{
+	if (i >= CAC_MAX_SESSION_LIMITS)
+		return SESSION_NONE;
+	__u32 li = (slot & 1) * CAC_MAX_SESSION_LIMITS + i;
+	__u32 *max = bpf_map_lookup_elem(&session_limits, &li);
+	__u64 *taken = bpf_map_lookup_elem(&sessions_taken, &i);
+	__u64 *freed = bpf_map_lookup_elem(&sessions_freed, &i);
+	if (!max || !taken || !freed || *max == 0)
+		return SESSION_NONE;
+	__u64 before = __sync_fetch_and_add(taken, 1);
+	if ((__s64)(before - *freed) >= (__s64)*max) {
+		__sync_fetch_and_sub(taken, 1);
+		return SESSION_FULL;
+	}
+	return SESSION_TOOK;
+}
+
+/* session_give_one gives back a session session_take_one took. */
+static __always_inline void session_give_one(__u32 i)
+{
+	__u64 *taken = i < CAC_MAX_SESSION_LIMITS ? bpf_map_lookup_elem(&sessions_taken, &i) : NULL;
+	if (taken)
+		__sync_fetch_and_sub(taken, 1);
+}
+
+/*
+ * session_take takes the sessions of an INVITE's account and customer,
+ * the account an authentication rule found (user, sip_user.h) or else its
+ * source prefix's; where packs its frame as where_pack does, slot the
+ * limits in force. It returns CAC_REASON_CAPACITY at a limit, having
+ * taken nothing, SESSIONS_TAKEN when the dialog took sessions, and ADMITTED
+ * when it takes none: no account, no limit, or a dialog that holds its
+ * sessions already (an INVITE again after a challenge, with the Call-ID
+ * of the first).
+ */
+__noinline int session_take(struct xdp_md *ctx, __u64 where, __u64 user_slot)
+{
+	if (!ctx)
+		return ADMITTED;
+	struct frame f = where_frame(ctx, where);
+	__u32 zero = 0, slot = user_slot & 1;
+	struct cac_account *acct = NULL;
+	if (user_slot >> 1) {
+		struct cac_user_scratch *us = bpf_map_lookup_elem(&user_scratch, &zero);
+		if (us)
+			acct = &us->account;
+	} else {
+		struct cac_prefix p;
+		prefix_of(&f, &p);
+		acct = slot ? bpf_map_lookup_elem(&accounts1, &p) : bpf_map_lookup_elem(&accounts0, &p);
+	}
+	if (!acct)
+		return ADMITTED;
+	__u32 a = acct->account, c = acct->customer;
+	__u64 callid = sip_callid(ctx, f.msgoff, f.msglen);
+	if (!callid || bpf_map_lookup_elem(&sessions, &callid))
+		return ADMITTED;
+	struct cac_session s = {
+		.taken_ns = now_ns(),
+		.account = CAC_NO_SESSION_LIMIT,
+		.customer = CAC_NO_SESSION_LIMIT,
+		.connection = CAC_NO_SESSION_LIMIT,
+	};
+	int r = session_take_one(a, slot);
+	if (r == SESSION_FULL)
+		return CAC_REASON_CAPACITY;
+	if (r == SESSION_TOOK)
+		s.account = a;
+	r = session_take_one(CAC_MAX_ACCOUNTS + c, slot);
+	if (r == SESSION_FULL) {
+		session_give_one(s.account);
+		return CAC_REASON_CAPACITY;
+	}
+	if (r == SESSION_TOOK)
+		s.customer = CAC_MAX_ACCOUNTS + c;
+	if (s.account == CAC_NO_SESSION_LIMIT && s.customer == CAC_NO_SESSION_LIMIT)
+		return ADMITTED;
+	/* A table with no room for the dialog could not give its sessions
+	 * back: the call is refused as over capacity. */
+	if (bpf_map_update_elem(&sessions, &callid, &s, BPF_NOEXIST)) {
+		session_give_one(s.account);
+		session_give_one(s.customer);
+		return CAC_REASON_CAPACITY;
+	}
+	return SESSIONS_TAKEN;
+}
+
+/* session_give_back gives back what session_take took for an INVITE that
+ * a later level refused, and forgets its dialog. */
+__noinline int session_give_back(struct xdp_md *ctx, __u64 where)
+{
+	if (!ctx)
+		return 0;
+	struct frame f = where_frame(ctx, where);
+	__u64 callid = sip_callid(ctx, f.msgoff, f.msglen);
+	struct cac_session *s = callid ? bpf_map_lookup_elem(&sessions, &callid) : NULL;
+	if (!s)
+		return 0;
+	__u32 a = s->account, c = s->customer;
+	if (bpf_map_delete_elem(&sessions, &callid) == 0) { /* one CPU gives back */
+		session_give_one(a);
+		session_give_one(c);
+	}
+	return 0;
+}
+
+#endif /* CAC_EGRESS */

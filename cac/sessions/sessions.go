@@ -1,0 +1,166 @@
+package sessions
+
+import (
+	"sort"
+	"strings"
+	"time"
+)
+
+// State is where a dialog is in its life.
+type State uint8
+
+const (
+	// Trying: its INVITE was admitted and nothing answered it yet.
+	Trying State = iota
+	// Early: a provisional answer came, no final one.
+	Early
+	// Confirmed: a 2xx answered its INVITE.
+	Confirmed
+)
+
+func (s State) String() string {
+	switch s {
+	case Trying:
+		return "trying"
+	case Early:
+		return "early"
+	}
+	return "confirmed"
+}
+
+// TimerC is how long a proxy waits for a final answer after a
+// provisional one (RFC 3261 §16.6 step 11: more than three minutes).
+const TimerC = 3 * time.Minute
+
+// Message is what the table reads of a message of a dialog: a request's
+// method, or a response's code and the method its CSeq names.
+type Message struct {
+	Request    bool
+	Method     string // a request's, in upper case
+	Code       int    // a response's
+	CSeqMethod string // a response's, in upper case
+}
+
+// Dialog is a dialog that holds sessions: the limits it took one of (the
+// fast path's indexes), when, and what was seen of it since.
+type Dialog struct {
+	Limits []uint32
+	Taken  time.Time
+	State  State
+	Last   time.Time // its last message, or Taken
+}
+
+// Table is the dialogs that hold sessions, by the hash of their Call-ID.
+// It is not safe for concurrent use.
+type Table struct {
+	timerB, expiry time.Duration
+	dialogs        map[uint64]*Dialog
+}
+
+// New returns an empty table: timerB is 64 × T1, expiry the configured
+// session expiry.
+func New(timerB, expiry time.Duration) *Table {
+	return &Table{timerB: timerB, expiry: expiry, dialogs: map[uint64]*Dialog{}}
+}
+
+// SetTimes changes Timer B and the expiry, as a reload may.
+func (t *Table) SetTimes(timerB, expiry time.Duration) { t.timerB, t.expiry = timerB, expiry }
+
+// Len is how many dialogs the table holds.
+func (t *Table) Len() int { return len(t.dialogs) }
+
+// Known reports whether the table holds callid.
+func (t *Table) Known(callid uint64) bool { return t.dialogs[callid] != nil }
+
+// Learn enters a dialog the fast path took sessions for at taken, unless
+// the table holds it already.
+func (t *Table) Learn(callid uint64, taken time.Time, limits []uint32) {
+	if t.dialogs[callid] != nil {
+		return
+	}
+	t.dialogs[callid] = &Dialog{Limits: limits, Taken: taken, Last: taken}
+}
+
+// Seen applies a message of dialog callid seen at now, and returns the
+// dialog when the message ends it: the caller gives its sessions back.
+// A message of a dialog the table does not hold changes nothing.
+func (t *Table) Seen(callid uint64, m Message, now time.Time) (Dialog, bool) {
+	d := t.dialogs[callid]
+	if d == nil {
+		return Dialog{}, false
+	}
+	if now.After(d.Last) {
+		d.Last = now
+	}
+	switch {
+	case m.Request && strings.EqualFold(m.Method, "BYE"):
+		return t.end(callid, d)
+	case m.Request:
+		// A re-INVITE, UPDATE, INFO, a session refresh: the dialog is
+		// alive. A request of a dialog not yet answered is one of its
+		// early dialog's (PRACK, UPDATE).
+	case !strings.EqualFold(m.CSeqMethod, "INVITE"):
+		// The answer to a BYE came after the BYE, which ended it; any
+		// other answer says it is alive.
+	case m.Code < 200:
+		if d.State == Trying {
+			d.State = Early
+		}
+	case m.Code < 300:
+		d.State = Confirmed
+	case d.State != Confirmed:
+		return t.end(callid, d) // its INVITE failed: no dialog
+	}
+	return Dialog{}, false
+}
+
+func (t *Table) end(callid uint64, d *Dialog) (Dialog, bool) {
+	delete(t.dialogs, callid)
+	return *d, true
+}
+
+// Deadline is when a dialog ends if nothing more of it is seen.
+func (t *Table) Deadline(d Dialog) time.Time {
+	switch d.State {
+	case Trying:
+		return d.Last.Add(t.timerB)
+	case Early:
+		return d.Last.Add(TimerC)
+	}
+	return d.Last.Add(t.expiry)
+}
+
+// Expired ends every dialog whose deadline is at or before now, and
+// returns them by Call-ID hash, in the order of their hashes.
+func (t *Table) Expired(now time.Time) map[uint64]Dialog {
+	out := map[uint64]Dialog{}
+	for id, d := range t.dialogs {
+		if !t.Deadline(*d).After(now) {
+			out[id], _ = t.end(id, d)
+		}
+	}
+	return out
+}
+
+// Forget removes callid without ending it: the fast path no longer holds
+// it (another table's owner gave it back).
+func (t *Table) Forget(callid uint64) { delete(t.dialogs, callid) }
+
+// Counts are how many dialogs of the table are in each state.
+func (t *Table) Counts() map[State]int {
+	out := map[State]int{}
+	for _, d := range t.dialogs {
+		out[d.State]++
+	}
+	return out
+}
+
+// IDs returns the Call-ID hashes the table holds, in order.
+func (t *Table) IDs() []uint64 {
+	ids := make([]uint64, 0, len(t.dialogs))
+	for id := range t.dialogs {
+		ids = append(ids, id)
+	}
+	sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
+	return ids
+}

@@ -1,0 +1,149 @@
+package daemon
+
+import (
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/xdpcac/xdpcac/cac/classify"
+	"github.com/xdpcac/xdpcac/cac/config"
+	"github.com/xdpcac/xdpcac/cac/control"
+	"github.com/xdpcac/xdpcac/cac/sessions"
+	"github.com/xdpcac/xdpcac/cac/sipd"
+	"github.com/xdpcac/xdpcac/maps"
+)
+
+// sessionSweep is how often the keeper learns the dialogs the fast path
+// entered and ends those whose time is over.
+const sessionSweep = time.Second
+
+// sessionEnds count the dialogs that gave their sessions back, by why.
+type sessionEnds struct {
+	bye, failed, expired atomic.Uint64
+}
+
+// sessionKeeper gives back the sessions of the dialogs that end
+// (docs/design.md, "Capacity"). It outlives reloads: the dialogs up
+// across one keep what they hold.
+type sessionKeeper struct {
+	log  *slog.Logger
+	ends sessionEnds
+
+	mu        sync.Mutex
+	table     *sessions.Table
+	lastSweep time.Time
+}
+
+func newSessionKeeper(log *slog.Logger) *sessionKeeper {
+	return &sessionKeeper{log: log, table: sessions.New(64*500*time.Millisecond, 12*time.Hour)}
+}
+
+// configure takes the timers of cfg: Timer B from its T1, and its
+// session expiry.
+func (k *sessionKeeper) configure(cfg *config.Config) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.table.SetTimes(64*cfg.SIPT1, cfg.SessionExpiry)
+}
+
+// capacityWanted reports whether some account or customer of cfg has
+// max-sessions.
+func capacityWanted(cfg *config.Config) bool {
+	for _, c := range cfg.Customers {
+		if c.MaxSessions > 0 {
+			return true
+		}
+		for _, a := range c.Accounts {
+			if a.MaxSessions > 0 {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// seen applies a message of a dialog that holds sessions, as the fast
+// path handed it up, and gives back what a dialog it ends held.
+func (k *sessionKeeper) seen(sm maps.SessionMaps, ev maps.SIPEvent) {
+	m, err := sipd.MessageOf(ev.Message)
+	if err != nil {
+		return
+	}
+	id := classify.CallID(ev.Message)
+	if id == 0 {
+		return
+	}
+	now := time.Now()
+	k.mu.Lock()
+	if !k.table.Known(id) { // entered since the last sweep
+		if h, ok := maps.LookupSession(sm.Sessions, id); ok {
+			k.table.Learn(id, k.takenAt(h, now), h.Limits)
+		}
+	}
+	defer k.mu.Unlock()
+	d, ended := k.table.Seen(id, m, now)
+	if !ended {
+		return
+	}
+	if m.Request {
+		k.ends.bye.Add(1)
+	} else {
+		k.ends.failed.Add(1)
+	}
+	k.giveBack(sm, id, d, "ended")
+}
+
+// sweep, once a second, learns the dialogs the fast path entered and
+// gives back what those whose time is over held.
+func (k *sessionKeeper) sweep(sm maps.SessionMaps, now time.Time) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if now.Sub(k.lastSweep) < sessionSweep {
+		return
+	}
+	k.lastSweep = now
+	k.learn(sm, now)
+	for id, d := range k.table.Expired(now) {
+		k.ends.expired.Add(1)
+		k.giveBack(sm, id, d, "expired")
+	}
+}
+
+// learn enters in the table every dialog of the fast path's it does not
+// hold, with the time the fast path took its sessions; mu is held. A
+// dialog the table holds that the fast path no longer does (an INVITE a
+// later level refused gave its sessions back) is forgotten.
+func (k *sessionKeeper) learn(sm maps.SessionMaps, now time.Time) {
+	held, err := maps.ReadSessions(sm.Sessions)
+	if err != nil {
+		k.log.Warn("capacity: read the dialogs that hold sessions", "err", err)
+		return
+	}
+	for id, h := range held {
+		k.table.Learn(id, k.takenAt(h, now), h.Limits)
+	}
+	for _, id := range k.table.IDs() {
+		if _, ok := held[id]; !ok {
+			k.table.Forget(id)
+		}
+	}
+}
+
+// takenAt is the wall time of the fast path's monotonic stamp of h.
+func (k *sessionKeeper) takenAt(h maps.HeldSession, now time.Time) time.Time {
+	if mono := control.MonotonicCoarse(); h.TakenNS <= mono {
+		return now.Add(-time.Duration(mono - h.TakenNS))
+	}
+	return now
+}
+
+// giveBack gives back what dialog id held; mu is held, so that two
+// give-backs of one limit never race on its count.
+func (k *sessionKeeper) giveBack(sm maps.SessionMaps, id uint64, d sessions.Dialog, why string) {
+	if err := maps.GiveBack(sm, id); err != nil {
+		k.log.Warn("capacity: give back a dialog's sessions", "err", err)
+		return
+	}
+	k.log.Debug("capacity: sessions given back", "why", why, "state", d.State.String(), "limits", d.Limits)
+}
