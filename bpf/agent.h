@@ -58,7 +58,7 @@ static __always_inline void agent_saw(__u32 agent, __u64 now)
  * ring buffer had no room for. */
 static __always_inline void sip_event_out(struct frame *f, __u8 kind, __u32 agent, __u32 code)
 {
-	if (sip_event_copy(f, kind, agent, code))
+	if (sip_event_copy(f, kind, agent, code, 0))
 		lost_sip_event();
 }
 

@@ -279,6 +279,9 @@ struct cac_sip_event {
 	 * server sent toward the agent within Timer B (egress.h). */
 	__u8 sent;
 	__u8 _pad;
+	/* For a message of a dialog that holds sessions (sessions.h): the
+	 * hash of its Call-ID, the sessions table's key. 0 otherwise. */
+	__u64 callid;
 	__u8 saddr[16];
 	__u8 daddr[16];
 	__u8 data[CAC_SIP_COPY];

@@ -51,7 +51,7 @@ __noinline int session_note(CAC_CTX *ctx, __u64 where)
 	if (b->used >= SESSION_EVENTS_PER_SECOND)
 		return 0;
 	b->used++;
-	sip_event_copy(&f, CAC_SIP_SESSION, 0, 0);
+	sip_event_copy(&f, CAC_SIP_SESSION, 0, 0, callid);
 	return 0;
 }
 

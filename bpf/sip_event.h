@@ -22,8 +22,8 @@
  * need a proof for every byte.
  */
 /* code is the response code, and in bit 16 whether it answers a request
- * the server sent. */
-static __always_inline int sip_event_copy(struct frame *f, __u8 kind, __u32 agent, __u32 code)
+ * the server sent; callid the hash of a session's Call-ID, or 0. */
+static __always_inline int sip_event_copy(struct frame *f, __u8 kind, __u32 agent, __u32 code, __u64 callid)
 {
 	struct cac_sip_event *ev = bpf_ringbuf_reserve(&sip_events, sizeof(*ev), 0);
 	if (!ev)
@@ -36,6 +36,7 @@ static __always_inline int sip_event_copy(struct frame *f, __u8 kind, __u32 agen
 	ev->code = code & 0xffff;
 	ev->sent = (code >> 16) & 1;
 	ev->_pad = 0;
+	ev->callid = callid;
 	__builtin_memset(ev->saddr, 0, sizeof(ev->saddr));
 	__builtin_memset(ev->daddr, 0, sizeof(ev->daddr));
 	if (f->family == 4) {

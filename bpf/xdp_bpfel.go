@@ -394,6 +394,7 @@ type XdpCacSipEvent struct {
 	Code   uint16
 	Sent   uint8
 	Pad    uint8
+	Callid uint64
 	Saddr  [16]uint8
 	Daddr  [16]uint8
 	Data   [1472]uint8

@@ -6,7 +6,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/xdpcac/xdpcac/cac/classify"
 	"github.com/xdpcac/xdpcac/cac/config"
 	"github.com/xdpcac/xdpcac/cac/control"
 	"github.com/xdpcac/xdpcac/cac/sessions"
@@ -70,7 +69,7 @@ func (k *sessionKeeper) seen(sm maps.SessionMaps, ev maps.SIPEvent) {
 	if err != nil {
 		return
 	}
-	id := classify.CallID(ev.Message)
+	id := ev.CallID
 	if id == 0 {
 		return
 	}

@@ -27,6 +27,9 @@ type AccountTokens struct {
 	Limited, CustomerLimited      bool
 	Tokens, Burst                 float64
 	CustomerTokens, CustomerBurst float64
+	// Sessions and CustomerSessions: max-sessions of the account and
+	// its customer, and the sessions their dialogs hold.
+	Sessions, CustomerSessions SessionsInForce
 }
 
 // ReadAccountTokens reads every account of the slot in force (source,
@@ -52,6 +55,12 @@ func ReadAccountTokens(pm PolicyMaps, now uint64) ([]AccountTokens, error) {
 		}
 		if a.CustomerLimited, a.CustomerTokens, a.CustomerBurst, err = tokensAt(pm.CustomerLimits, pm.CustomerBuckets,
 			slot*policy.MaxCustomers+idx.Customer, idx.Customer, now); err != nil {
+			return out, fmt.Errorf("customer of %s: %w", p, err)
+		}
+		if a.Sessions, err = readSessionsInForce(pm, slot, AccountSessions(idx.Account)); err != nil {
+			return out, fmt.Errorf("account %s: %w", p, err)
+		}
+		if a.CustomerSessions, err = readSessionsInForce(pm, slot, CustomerSessions(idx.Customer)); err != nil {
 			return out, fmt.Errorf("customer of %s: %w", p, err)
 		}
 		out = append(out, a)

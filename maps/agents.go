@@ -129,7 +129,10 @@ type SIPEvent struct {
 	Code  uint16
 	// Sent is set for a response that answers an INVITE transaction the
 	// SIP server sent toward the agent within Timer B.
-	Sent     bool
+	Sent bool
+	// CallID is the hash of the Call-ID of a message of a dialog that
+	// holds sessions (SIPSession), the sessions table's key.
+	CallID   uint64
 	Src, Dst netip.AddrPort
 	Message  []byte
 }
@@ -152,7 +155,7 @@ func DecodeSIPEvent(raw []byte) (SIPEvent, error) {
 		return a
 	}
 	return SIPEvent{
-		Kind: ev.Kind, Agent: ev.Agent, Code: ev.Code, Sent: ev.Sent == 1,
+		Kind: ev.Kind, Agent: ev.Agent, Code: ev.Code, Sent: ev.Sent == 1, CallID: ev.Callid,
 		Src: netip.AddrPortFrom(addr(ev.Saddr), ev.Sport), Dst: netip.AddrPortFrom(addr(ev.Daddr), ev.Dport),
 		Message: append([]byte(nil), ev.Data[:ev.Len]...),
 	}, nil

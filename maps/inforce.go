@@ -24,9 +24,19 @@ type InForce struct {
 	AgentEgress []bpf.XdpCacAgentEgress
 }
 
-// AccountInForce is an account prefix's limit and its customer's.
+// AccountInForce is an account prefix's limit and its customer's, and
+// their limits of concurrent sessions with the sessions held.
 type AccountInForce struct {
 	Limit, Customer bpf.XdpCacLimit
+	Sessions        SessionsInForce
+	CustomerSess    SessionsInForce
+}
+
+// SessionsInForce is a max-sessions limit (0: none) and the sessions its
+// dialogs hold.
+type SessionsInForce struct {
+	Max  uint32
+	Held uint64
 }
 
 // ReadInForce reads the policy of the slot in force. It is meant for a
@@ -53,6 +63,12 @@ func ReadInForce(pm PolicyMaps) (InForce, error) {
 		if err := pm.CustomerLimits.Lookup(slot*policy.MaxCustomers+idx.Customer, &a.Customer); err != nil {
 			return in, fmt.Errorf("read limit of the customer of %s: %w", r, err)
 		}
+		if a.Sessions, err = readSessionsInForce(pm, slot, AccountSessions(idx.Account)); err != nil {
+			return in, fmt.Errorf("account %s: %w", r, err)
+		}
+		if a.CustomerSess, err = readSessionsInForce(pm, slot, CustomerSessions(idx.Customer)); err != nil {
+			return in, fmt.Errorf("the customer of %s: %w", r, err)
+		}
 		if r.Kind == policy.RuleSource {
 			in.Accounts[r.Prefix] = a
 		} else {
@@ -75,4 +91,19 @@ func ReadInForce(pm PolicyMaps) (InForce, error) {
 		in.AgentEgress = append(in.AgentEgress, e)
 	}
 	return in, nil
+}
+
+// readSessionsInForce reads limit i's max-sessions in slot and what its
+// dialogs hold; nothing from an attachment of a version without capacity.
+func readSessionsInForce(pm PolicyMaps, slot, i uint32) (SessionsInForce, error) {
+	var v SessionsInForce
+	if pm.SessionLimits == nil || pm.SessionsTaken == nil || pm.SessionsFreed == nil {
+		return v, nil
+	}
+	if err := pm.SessionLimits.Lookup(slot*SessionLimits+i, &v.Max); err != nil {
+		return v, fmt.Errorf("read max-sessions: %w", err)
+	}
+	held, err := SessionCount(SessionMaps{Taken: pm.SessionsTaken, Freed: pm.SessionsFreed}, i)
+	v.Held = held
+	return v, err
 }

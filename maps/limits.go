@@ -28,6 +28,9 @@ type PolicyMaps struct {
 	AgentLimits     *ebpf.Map // by slot, like the limits
 	AgentEgress     *ebpf.Map // by slot, like the limits
 	SessionLimits   *ebpf.Map // by slot: max-sessions of accounts, customers, agents
+	// SessionsTaken and SessionsFreed count the sessions each limit's
+	// dialogs took and gave back; an apply keeps them.
+	SessionsTaken, SessionsFreed *ebpf.Map
 }
 
 // PolicyMapsOf picks the policy maps out of the program's maps.
@@ -38,6 +41,7 @@ func PolicyMapsOf(o *bpf.XdpMaps) PolicyMaps {
 		AccountLimits: o.AccountLimits, AccountBuckets: o.AccountBuckets,
 		CustomerLimits: o.CustomerLimits, CustomerBuckets: o.CustomerBuckets,
 		AgentLimits: o.AgentLimits, AgentEgress: o.AgentEgress, SessionLimits: o.SessionLimits,
+		SessionsTaken: o.SessionsTaken, SessionsFreed: o.SessionsFreed,
 	}
 }
 

@@ -57,6 +57,18 @@ type AccountLimitView struct {
 	Called   string    `json:"called"`
 	Limit    LimitView `json:"limit"`
 	Customer LimitView `json:"customer"`
+	// Sessions and CustomerSessions: the account's and its customer's
+	// max-sessions and the dialogs that hold them (docs/design.md,
+	// "Capacity").
+	Sessions         SessionsView `json:"sessions"`
+	CustomerSessions SessionsView `json:"customer_sessions"`
+}
+
+// SessionsView is a limit of concurrent sessions, max-sessions (0 for
+// none), and how many its dialogs hold.
+type SessionsView struct {
+	Max  uint32 `json:"max"`
+	Held uint64 `json:"held"`
 }
 
 // AgentLimitView is a session agent's own bucket, by its index in the
@@ -114,7 +126,8 @@ func LimitsViewOf(in InForce) LimitsView {
 	})
 	for _, p := range prefixes {
 		a := in.Accounts[p]
-		v.Accounts = append(v.Accounts, AccountLimitView{Prefix: unmapped(p).String(), Limit: limitView(a.Limit), Customer: limitView(a.Customer)})
+		v.Accounts = append(v.Accounts, AccountLimitView{Prefix: unmapped(p).String(), Limit: limitView(a.Limit), Customer: limitView(a.Customer),
+			Sessions: SessionsView(a.Sessions), CustomerSessions: SessionsView(a.CustomerSess)})
 	}
 	rules := make([]policy.Rule, 0, len(in.UserAccounts))
 	for r := range in.UserAccounts {
@@ -128,7 +141,8 @@ func LimitsViewOf(in InForce) LimitsView {
 	})
 	for _, r := range rules {
 		a := in.UserAccounts[r]
-		av := AccountLimitView{Limit: limitView(a.Limit), Customer: limitView(a.Customer)}
+		av := AccountLimitView{Limit: limitView(a.Limit), Customer: limitView(a.Customer),
+			Sessions: SessionsView(a.Sessions), CustomerSessions: SessionsView(a.CustomerSess)}
 		if r.Kind == policy.RuleCLI {
 			av.CLI = r.User
 		} else {

@@ -49,6 +49,15 @@ func rate(l maps.LimitView) string {
 	return fmt.Sprintf("%s/s burst %s", show.Num(l.CPS), show.Num(l.Burst))
 }
 
+// sessions prints a limit of concurrent sessions as "HELD/MAX", or "-"
+// for none.
+func sessions(s maps.SessionsView) string {
+	if s.Max == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%d/%d", s.Held, s.Max)
+}
+
 func writeLimits(w io.Writer, v maps.LimitsView) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "class\tlimit\tagent reserve\tper source\tkey")
@@ -70,7 +79,7 @@ func writeLimits(w io.Writer, v maps.LimitsView) error {
 	if len(v.Accounts) > 0 {
 		fmt.Fprintln(w)
 		tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-		fmt.Fprintln(tw, "account rule\tlimit\tcustomer")
+		fmt.Fprintln(tw, "account rule\tlimit\tsessions\tcustomer\tcustomer sessions")
 		for _, a := range v.Accounts {
 			rule := a.Prefix
 			switch {
@@ -79,7 +88,7 @@ func writeLimits(w io.Writer, v maps.LimitsView) error {
 			case a.Called != "":
 				rule = "called " + a.Called
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\n", rule, rate(a.Limit), rate(a.Customer))
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", rule, rate(a.Limit), sessions(a.Sessions), rate(a.Customer), sessions(a.CustomerSessions))
 		}
 		tw.Flush()
 	}

@@ -29,7 +29,7 @@ reading (at once when nothing is attached), and exits: for scripts and
 logs. top does the same when its output is not a terminal.`,
 		Args: exactArgs(),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			read := func() (top.Sample, error) { return top.Read(g.stateDir) }
+			read := top.NewReader(g.stateDir).Read
 			first, err := read()
 			if err != nil {
 				return err

@@ -32,13 +32,35 @@ type Sample struct {
 	egress  []agents.Egress
 }
 
+// Reader reads the samples of one state directory.
+type Reader struct {
+	stateDir string
+	// names are the accounts' and customers' of the file the daemon has
+	// in force, read again only when it puts another in force.
+	names collector.FileNames
+}
+
+// NewReader reads the samples of stateDir.
+func NewReader(stateDir string) *Reader { return &Reader{stateDir: stateDir} }
+
 // Read reads a sample from the pinned maps, and the agents from the
-// daemon when one runs.
-func Read(stateDir string) (Sample, error) {
+// daemon when one runs; with a daemon, the accounts and customers by the
+// names of the file it has in force.
+func (r *Reader) Read() (Sample, error) {
+	stateDir := r.stateDir
 	now := control.MonotonicCoarse()
 	s := Sample{at: time.Now(), second: now / 1e9, stateDir: stateDir}
+	c := api.Dial(stateDir)
+	var names collector.Names
+	if c != nil {
+		if st, err := c.Status(); err == nil {
+			names, _ = r.names.Of(st.Config, st.LoadedAt) // no names: no accounts shown
+		}
+	}
 	var err error
-	if s.snap, err = collector.ReadPinned(stateDir, now); err != nil {
+	if s.snap, err = collector.ReadPinnedNamed(stateDir, now, names); err != nil && (names == nil || len(s.snap.Interfaces) == 0) {
+		// With names, an account the file does not name costs its row,
+		// not the view.
 		return s, fmt.Errorf("read %s: %w", stateDir, err)
 	}
 	for _, st := range s.snap.Interfaces {
@@ -58,7 +80,7 @@ func Read(stateDir string) (Sample, error) {
 			s.defunct = append(s.defunct, a.Key())
 		}
 	}
-	if c := api.Dial(stateDir); c != nil {
+	if c != nil {
 		s.daemon = true
 		if v, err := c.Agents(); err == nil {
 			s.agents, s.egress = v.Targets, v.Egress

@@ -12,6 +12,7 @@ import (
 	"github.com/xdpcac/xdpcac/cac/agents"
 	"github.com/xdpcac/xdpcac/internal/show"
 	"github.com/xdpcac/xdpcac/maps"
+	"github.com/xdpcac/xdpcac/maps/collector"
 )
 
 // topView is one screen of cacctl top, picked with its key.
@@ -270,6 +271,9 @@ func chargesBody(s Sample) viewBody {
 			b.fixed = []tableSpec{ct}
 		}
 	}
+	if st := sessionsTable(s.snap); len(st.rows) > 0 {
+		b.fixed = append(b.fixed, st)
+	}
 	b.main = tableSpec{
 		cols: []colSpec{
 			{title: "bucket", width: 12},
@@ -291,6 +295,27 @@ func chargesBody(s Sample) viewBody {
 		b.main.rows = append(b.main.rows, []string{name, show.Num(bk.Tokens), show.Num(bk.Burst), strconv.Itoa(int(fill*1000 + 0.5))})
 	}
 	return b
+}
+
+// sessionsTable is the accounts and customers with max-sessions and the
+// dialogs that hold their sessions (docs/design.md, "Capacity").
+func sessionsTable(snap collector.Snapshot) tableSpec {
+	t := tableSpec{cols: []colSpec{
+		{title: "sessions of", width: 24},
+		{title: "held", width: 8, right: true},
+		{title: "max", width: 8, right: true},
+	}}
+	for _, a := range snap.Accounts {
+		if a.Sessions.Max > 0 {
+			t.rows = append(t.rows, []string{a.Customer + " / " + a.Account, count(a.Sessions.Held), strconv.FormatUint(uint64(a.Sessions.Max), 10)})
+		}
+	}
+	for _, c := range snap.Customers {
+		if c.Sessions.Max > 0 {
+			t.rows = append(t.rows, []string{c.Customer, count(c.Sessions.Held), strconv.FormatUint(uint64(c.Sessions.Max), 10)})
+		}
+	}
+	return t
 }
 
 // bar draws a fill of thousandths as width characters.

@@ -12,16 +12,22 @@ import (
 	"github.com/xdpcac/xdpcac/maps"
 )
 
-// AccountBucket is the state of one account's own bucket.
+// AccountBucket is the state of one account's own bucket, and of its
+// limit of concurrent sessions.
 type AccountBucket struct {
 	Customer, Account string
+	Limited           bool // with a rate: Tokens and Burst are its bucket's
 	Tokens, Burst     float64
+	Sessions          maps.SessionsInForce // Max 0: no max-sessions
 }
 
-// CustomerBucket is the state of the bucket a customer's accounts share.
+// CustomerBucket is the state of the bucket a customer's accounts share,
+// and of the limit of concurrent sessions they share.
 type CustomerBucket struct {
 	Customer      string
+	Limited       bool
 	Tokens, Burst float64
+	Sessions      maps.SessionsInForce
 }
 
 // AccountName is what the configuration calls an account and its
@@ -99,12 +105,14 @@ func nameBuckets(tokens []maps.AccountTokens, names Names) ([]AccountBucket, []C
 			}
 			continue
 		}
-		if t.Limited {
-			accounts = append(accounts, AccountBucket{Customer: n.Customer, Account: n.Account, Tokens: t.Tokens, Burst: t.Burst})
+		if t.Limited || t.Sessions.Max > 0 {
+			accounts = append(accounts, AccountBucket{Customer: n.Customer, Account: n.Account, Limited: t.Limited,
+				Tokens: t.Tokens, Burst: t.Burst, Sessions: t.Sessions})
 		}
-		if t.CustomerLimited && !seen[n.Customer] {
+		if (t.CustomerLimited || t.CustomerSessions.Max > 0) && !seen[n.Customer] {
 			seen[n.Customer] = true
-			customers = append(customers, CustomerBucket{Customer: n.Customer, Tokens: t.CustomerTokens, Burst: t.CustomerBurst})
+			customers = append(customers, CustomerBucket{Customer: n.Customer, Limited: t.CustomerLimited,
+				Tokens: t.CustomerTokens, Burst: t.CustomerBurst, Sessions: t.CustomerSessions})
 		}
 	}
 	sort.Slice(accounts, func(i, j int) bool { return accounts[i].Account < accounts[j].Account })
@@ -124,8 +132,14 @@ func (c *Collector) collectAccounts(e *emitter, accounts []AccountBucket, custom
 			continue
 		}
 		seen[a.Account] = true
-		e.emit(c.accountTokens, a.Tokens, a.Customer, a.Account)
-		e.emit(c.accountBurst, a.Burst, a.Customer, a.Account)
+		if a.Limited {
+			e.emit(c.accountTokens, a.Tokens, a.Customer, a.Account)
+			e.emit(c.accountBurst, a.Burst, a.Customer, a.Account)
+		}
+		if a.Sessions.Max > 0 {
+			e.emit(c.accountSessions, float64(a.Sessions.Held), a.Customer, a.Account)
+			e.emit(c.accountMaxSessions, float64(a.Sessions.Max), a.Customer, a.Account)
+		}
 	}
 	seen = map[string]bool{}
 	for _, cu := range customers {
@@ -134,8 +148,14 @@ func (c *Collector) collectAccounts(e *emitter, accounts []AccountBucket, custom
 			continue
 		}
 		seen[cu.Customer] = true
-		e.emit(c.customerTokens, cu.Tokens, cu.Customer)
-		e.emit(c.customerBurst, cu.Burst, cu.Customer)
+		if cu.Limited {
+			e.emit(c.customerTokens, cu.Tokens, cu.Customer)
+			e.emit(c.customerBurst, cu.Burst, cu.Customer)
+		}
+		if cu.Sessions.Max > 0 {
+			e.emit(c.customerSessions, float64(cu.Sessions.Held), cu.Customer)
+			e.emit(c.customerMaxSessions, float64(cu.Sessions.Max), cu.Customer)
+		}
 	}
 }
 

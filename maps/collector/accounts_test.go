@@ -29,23 +29,24 @@ func TestNameBuckets(t *testing.T) {
 	tokens := []maps.AccountTokens{
 		{Rule: sourceRule("198.51.100.0/24"), Limited: true, Tokens: 1, Burst: 2, CustomerLimited: true, CustomerTokens: 5, CustomerBurst: 9},
 		{Rule: sourceRule("192.0.2.0/24"), Limited: true, Tokens: 3, Burst: 4, CustomerLimited: true, CustomerTokens: 5, CustomerBurst: 9},
-		{Rule: sourceRule("2001:db8::/32"), Customer: 1},
+		{Rule: sourceRule("2001:db8::/32"), Customer: 1, Sessions: maps.SessionsInForce{Max: 3, Held: 1}},
 		{Rule: policy.Rule{Kind: policy.RuleCLI, User: "+44"}, Limited: true, Tokens: 0, Burst: 1, Customer: 1},
 	}
 	accounts, customers, err := nameBuckets(tokens, names)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []AccountBucket{{"acme", "hq", 3, 4}, {"acme", "lab", 1, 2}, {"free", "uk", 0, 1}}
-	if len(accounts) != 3 || accounts[0] != want[0] || accounts[1] != want[1] || accounts[2] != want[2] {
+	want := []AccountBucket{{"acme", "hq", true, 3, 4, maps.SessionsInForce{}}, {"acme", "lab", true, 1, 2, maps.SessionsInForce{}},
+		{"free", "uk", true, 0, 1, maps.SessionsInForce{}}, {"free", "v6", false, 0, 0, maps.SessionsInForce{Max: 3, Held: 1}}}
+	if len(accounts) != 4 || accounts[0] != want[0] || accounts[1] != want[1] || accounts[2] != want[2] || accounts[3] != want[3] {
 		t.Errorf("accounts %v, want %v", accounts, want)
 	}
-	if len(customers) != 1 || customers[0] != (CustomerBucket{"acme", 5, 9}) {
+	if len(customers) != 1 || customers[0] != (CustomerBucket{"acme", true, 5, 9, maps.SessionsInForce{}}) {
 		t.Errorf("customers %v", customers)
 	}
 	tokens = append(tokens, maps.AccountTokens{Rule: sourceRule("203.0.113.0/24"), Limited: true})
 	accounts, _, err = nameBuckets(tokens, names)
-	if len(accounts) != 3 || err == nil || !strings.Contains(err.Error(), "203.0.113.0/24") {
+	if len(accounts) != 4 || err == nil || !strings.Contains(err.Error(), "203.0.113.0/24") {
 		t.Errorf("an unnamed prefix: %v, %v", accounts, err)
 	}
 }

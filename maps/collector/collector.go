@@ -43,14 +43,16 @@ type Collector struct {
 	mu            sync.Mutex
 	lastErr       error
 
-	packets, rejects, recordsLost     family
-	rejectsUnrecorded                 family
-	bucketTokens, bucketBurst         family
-	accountTokens, accountBurst       family
-	customerTokens, customerBurst     family
-	limit, charges, cpu, cpuAverage   family
-	buffersFull, heartbeatAge, stale  family
-	calls, agentUp, buildInfo, errors family
+	packets, rejects, recordsLost         family
+	rejectsUnrecorded                     family
+	bucketTokens, bucketBurst             family
+	accountTokens, accountBurst           family
+	accountSessions, accountMaxSessions   family
+	customerSessions, customerMaxSessions family
+	customerTokens, customerBurst         family
+	limit, charges, cpu, cpuAverage       family
+	buffersFull, heartbeatAge, stale      family
+	calls, agentUp, buildInfo, errors     family
 	egressInvites, egressRefused, egressRetransmits, egressUnanswered, egressACKs,
 	egressAnswers, forgedResponses family
 	sipAnswered, sipSuppressed  family
@@ -93,6 +95,18 @@ func New(r Reader, version string) *Collector {
 			prometheus.GaugeValue, "customer"),
 		customerBurst: newFamily("xdpcac_customer_bucket_burst",
 			"Burst (capacity in tokens) of a customer's bucket.",
+			prometheus.GaugeValue, "customer"),
+		accountSessions: newFamily("xdpcac_account_sessions",
+			"Dialogs holding a session of an account's max-sessions (docs/design.md, \"Capacity\").",
+			prometheus.GaugeValue, "customer", "account"),
+		accountMaxSessions: newFamily("xdpcac_account_max_sessions",
+			"An account's max-sessions, of the accounts of the configuration with one.",
+			prometheus.GaugeValue, "customer", "account"),
+		customerSessions: newFamily("xdpcac_customer_sessions",
+			"Dialogs holding a session of a customer's max-sessions.",
+			prometheus.GaugeValue, "customer"),
+		customerMaxSessions: newFamily("xdpcac_customer_max_sessions",
+			"A customer's max-sessions, of the customers of the configuration with one.",
 			prometheus.GaugeValue, "customer"),
 		limit: newFamily("xdpcac_call_admission_limit",
 			"Call admission limit that the total charge is held to.",
@@ -167,6 +181,7 @@ func (c *Collector) families() []family {
 	return []family{
 		c.packets, c.rejects, c.recordsLost, c.rejectsUnrecorded, c.bucketTokens, c.bucketBurst,
 		c.accountTokens, c.accountBurst, c.customerTokens, c.customerBurst,
+		c.accountSessions, c.accountMaxSessions, c.customerSessions, c.customerMaxSessions,
 		c.limit, c.charges, c.cpu, c.cpuAverage, c.buffersFull, c.heartbeatAge, c.stale,
 		c.calls, c.agentUp, c.buildInfo, c.errors, c.sipAnswered, c.sipSuppressed,
 		c.sipVerified, c.sipRetransmits,

@@ -39,10 +39,11 @@ func fakeSnapshot() Snapshot {
 			Accepted: 16, Rejected: 6, HeartbeatAgeMS: &age,
 		},
 		Accounts: []AccountBucket{
-			{Customer: "acme", Account: "acme-hq", Tokens: 3, Burst: 10},
-			{Customer: "acme", Account: "acme-lab", Tokens: 10, Burst: 10},
+			{Customer: "acme", Account: "acme-hq", Limited: true, Tokens: 3, Burst: 10, Sessions: maps.SessionsInForce{Max: 30, Held: 7}},
+			{Customer: "acme", Account: "acme-lab", Limited: true, Tokens: 10, Burst: 10},
+			{Customer: "acme", Account: "acme-pbx", Sessions: maps.SessionsInForce{Max: 3}},
 		},
-		Customers: []CustomerBucket{{Customer: "acme", Tokens: 20, Burst: 40}},
+		Customers: []CustomerBucket{{Customer: "acme", Limited: true, Tokens: 20, Burst: 40, Sessions: maps.SessionsInForce{Max: 100, Held: 7}}},
 		Agents: []Agent{
 			{Name: "sbc1", Destination: "10.0.0.1:5060", Realm: "core", Up: true},
 			{Name: "sbc1", Destination: "10.0.0.2:5060", Realm: "core"},
@@ -164,6 +165,13 @@ xdpcac_account_bucket_tokens{account="acme-lab",customer="acme"} 10
 # HELP xdpcac_customer_bucket_burst Burst (capacity in tokens) of a customer's bucket.
 # TYPE xdpcac_customer_bucket_burst gauge
 xdpcac_customer_bucket_burst{customer="acme"} 40
+# HELP xdpcac_account_sessions Dialogs holding a session of an account's max-sessions (docs/design.md, "Capacity").
+# TYPE xdpcac_account_sessions gauge
+xdpcac_account_sessions{account="acme-hq",customer="acme"} 7
+xdpcac_account_sessions{account="acme-pbx",customer="acme"} 0
+# HELP xdpcac_customer_max_sessions A customer's max-sessions, of the customers of the configuration with one.
+# TYPE xdpcac_customer_max_sessions gauge
+xdpcac_customer_max_sessions{customer="acme"} 100
 # HELP xdpcac_collect_errors_total Scrapes that could not read or export all of the fast path's state.
 # TYPE xdpcac_collect_errors_total counter
 xdpcac_collect_errors_total 0
@@ -178,6 +186,7 @@ xdpcac_session_agent_up{agent="sbc1",destination="10.0.0.2:5060",realm="core"} 0
 	if err := testutil.CollectAndCompare(c, strings.NewReader(expected),
 		"xdpcac_bucket_tokens", "xdpcac_build_info", "xdpcac_calls_total", "xdpcac_call_admission_charges",
 		"xdpcac_call_admission_limit", "xdpcac_account_bucket_tokens", "xdpcac_customer_bucket_burst",
+		"xdpcac_account_sessions", "xdpcac_customer_max_sessions",
 		"xdpcac_collect_errors_total", "xdpcac_heartbeat_age_seconds", "xdpcac_session_agent_up"); err != nil {
 		t.Error(err)
 	}

@@ -1,0 +1,109 @@
+package sessions
+
+import (
+	"testing"
+	"time"
+)
+
+var t0 = time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
+
+func req(method string) Message { return Message{Request: true, Method: method} }
+func res(code int, method string) Message {
+	return Message{Code: code, CSeqMethod: method}
+}
+
+// TestDialogEnds: what ends a dialog, and what leaves it up.
+func TestDialogEnds(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		msgs []Message
+		ends int // index of the message that ends it, -1 none
+	}{
+		{"BYE from either side", []Message{res(100, "INVITE"), res(200, "INVITE"), req("ACK"), req("BYE")}, 3},
+		{"a BYE in lower case, as the filter classifies it", []Message{res(200, "INVITE"), req("bye")}, 1},
+		{"busy", []Message{res(100, "INVITE"), res(486, "INVITE")}, 1},
+		{"cancelled while ringing", []Message{res(180, "INVITE"), res(487, "INVITE")}, 1},
+		{"a re-INVITE refused leaves the call up", []Message{res(200, "INVITE"), req("INVITE"), res(491, "INVITE"), req("UPDATE")}, -1},
+		{"the 200 of a BYE comes after it", []Message{res(200, "INVITE"), res(200, "BYE")}, -1},
+		{"an answer of another request", []Message{res(183, "INVITE"), res(200, "PRACK"), res(481, "UPDATE")}, -1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tb := New(32*time.Second, time.Hour)
+			tb.Learn(7, t0, []uint32{1, 4097})
+			ended := -1
+			for i, m := range tc.msgs {
+				if d, ok := tb.Seen(7, m, t0.Add(time.Duration(i)*time.Second)); ok {
+					if ended >= 0 {
+						t.Fatalf("ended twice: at %d and %d", ended, i)
+					}
+					ended = i
+					if len(d.Limits) != 2 || d.Limits[1] != 4097 {
+						t.Errorf("ended dialog holds %v, want its limits", d.Limits)
+					}
+				}
+			}
+			if ended != tc.ends {
+				t.Errorf("ended at message %d, want %d", ended, tc.ends)
+			}
+			if tb.Known(7) != (tc.ends < 0) {
+				t.Errorf("still known: %v", tb.Known(7))
+			}
+		})
+	}
+}
+
+// TestExpiry: Timer B with no answer, Timer C after a provisional one,
+// the session expiry after the last message of an answered dialog; a
+// message of the dialog puts its deadline off.
+func TestExpiry(t *testing.T) {
+	tb := New(32*time.Second, time.Hour)
+	tb.Learn(1, t0, nil) // never answered
+	tb.Learn(2, t0, nil) // ringing
+	tb.Seen(2, res(180, "INVITE"), t0.Add(10*time.Second))
+	tb.Learn(3, t0, nil) // up, refreshed
+	tb.Seen(3, res(200, "INVITE"), t0.Add(time.Second))
+	tb.Seen(3, req("UPDATE"), t0.Add(30*time.Minute))
+	tb.Learn(4, t0, nil) // up, BYE lost
+	tb.Seen(4, res(200, "INVITE"), t0.Add(time.Second))
+
+	for _, step := range []struct {
+		at   time.Duration
+		want []uint64
+	}{
+		{31 * time.Second, nil},
+		{32 * time.Second, []uint64{1}},
+		{10*time.Second + TimerC - time.Millisecond, nil},
+		{10*time.Second + TimerC, []uint64{2}},
+		{time.Hour, nil},
+		{time.Hour + time.Second, []uint64{4}},
+		{90 * time.Minute, []uint64{3}},
+	} {
+		got := tb.Expired(t0.Add(step.at))
+		if len(got) != len(step.want) {
+			t.Fatalf("at %v: expired %v, want %v", step.at, got, step.want)
+		}
+		for _, id := range step.want {
+			if _, ok := got[id]; !ok {
+				t.Errorf("at %v: %d not expired", step.at, id)
+			}
+		}
+	}
+	if tb.Len() != 0 {
+		t.Errorf("%d dialogs left", tb.Len())
+	}
+}
+
+// TestUnknownDialog: a message of a dialog the table does not hold, and
+// a second Learn of one it does, change nothing.
+func TestUnknownDialog(t *testing.T) {
+	tb := New(32*time.Second, time.Hour)
+	if _, ok := tb.Seen(9, req("BYE"), t0); ok {
+		t.Error("a BYE of an unknown dialog ended something")
+	}
+	tb.Learn(9, t0, []uint32{1})
+	tb.Seen(9, res(200, "INVITE"), t0)
+	tb.Learn(9, t0.Add(time.Hour), []uint32{2})
+	if d, ok := tb.Seen(9, req("BYE"), t0); !ok || d.State != Confirmed || d.Limits[0] != 1 {
+		t.Errorf("ended %v %+v: want the first Learn's confirmed dialog", ok, d)
+	}
+}
