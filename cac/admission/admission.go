@@ -36,6 +36,10 @@ type Model struct {
 	egressTxns    map[uint64]egressSent // Call-ID → the INVITE sent
 	egressRefused map[uint64]uint64     // Call-ID → time refused
 	egressCounts  [policy.MaxAgents]EgressCounts
+	// Capacity (sessions.go): the dialogs that hold sessions, by Call-ID,
+	// with the session limits they took one of, and what each holds.
+	sessions     map[uint64][]uint32
+	sessionsHeld [sessionLimits]uint64
 }
 
 // SetAgentAddrs puts the addresses of session agents in force (IPv4
@@ -368,7 +372,21 @@ func (m *Model) Decide(frame []byte, now uint64) Decision {
 	if c >= cac.SIPInvite && c <= cac.SIPOther {
 		users = Users{CLI: classify.CLIOf(msg), Called: classify.CalledOf(msg)}
 	}
-	d.Reason, d.Rejected = m.AdmitUsers(c, classify.SourceOf(frame), users, now)
+	// Capacity before every other level: a call refused for it takes
+	// nothing, one a later level refuses gives back its sessions.
+	took := false
+	if c == cac.SIPInvite && limited && m.policy.Capacity() {
+		var full bool
+		if took, full = m.sessionTake(callid, m.accountFor(c, classify.SourceOf(frame), users)); full {
+			d.Rejected, d.Reason = true, cac.ReasonCapacity
+		}
+	}
+	if !d.Rejected {
+		d.Reason, d.Rejected = m.AdmitUsers(c, classify.SourceOf(frame), users, now)
+		if d.Rejected && took {
+			m.GiveBack(callid)
+		}
+	}
 	if c == cac.L2TPICRQ {
 		m.l2tpJudged(&d, lac)
 	}

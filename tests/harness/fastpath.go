@@ -265,3 +265,23 @@ func PassProgram(t testing.TB, name string) *ebpf.Program {
 	t.Cleanup(func() { p.Close() })
 	return p
 }
+
+// GiveBack ends a dialog that holds sessions in the program's maps, as the
+// daemon does, and in the model.
+func (f *FastPath) GiveBack(t testing.TB, callid uint64) {
+	t.Helper()
+	if err := maps.GiveBack(maps.SessionMapsOf(&f.Objs.XdpMaps), callid); err != nil {
+		t.Fatal(err)
+	}
+	f.Model.GiveBack(callid)
+}
+
+// SessionsHeld reads what the program's session limit i holds.
+func (f *FastPath) SessionsHeld(t testing.TB, i uint32) uint64 {
+	t.Helper()
+	n, err := maps.SessionCount(maps.SessionMapsOf(&f.Objs.XdpMaps), i)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
