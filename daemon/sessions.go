@@ -32,10 +32,13 @@ type sessionKeeper struct {
 	mu        sync.Mutex
 	table     *sessions.Table
 	lastSweep time.Time
+	// started is when the keeper began to read the dialogs' messages:
+	// of a dialog that took its sessions before, some went by unseen.
+	started time.Time
 }
 
 func newSessionKeeper(log *slog.Logger) *sessionKeeper {
-	return &sessionKeeper{log: log, table: sessions.New(64*500*time.Millisecond, 12*time.Hour)}
+	return &sessionKeeper{log: log, table: sessions.New(64*500*time.Millisecond, 12*time.Hour), started: time.Now()}
 }
 
 // configure takes the timers of cfg: Timer B from its T1, and its
@@ -120,7 +123,11 @@ func (k *sessionKeeper) learn(sm maps.SessionMaps, now time.Time) {
 		return
 	}
 	for id, h := range held {
-		k.table.Learn(id, k.takenAt(h, now), h.Limits)
+		if taken := k.takenAt(h, now); taken.Before(k.started) {
+			k.table.Adopt(id, taken, now, h.Limits)
+		} else {
+			k.table.Learn(id, taken, h.Limits)
+		}
 	}
 	for _, id := range k.table.IDs() {
 		if _, ok := held[id]; !ok {

@@ -81,6 +81,17 @@ func (t *Table) Learn(callid uint64, taken time.Time, limits []uint32) {
 	t.dialogs[callid] = &Dialog{Limits: limits, Taken: taken, Last: taken}
 }
 
+// Adopt enters a dialog whose sessions were taken before the table's
+// owner could see its messages (a daemon started again): what became of
+// it is not known, so it is held as answered, from now. A BYE still ends
+// it; one that ended unseen holds its sessions until the expiry.
+func (t *Table) Adopt(callid uint64, taken, now time.Time, limits []uint32) {
+	if t.dialogs[callid] != nil {
+		return
+	}
+	t.dialogs[callid] = &Dialog{Limits: limits, Taken: taken, State: Confirmed, Last: now}
+}
+
 // Seen applies a message of dialog callid seen at now, and returns the
 // dialog when the message ends it: the caller gives its sessions back.
 // A message of a dialog the table does not hold changes nothing.
@@ -145,15 +156,6 @@ func (t *Table) Expired(now time.Time) map[uint64]Dialog {
 // Forget removes callid without ending it: the fast path no longer holds
 // it (another table's owner gave it back).
 func (t *Table) Forget(callid uint64) { delete(t.dialogs, callid) }
-
-// Counts are how many dialogs of the table are in each state.
-func (t *Table) Counts() map[State]int {
-	out := map[State]int{}
-	for _, d := range t.dialogs {
-		out[d.State]++
-	}
-	return out
-}
 
 // IDs returns the Call-ID hashes the table holds, in order.
 func (t *Table) IDs() []uint64 {

@@ -107,3 +107,20 @@ func TestUnknownDialog(t *testing.T) {
 		t.Errorf("ended %v %+v: want the first Learn's confirmed dialog", ok, d)
 	}
 }
+
+// TestAdopt: a dialog adopted from before its keeper started is held as
+// answered from the adoption: the session expiry ends it, a BYE too.
+func TestAdopt(t *testing.T) {
+	tb := New(32*time.Second, time.Hour)
+	tb.Adopt(1, t0, t0.Add(time.Minute), nil)
+	tb.Adopt(2, t0, t0.Add(time.Minute), nil)
+	if got := tb.Expired(t0.Add(time.Hour)); len(got) != 0 {
+		t.Fatalf("expired %v within the hour from the adoption", got)
+	}
+	if _, ok := tb.Seen(2, req("BYE"), t0.Add(time.Hour)); !ok {
+		t.Error("a BYE did not end an adopted dialog")
+	}
+	if got := tb.Expired(t0.Add(time.Hour + time.Minute)); len(got) != 1 {
+		t.Errorf("expired %v an hour after the adoption, want dialog 1", got)
+	}
+}
