@@ -276,7 +276,9 @@ struct cac_sip_event {
 	__u16 dport;
 	__u16 code; /* the response code, for a response */
 	/* For a response: 1 when it answers an INVITE transaction the SIP
-	 * server sent toward the agent within Timer B (egress.h). */
+	 * server sent toward the agent within Timer B (egress.h). For a
+	 * message of a dialog that holds sessions: 1 when the SIP server
+	 * sent it (sessions.h). */
 	__u8 sent;
 	__u8 _pad;
 	/* For a message of a dialog that holds sessions (sessions.h): the

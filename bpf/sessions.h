@@ -28,10 +28,13 @@
 /*
  * session_note hands a message of a dialog that holds sessions up to user
  * space, within this CPU's budget for the second: where packs its frame
- * as where_pack does. A global function of both programs, so the lookup
- * and the copy are verified once.
+ * as where_pack does, and from_server is 1 for one the SIP server sends
+ * (the egress program's): only the server's answer to the INVITE ends
+ * the dialog, not one from further on that it may hunt past. A global
+ * function of both programs, so the lookup and the copy are verified
+ * once.
  */
-__noinline int session_note(CAC_CTX *ctx, __u64 where)
+__noinline int session_note(CAC_CTX *ctx, __u64 where, __u32 from_server)
 {
 	if (!ctx)
 		return 0;
@@ -51,7 +54,7 @@ __noinline int session_note(CAC_CTX *ctx, __u64 where)
 	if (b->used >= SESSION_EVENTS_PER_SECOND)
 		return 0;
 	b->used++;
-	sip_event_copy(&f, CAC_SIP_SESSION, 0, 0, callid);
+	sip_event_copy(&f, CAC_SIP_SESSION, 0, (from_server & 1) << 16, callid);
 	return 0;
 }
 
@@ -108,20 +111,24 @@ __noinline int session_take(struct xdp_md *ctx, __u64 where, __u64 user_slot)
 	if (!ctx)
 		return ADMITTED;
 	struct frame f = where_frame(ctx, where);
-	__u32 zero = 0, slot = user_slot & 1;
-	struct cac_account *acct = NULL;
+	__u32 zero = 0, slot = user_slot & 1, a, c;
+	/* The indexes are read right after each null check: a pointer into
+	 * a value not yet checked is more than 6.1's verifier takes. */
 	if (user_slot >> 1) {
 		struct cac_user_scratch *us = bpf_map_lookup_elem(&user_scratch, &zero);
-		if (us)
-			acct = &us->account;
+		if (!us)
+			return ADMITTED;
+		a = us->account.account;
+		c = us->account.customer;
 	} else {
 		struct cac_prefix p;
 		prefix_of(&f, &p);
-		acct = slot ? bpf_map_lookup_elem(&accounts1, &p) : bpf_map_lookup_elem(&accounts0, &p);
+		struct cac_account *acct = slot ? bpf_map_lookup_elem(&accounts1, &p) : bpf_map_lookup_elem(&accounts0, &p);
+		if (!acct)
+			return ADMITTED;
+		a = acct->account;
+		c = acct->customer;
 	}
-	if (!acct)
-		return ADMITTED;
-	__u32 a = acct->account, c = acct->customer;
 	__u64 callid = sip_callid(ctx, f.msgoff, f.msglen);
 	if (!callid || bpf_map_lookup_elem(&sessions, &callid))
 		return ADMITTED;

@@ -106,7 +106,7 @@ static __always_inline int egress_frame(struct __sk_buff *skb)
 	int kind = RESULT_KIND(result);
 	if ((kind == CAC_KIND_INDIALOG || (kind == CAC_KIND_OTHER && RESULT_CODE(result) >= 100)) &&
 	    (egress_policy() & POLICY_CAPACITY))
-		session_note(skb, where);
+		session_note(skb, where, 1);
 	if (kind == CAC_KIND_INDIALOG) /* an ACK of a non-2xx answer has its To tag */
 		return egress_ack(skb, where, now_ns());
 	return TC_ACT_UNSPEC;

@@ -204,7 +204,7 @@ static __always_inline int verdict(struct xdp_md *ctx, __u64 where, __u32 result
 		if (RESULT_CODE(result) >= 100) {
 			__u32 policy = policy_word();
 			if (policy & POLICY_CAPACITY) /* an answer in a dialog that holds sessions */
-				session_note(ctx, where);
+				session_note(ctx, where, 0);
 			if ((policy & POLICY_AGENTS) && RESULT_CODE(result) >= 300)
 				agent_response(ctx, where_with_code(where, RESULT_CODE(result)), policy & POLICY_SLOT);
 		}
@@ -224,7 +224,7 @@ static __always_inline int verdict(struct xdp_md *ctx, __u64 where, __u32 result
 	/* A BYE or any request of a dialog that holds sessions goes up,
 	 * known to the dialog table or not (sessions.h). */
 	if (class == CAC_CLASS_SIP_INDIALOG && (policy_word() & POLICY_CAPACITY))
-		session_note(ctx, where);
+		session_note(ctx, where, 0);
 	if (class == CAC_CLASS_SIP_INDIALOG && dialog_known(sip_callid(ctx, msgoff, msglen))) {
 		st->sip_indialog_verified++;
 		cs->admitted++;

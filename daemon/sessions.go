@@ -72,6 +72,7 @@ func (k *sessionKeeper) seen(sm maps.SessionMaps, ev maps.SIPEvent) {
 	if err != nil {
 		return
 	}
+	m.FromServer = ev.Sent // the egress program's
 	id := ev.CallID
 	if id == 0 {
 		return

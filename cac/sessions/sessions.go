@@ -39,6 +39,10 @@ type Message struct {
 	Method     string // a request's, in upper case
 	Code       int    // a response's
 	CSeqMethod string // a response's, in upper case
+	// FromServer: the SIP server behind the filter sent it. Only the
+	// server's answer to the INVITE tells what became of the call: a
+	// proxy hunts past an answer from further on, with the same Call-ID.
+	FromServer bool
 }
 
 // Dialog is a dialog that holds sessions: the limits it took one of (the
@@ -110,9 +114,10 @@ func (t *Table) Seen(callid uint64, m Message, now time.Time) (Dialog, bool) {
 		// A re-INVITE, UPDATE, INFO, a session refresh: the dialog is
 		// alive. A request of a dialog not yet answered is one of its
 		// early dialog's (PRACK, UPDATE).
-	case !strings.EqualFold(m.CSeqMethod, "INVITE"):
+	case !strings.EqualFold(m.CSeqMethod, "INVITE") || !m.FromServer:
 		// The answer to a BYE came after the BYE, which ended it; any
-		// other answer says it is alive.
+		// other answer says it is alive, and so does one to the INVITE
+		// from further on, which the server may hunt past.
 	case m.Code < 200:
 		if d.State == Trying {
 			d.State = Early

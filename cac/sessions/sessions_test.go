@@ -9,8 +9,12 @@ var t0 = time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
 
 func req(method string) Message { return Message{Request: true, Method: method} }
 func res(code int, method string) Message {
-	return Message{Code: code, CSeqMethod: method}
+	return Message{Code: code, CSeqMethod: method, FromServer: true}
 }
+
+// further is an answer from beyond the server, which a proxy relays
+// or hunts past.
+func further(code int) Message { return Message{Code: code, CSeqMethod: "INVITE"} }
 
 // TestDialogEnds: what ends a dialog, and what leaves it up.
 func TestDialogEnds(t *testing.T) {
@@ -26,6 +30,8 @@ func TestDialogEnds(t *testing.T) {
 		{"a re-INVITE refused leaves the call up", []Message{res(200, "INVITE"), req("INVITE"), res(491, "INVITE"), req("UPDATE")}, -1},
 		{"the 200 of a BYE comes after it", []Message{res(200, "INVITE"), res(200, "BYE")}, -1},
 		{"an answer of another request", []Message{res(183, "INVITE"), res(200, "PRACK"), res(481, "UPDATE")}, -1},
+		{"a proxy hunts past a vendor's 503", []Message{further(100), further(503), further(200), res(200, "INVITE"), req("ACK")}, -1},
+		{"a proxy gives up", []Message{further(503), res(503, "INVITE")}, 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tb := New(32*time.Second, time.Hour)

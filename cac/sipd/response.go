@@ -105,6 +105,7 @@ func headerName(line []byte) string {
 // MessageOf parses raw, a request or a response, as the capacity table
 // reads it: a request's method, or a response's code and the method of
 // its CSeq, in upper case (the filter classifies methods in any case).
+// FromServer is left to the caller, who knows where it was seen.
 func MessageOf(raw []byte) (sessions.Message, error) {
 	msg, err := sip.ParseMessage(HeadersOnly(raw))
 	if err != nil {

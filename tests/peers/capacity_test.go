@@ -107,6 +107,12 @@ func (c *callLog) invited(callID string) bool {
 // the box's interface (egress's aside), by reason.
 func callerRejects(t *testing.T, tb *harness.Testbed) map[string]uint64 {
 	t.Helper()
+	return callerRejectsFrom(t, tb, harness.AgentIP)
+}
+
+// callerRejectsFrom is callerRejects of the INVITEs from source.
+func callerRejectsFrom(t *testing.T, tb *harness.Testbed, source string) map[string]uint64 {
+	t.Helper()
 	out, stderr, err := tb.Cacctl(t, "show", "rejects", "-o", "json")
 	if err != nil {
 		t.Fatalf("show rejects: %v: %s", err, stderr)
@@ -120,7 +126,7 @@ func callerRejects(t *testing.T, tb *harness.Testbed) map[string]uint64 {
 		if err := json.Unmarshal([]byte(line), &l); err != nil {
 			t.Fatalf("show rejects -o json: %v\n%s", err, line)
 		}
-		if l.Interface != "egress" && l.Source == harness.AgentIP && l.Class == "sip-invite" {
+		if l.Interface != "egress" && l.Source == source && l.Class == "sip-invite" {
 			got[l.Reason] += l.Count
 		}
 	}

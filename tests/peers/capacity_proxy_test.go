@@ -1,0 +1,100 @@
+package peers
+
+import (
+	"encoding/json"
+	"net/netip"
+	"sort"
+	"testing"
+	"time"
+
+	"github.com/xdpcac/xdpcac/maps"
+	"github.com/xdpcac/xdpcac/tests/harness"
+	"github.com/xdpcac/xdpcac/tests/testenv"
+)
+
+// accountSessions is what show limits -o json says the first account's
+// max-sessions is and holds.
+func accountSessions(t *testing.T, tb *harness.Testbed) maps.SessionsView {
+	t.Helper()
+	out, stderr, err := tb.Cacctl(t, "show", "limits", "-o", "json")
+	if err != nil {
+		t.Fatalf("show limits: %v: %s", err, stderr)
+	}
+	var v maps.LimitsView
+	if err := json.Unmarshal([]byte(out), &v); err != nil || len(v.Accounts) == 0 {
+		t.Fatalf("show limits -o json: %v, %d accounts\n%s", err, len(v.Accounts), out)
+	}
+	return v.Accounts[0].Sessions
+}
+
+// mostAtOnce is the most intervals [start, start+d) that overlap.
+func mostAtOnce(starts []time.Time, d time.Duration) int {
+	type edge struct {
+		at time.Time
+		up int
+	}
+	var edges []edge
+	for _, s := range starts {
+		edges = append(edges, edge{s, 1}, edge{s.Add(d), -1})
+	}
+	sort.Slice(edges, func(i, j int) bool {
+		if edges[i].at.Equal(edges[j].at) {
+			return edges[i].up < edges[j].up
+		}
+		return edges[i].at.Before(edges[j].at)
+	})
+	n, most := 0, 0
+	for _, e := range edges {
+		n += e.up
+		most = max(most, n)
+	}
+	return most
+}
+
+// TestCapacityBehindProxy: Kamailio's dispatcher sends the calls of an
+// account of max-sessions 2 to vendor A, which answers every INVITE 503,
+// and hunts each to vendor B. A's 503 carries the call's Call-ID and
+// comes in through the filter, but the call goes on: only the proxy's
+// own answer to the caller says what became of it, so the 503 must not
+// give the account's session back. One call a second, each held 3.5 s:
+// the first two are up when the third and fourth come, which are refused
+// for capacity; the fifth and sixth find the first two hung up.
+func TestCapacityBehindProxy(t *testing.T) {
+	tb := dispBed(t)
+	testenv.StartVendor(t, tb.Peer, dispVendorA, "vendor-uas-503")
+	b := testenv.StartVendor(t, tb.Peer, dispVendorB, "vendor-uas")
+	tb.StartDaemon(t, harness.WriteConfig(t, harness.E2eConfig+"interfaces: [{name: "+tb.BoxIface+"}]\n"+
+		"classes:\n  sip-invite: {action: reject}\n"+
+		"customers:\n  - {name: callers, accounts: [{name: trunk, source: "+dispCaller.Addr().String()+"/32, max-sessions: 2}]}\n"))
+	testenv.StartDispatcher(t, tb.Box, dispProxy, []netip.AddrPort{dispVendorA, dispVendorB})
+	const hold = 3500 * time.Millisecond
+	c := testenv.StartCaller(t, tb.Peer, dispCaller, dispProxy, testenv.CallerOptions{
+		Rate: 1, Calls: 6, Hold: hold, RecvTimeout: 10 * time.Second})
+	// Two calls are up 2.5 s in: the account holds both sessions.
+	time.Sleep(2500 * time.Millisecond)
+	mid := accountSessions(t, tb)
+	r := c.Wait(60 * time.Second)
+	var answered []time.Time
+	for _, call := range r.Calls {
+		if call.Setup() >= 0 {
+			answered = append(answered, call.Answered)
+		}
+	}
+	most := mostAtOnce(answered, hold)
+	t.Logf("%d calls: %d completed, %d refused; at most %d up at once; B got %d INVITEs; 2.5 s in the account held %d of %d",
+		len(r.Calls), r.Successful, r.Failed, most, len(b.Invites()), mid.Held, mid.Max)
+	if mid.Max != 2 || mid.Held != 2 {
+		t.Errorf("2.5 s in, show limits says the account holds %d of %d sessions, want 2 of 2", mid.Held, mid.Max)
+	}
+	if r.Successful != 4 || r.Failed != 2 || most != 2 {
+		t.Errorf("%d calls completed and %d refused, %d up at once: want 4, 2 and 2 (A's 503 must not give a session back)",
+			r.Successful, r.Failed, most)
+	}
+	if got := callerRejectsFrom(t, tb, dispCaller.Addr().String())["capacity"]; got != 2 {
+		t.Errorf("capacity records count %d, want the 2 refused calls", got)
+	}
+	testenv.Poll(3*time.Second, 100*time.Millisecond, func() bool { return accountSessions(t, tb).Held == 0 })
+	if end := accountSessions(t, tb); end.Held != 0 {
+		t.Errorf("after every BYE the account holds %d sessions, want 0", end.Held)
+	}
+}
