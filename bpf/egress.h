@@ -27,6 +27,7 @@
 #include "sip_event.h"
 #include "sip_txn.h"
 #include "dialog_learn.h"
+#include "sessions.h"
 #include "where.h"
 
 /* agent_to is the agent an IP destination is, or NO_AGENT. */
@@ -68,11 +69,14 @@ static __always_inline __u32 egress_slot(void)
 	return egress_policy() & 1;
 }
 
-/* egress_refusal is why an INVITE toward agent at now is refused, or
- * ADMITTED, taking a connection token for one that goes on. */
-static __always_inline int egress_refusal(__u32 agent, __u64 now)
+/* egress_refusal is why an INVITE of callid toward agent at now is
+ * refused, or ADMITTED, taking a session of the agent's max-sessions
+ * (sessions.h) and a connection token for one that goes on: an agent out
+ * of service first, then its capacity, then its rate. */
+static __always_inline int egress_refusal(__u32 agent, __u64 now, __u64 callid)
 {
-	__u32 k = egress_slot() * CAC_MAX_AGENTS + agent;
+	__u32 slot = egress_slot();
+	__u32 k = slot * CAC_MAX_AGENTS + agent;
 	struct cac_agent_egress *a = bpf_map_lookup_elem(&agent_egress, &k);
 	__u32 *state = bpf_map_lookup_elem(&agent_state, &agent);
 	struct cac_bucket *b = bpf_map_lookup_elem(&connection_buckets, &agent);
@@ -80,8 +84,14 @@ static __always_inline int egress_refusal(__u32 agent, __u64 now)
 		return ADMITTED;
 	if ((a->flags & AGENT_FAIL_FAST) && (*state & AGENT_OUT_OF_SERVICE))
 		return CAC_EGRESS_AGENT_DOWN;
-	if (!bucket_take(&a->connection, b, now, 0))
+	int took = session_of_connection(callid, agent, slot, now);
+	if (took == SESSION_FULL)
+		return CAC_EGRESS_CAPACITY;
+	if (!bucket_take(&a->connection, b, now, 0)) {
+		if (took == SESSION_TOOK)
+			session_of_connection_back(callid, agent);
 		return CAC_EGRESS_CONNECTION;
+	}
 	return ADMITTED;
 }
 
@@ -134,7 +144,7 @@ __noinline int egress_invite(struct __sk_buff *skb, __u64 where, __u64 now)
 		egress_learn(callid, now);
 		return TC_ACT_UNSPEC;
 	}
-	int reason = egress_refusal(agent, now);
+	int reason = egress_refusal(agent, now, callid);
 	if (reason >= 0 && reason < CAC_NUM_EGRESS_REASONS) {
 		/* Remembered before it is handed up: the answer, and the
 		 * server's ACK of it, can come back before this CPU goes on

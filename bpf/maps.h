@@ -167,8 +167,6 @@ struct {
 	__type(value, struct reject_budget);
 } session_budget SEC(".maps");
 
-#ifndef CAC_EGRESS
-
 /* The limits of concurrent sessions, max-sessions (0: none), in two slots
  * the control plane switches between: accounts, customers, then agents. */
 struct {
@@ -195,6 +193,9 @@ struct {
 	__type(key, __u32);
 	__type(value, __u64);
 } sessions_freed SEC(".maps");
+
+#ifndef CAC_EGRESS
+
 
 /* Maps shared by every attachment: one admission budget and one rate per
  * class, however many interfaces. */

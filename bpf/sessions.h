@@ -21,44 +21,11 @@
 #include "bpf_helpers.h"
 #include "cac.h"
 #include "maps.h"
+#include "clock.h"
 #include "sip_event.h"
 #include "sip_hdr.h"
 #include "where.h"
 
-/*
- * session_note hands a message of a dialog that holds sessions up to user
- * space, within this CPU's budget for the second: where packs its frame
- * as where_pack does, and from_server is 1 for one the SIP server sends
- * (the egress program's): only the server's answer to the INVITE ends
- * the dialog, not one from further on that it may hunt past. A global
- * function of both programs, so the lookup and the copy are verified
- * once.
- */
-__noinline int session_note(CAC_CTX *ctx, __u64 where, __u32 from_server)
-{
-	if (!ctx)
-		return 0;
-	struct frame f = where_frame(ctx, where);
-	__u64 callid = sip_callid(ctx, f.msgoff, f.msglen);
-	if (!callid || !bpf_map_lookup_elem(&sessions, &callid))
-		return 0;
-	__u32 zero = 0;
-	struct reject_budget *b = bpf_map_lookup_elem(&session_budget, &zero);
-	if (!b)
-		return 0;
-	__u64 second = now_ns() / 1000000000ULL;
-	if (b->second != second) {
-		b->second = second;
-		b->used = 0;
-	}
-	if (b->used >= SESSION_EVENTS_PER_SECOND)
-		return 0;
-	b->used++;
-	sip_event_copy(&f, CAC_SIP_SESSION, 0, (from_server & 1) << 16, callid);
-	return 0;
-}
-
-#ifndef CAC_EGRESS
 
 /* What session_take_one did. */
 enum { SESSION_NONE, SESSION_TOOK, SESSION_FULL };
@@ -95,6 +62,18 @@ static __always_inline void session_give_one(__u32 i)
 	if (taken)
 		__sync_fetch_and_sub(taken, 1);
 }
+
+/* connection_key is the sessions table's key of a dialog's session of a
+ * connection (a session agent at egress), apart from its account's: a
+ * proxy sends the caller's Call-ID on toward the agent, and each part
+ * ends by its own answer. Never 0. */
+static __always_inline __u64 connection_key(__u64 callid)
+{
+	__u64 k = (callid ^ 0x636f6e6e656374ULL) * 0x100000001b3ULL; /* "connect", FNV's prime */
+	return k ? k : 1;
+}
+
+#ifndef CAC_EGRESS
 
 /*
  * session_take takes the sessions of an INVITE's account and customer,
@@ -181,4 +160,85 @@ __noinline int session_give_back(struct xdp_md *ctx, __u64 where)
 	return 0;
 }
 
+#endif /* CAC_EGRESS */
+
+/*
+ * session_note hands a message of a dialog that holds sessions up to user
+ * space, within this CPU's budget for the second: where packs its frame
+ * as where_pack does, and from_server is 1 for one the SIP server sends
+ * (the egress program's): only the server's answer to the INVITE ends
+ * the dialog, not one from further on that it may hunt past. A global
+ * function of both programs, so the lookup and the copy are verified
+ * once.
+ */
+__noinline int session_note(CAC_CTX *ctx, __u64 where, __u32 from_server)
+{
+	if (!ctx)
+		return 0;
+	struct frame f = where_frame(ctx, where);
+	__u64 callid = sip_callid(ctx, f.msgoff, f.msglen);
+	if (!callid)
+		return 0;
+	__u32 zero = 0;
+	struct reject_budget *b = bpf_map_lookup_elem(&session_budget, &zero);
+	if (!b)
+		return 0;
+	__u64 second = now_ns() / 1000000000ULL;
+	if (b->second != second) {
+		b->second = second;
+		b->used = 0;
+	}
+	/* The account's part of the dialog, then the connection's. */
+	__u64 key = callid;
+#pragma unroll
+	for (int i = 0; i < 2; i++) {
+		if (i == 1)
+			key = connection_key(callid);
+		if (!bpf_map_lookup_elem(&sessions, &key) || b->used >= SESSION_EVENTS_PER_SECOND)
+			continue;
+		b->used++;
+		sip_event_copy(&f, CAC_SIP_SESSION, 0, (from_server & 1) << 16, key);
+	}
+	return 0;
+}
+
+#ifdef CAC_EGRESS
+/*
+ * session_of_connection takes a session of agent's max-sessions, in slot,
+ * for an INVITE of callid toward it, and enters the dialog's connection
+ * part: SESSION_TOOK, SESSION_FULL (a full table too: a part it could
+ * not enter could never give its session back), or SESSION_NONE when the
+ * agent has no limit or the dialog holds one of it already (an INVITE
+ * again after a challenge).
+ */
+static __always_inline int session_of_connection(__u64 callid, __u32 agent, __u32 slot, __u64 now)
+{
+	__u64 key = connection_key(callid);
+	if (!callid || agent >= CAC_MAX_AGENTS || bpf_map_lookup_elem(&sessions, &key))
+		return SESSION_NONE;
+	__u32 i = CAC_MAX_ACCOUNTS + CAC_MAX_CUSTOMERS + agent;
+	int r = session_take_one(i, slot);
+	if (r != SESSION_TOOK)
+		return r;
+	struct cac_session s = {
+		.taken_ns = now,
+		.account = CAC_NO_SESSION_LIMIT,
+		.customer = CAC_NO_SESSION_LIMIT,
+		.connection = i,
+	};
+	if (bpf_map_update_elem(&sessions, &key, &s, BPF_NOEXIST)) {
+		session_give_one(i);
+		return SESSION_FULL;
+	}
+	return SESSION_TOOK;
+}
+
+/* session_of_connection_back gives back what session_of_connection took,
+ * for an INVITE a later limit refused. */
+static __always_inline void session_of_connection_back(__u64 callid, __u32 agent)
+{
+	__u64 key = connection_key(callid);
+	if (bpf_map_delete_elem(&sessions, &key) == 0)
+		session_give_one(CAC_MAX_ACCOUNTS + CAC_MAX_CUSTOMERS + agent);
+}
 #endif /* CAC_EGRESS */

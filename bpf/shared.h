@@ -234,7 +234,8 @@ enum cac_sip_event_kind {
 enum cac_egress_reason {
 	CAC_EGRESS_CONNECTION = 0,
 	CAC_EGRESS_AGENT_DOWN = 1,
-	CAC_NUM_EGRESS_REASONS = 2,
+	CAC_EGRESS_CAPACITY = 2, /* the agent at its max-sessions (sessions.h) */
+	CAC_NUM_EGRESS_REASONS = 3,
 };
 
 /* The flags of an agent's egress settings (struct cac_agent_egress). */

@@ -41,7 +41,7 @@ type TcCacEgressCounts struct {
 	_           structs.HostLayout
 	Invites     uint64
 	Retransmits uint64
-	Refused     [2]uint64
+	Refused     [3]uint64
 	Unanswered  uint64
 	Acks        uint64
 }
@@ -117,7 +117,10 @@ const (
 	TcMapL2tpTunnels       = "l2tp_tunnels"
 	TcMapPolicySlot        = "policy_slot"
 	TcMapSessionBudget     = "session_budget"
+	TcMapSessionLimits     = "session_limits"
 	TcMapSessions          = "sessions"
+	TcMapSessionsFreed     = "sessions_freed"
+	TcMapSessionsTaken     = "sessions_taken"
 	TcMapSipEvents         = "sip_events"
 	TcMapTestClock         = "test_clock"
 	TcMapUdpPorts          = "udp_ports"
@@ -186,7 +189,10 @@ type TcMapSpecs struct {
 	L2tpTunnels       *ebpf.MapSpec `ebpf:"l2tp_tunnels"`
 	PolicySlot        *ebpf.MapSpec `ebpf:"policy_slot"`
 	SessionBudget     *ebpf.MapSpec `ebpf:"session_budget"`
+	SessionLimits     *ebpf.MapSpec `ebpf:"session_limits"`
 	Sessions          *ebpf.MapSpec `ebpf:"sessions"`
+	SessionsFreed     *ebpf.MapSpec `ebpf:"sessions_freed"`
+	SessionsTaken     *ebpf.MapSpec `ebpf:"sessions_taken"`
 	SipEvents         *ebpf.MapSpec `ebpf:"sip_events"`
 	TestClock         *ebpf.MapSpec `ebpf:"test_clock"`
 	UdpPorts          *ebpf.MapSpec `ebpf:"udp_ports"`
@@ -231,7 +237,10 @@ type TcMaps struct {
 	L2tpTunnels       *ebpf.Map `ebpf:"l2tp_tunnels"`
 	PolicySlot        *ebpf.Map `ebpf:"policy_slot"`
 	SessionBudget     *ebpf.Map `ebpf:"session_budget"`
+	SessionLimits     *ebpf.Map `ebpf:"session_limits"`
 	Sessions          *ebpf.Map `ebpf:"sessions"`
+	SessionsFreed     *ebpf.Map `ebpf:"sessions_freed"`
+	SessionsTaken     *ebpf.Map `ebpf:"sessions_taken"`
 	SipEvents         *ebpf.Map `ebpf:"sip_events"`
 	TestClock         *ebpf.Map `ebpf:"test_clock"`
 	UdpPorts          *ebpf.Map `ebpf:"udp_ports"`
@@ -251,7 +260,10 @@ func (m *TcMaps) Close() error {
 		m.L2tpTunnels,
 		m.PolicySlot,
 		m.SessionBudget,
+		m.SessionLimits,
 		m.Sessions,
+		m.SessionsFreed,
+		m.SessionsTaken,
 		m.SipEvents,
 		m.TestClock,
 		m.UdpPorts,

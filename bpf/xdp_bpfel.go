@@ -152,7 +152,7 @@ type XdpCacEgressCounts struct {
 	_           structs.HostLayout
 	Invites     uint64
 	Retransmits uint64
-	Refused     [2]uint64
+	Refused     [3]uint64
 	Unanswered  uint64
 	Acks        uint64
 }
@@ -162,7 +162,8 @@ type XdpCacEgressReason uint32
 const (
 	XdpCacEgressReasonCAC_EGRESS_CONNECTION  XdpCacEgressReason = 0
 	XdpCacEgressReasonCAC_EGRESS_AGENT_DOWN  XdpCacEgressReason = 1
-	XdpCacEgressReasonCAC_NUM_EGRESS_REASONS XdpCacEgressReason = 2
+	XdpCacEgressReasonCAC_EGRESS_CAPACITY    XdpCacEgressReason = 2
+	XdpCacEgressReasonCAC_NUM_EGRESS_REASONS XdpCacEgressReason = 3
 )
 
 type XdpCacFrameBound uint32

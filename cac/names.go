@@ -160,10 +160,13 @@ const (
 	// EgressAgentDown is the agent out of service in every realm, with
 	// on-out-of-service: fail-fast.
 	EgressAgentDown
+	// EgressCapacity is the agent at its max-sessions, the calls it may
+	// have up at once.
+	EgressCapacity
 	NumEgressReasons int = iota
 )
 
-var egressReasonNames = [NumEgressReasons]string{EgressConnection: "connection", EgressAgentDown: "agent-down"}
+var egressReasonNames = [NumEgressReasons]string{EgressConnection: "connection", EgressAgentDown: "agent-down", EgressCapacity: "capacity"}
 
 func (r EgressReason) String() string {
 	if int(r) < NumEgressReasons {
@@ -179,6 +182,8 @@ func (r EgressReason) Text() string {
 		return "over its connection limit"
 	case EgressAgentDown:
 		return "out of service"
+	case EgressCapacity:
+		return "at its max-sessions"
 	}
 	return r.String()
 }

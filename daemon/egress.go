@@ -43,7 +43,7 @@ type egressKey struct {
 // fast, which is when the egress program may refuse an INVITE.
 func egressWanted(cfg *config.Config) bool {
 	for _, a := range cfg.SessionAgents {
-		if a.Connection.CPS != nil || a.OnOutOfService == config.OnOutOfServiceFailFast {
+		if a.Connection.CPS != nil || a.OnOutOfService == config.OnOutOfServiceFailFast || a.MaxSessions > 0 {
 			return true
 		}
 	}
@@ -190,6 +190,10 @@ func (a *sipAgents) egressRows() []agents.Egress {
 			Agent: ag.Name, OnOutOfService: ag.OnOutOfService,
 			Invites: c.Invites, Retransmits: c.Retransmits, Unanswered: c.Unanswered, ACKs: c.ACKs,
 			Connection: c.Refused[cac.EgressConnection], AgentDown: c.Refused[cac.EgressAgentDown],
+			Capacity: c.Refused[cac.EgressCapacity], MaxSessions: ag.MaxSessions,
+		}
+		if ag.MaxSessions > 0 && a.pinned.SessionsTaken != nil {
+			rows[i].Sessions, _ = maps.SessionCount(maps.SessionMapsOf(&a.pinned.XdpMaps), maps.AgentSessions(uint32(i)))
 		}
 		if ag.Connection.CPS != nil {
 			rows[i].ConnectionCPS, rows[i].ConnectionBurst = *ag.Connection.CPS, ag.Connection.EffectiveBurst()

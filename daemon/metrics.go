@@ -13,6 +13,7 @@ import (
 	"github.com/xdpcac/xdpcac/cac"
 	"github.com/xdpcac/xdpcac/cac/control"
 	"github.com/xdpcac/xdpcac/internal/version"
+	"github.com/xdpcac/xdpcac/maps"
 	"github.com/xdpcac/xdpcac/maps/collector"
 )
 
@@ -118,7 +119,9 @@ func (d *Daemon) agentEgress() []collector.AgentEgress {
 	for _, r := range rows {
 		out = append(out, collector.AgentEgress{
 			Name: r.Agent, Invites: r.Invites, Retransmits: r.Retransmits, Unanswered: r.Unanswered, ACKs: r.ACKs,
-			Refused: map[string]uint64{cac.EgressConnection.String(): r.Connection, cac.EgressAgentDown.String(): r.AgentDown},
+			Refused: map[string]uint64{cac.EgressConnection.String(): r.Connection, cac.EgressAgentDown.String(): r.AgentDown,
+				cac.EgressCapacity.String(): r.Capacity},
+			Sessions: maps.SessionsInForce{Max: r.MaxSessions, Held: r.Sessions},
 		})
 	}
 	return out

@@ -49,9 +49,14 @@ func (k *sessionKeeper) configure(cfg *config.Config) {
 	k.table.SetTimes(64*cfg.SIPT1, cfg.SessionExpiry)
 }
 
-// capacityWanted reports whether some account or customer of cfg has
-// max-sessions.
+// capacityWanted reports whether some account, customer or session agent
+// of cfg has max-sessions.
 func capacityWanted(cfg *config.Config) bool {
+	for _, a := range cfg.SessionAgents {
+		if a.MaxSessions > 0 {
+			return true
+		}
+	}
 	for _, c := range cfg.Customers {
 		if c.MaxSessions > 0 {
 			return true
@@ -81,7 +86,7 @@ func (k *sessionKeeper) seen(sm maps.SessionMaps, ev maps.SIPEvent) {
 	k.mu.Lock()
 	if !k.table.Known(id) { // entered since the last sweep
 		if h, ok := maps.LookupSession(sm.Sessions, id); ok {
-			k.table.Learn(id, k.takenAt(h, now), h.Limits)
+			k.table.Learn(id, k.takenAt(h, now), h.Limits, outbound(h))
 		}
 	}
 	defer k.mu.Unlock()
@@ -125,9 +130,9 @@ func (k *sessionKeeper) learn(sm maps.SessionMaps, now time.Time) {
 	}
 	for id, h := range held {
 		if taken := k.takenAt(h, now); taken.Before(k.started) {
-			k.table.Adopt(id, taken, now, h.Limits)
+			k.table.Adopt(id, taken, now, h.Limits, outbound(h))
 		} else {
-			k.table.Learn(id, taken, h.Limits)
+			k.table.Learn(id, taken, h.Limits, outbound(h))
 		}
 	}
 	for _, id := range k.table.IDs() {
@@ -135,6 +140,12 @@ func (k *sessionKeeper) learn(sm maps.SessionMaps, now time.Time) {
 			k.table.Forget(id)
 		}
 	}
+}
+
+// outbound reports whether h is the part of a dialog toward a session
+// agent: the egress program enters it with the agent's limit alone.
+func outbound(h maps.HeldSession) bool {
+	return len(h.Limits) > 0 && maps.IsAgentSessions(h.Limits[0])
 }
 
 // takenAt is the wall time of the fast path's monotonic stamp of h.

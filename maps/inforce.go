@@ -22,6 +22,9 @@ type InForce struct {
 	// AgentEgress: their connection limits and flags, by index; none
 	// from an attachment of a version without egress admission.
 	AgentEgress []bpf.XdpCacAgentEgress
+	// AgentSessions: their max-sessions and the dialogs toward them that
+	// hold one, by index.
+	AgentSessions []SessionsInForce
 }
 
 // AccountInForce is an account prefix's limit and its customer's, and
@@ -89,6 +92,11 @@ func ReadInForce(pm PolicyMaps) (InForce, error) {
 			return in, fmt.Errorf("read connection limit of session agent %d: %w", i, err)
 		}
 		in.AgentEgress = append(in.AgentEgress, e)
+		ss, err := readSessionsInForce(pm, slot, AgentSessions(i))
+		if err != nil {
+			return in, fmt.Errorf("session agent %d: %w", i, err)
+		}
+		in.AgentSessions = append(in.AgentSessions, ss)
 	}
 	return in, nil
 }

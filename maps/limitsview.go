@@ -81,6 +81,8 @@ type AgentLimitView struct {
 	// (docs/design.md, "Egress admission").
 	Connection LimitView `json:"connection"`
 	FailFast   bool      `json:"fail_fast"`
+	// Sessions: its max-sessions and the dialogs toward it that hold one.
+	Sessions SessionsView `json:"sessions"`
 }
 
 // limitView turns a GCRA limit back into calls a second and a burst.
@@ -156,6 +158,9 @@ func LimitsViewOf(in InForce) LimitsView {
 			e := in.AgentEgress[i]
 			av.Connection = limitView(e.Connection)
 			av.FailFast = e.Flags&uint32(bpf.XdpCacAgentFlagAGENT_FAIL_FAST) != 0
+		}
+		if i < len(in.AgentSessions) {
+			av.Sessions = SessionsView(in.AgentSessions[i])
 		}
 		v.Agents = append(v.Agents, av)
 	}

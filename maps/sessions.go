@@ -19,6 +19,13 @@ const SessionLimits = policy.MaxAccounts + policy.MaxCustomers + policy.MaxAgent
 func AccountSessions(i uint32) uint32  { return i }
 func CustomerSessions(i uint32) uint32 { return policy.MaxAccounts + i }
 
+// AgentSessions is the index of the session limit of session agent i, a
+// connection at egress.
+func AgentSessions(i uint32) uint32 { return policy.MaxAccounts + policy.MaxCustomers + i }
+
+// IsAgentSessions reports whether session limit l is a session agent's.
+func IsAgentSessions(l uint32) bool { return l >= AgentSessions(0) }
+
 // noSessionLimit is CAC_NO_SESSION_LIMIT: a struct cac_session field of a
 // limit the dialog took nothing of.
 const noSessionLimit = uint32(bpf.XdpCacCapacityCAC_NO_SESSION_LIMIT)
@@ -36,6 +43,9 @@ func writeSessionLimits(m *ebpf.Map, slot uint32, p policy.Policy, idx policy.In
 	}
 	for i, n := range p.CustomerSessions {
 		vals[CustomerSessions(idx.Customers[i])] = n
+	}
+	for i, a := range p.Agents {
+		vals[AgentSessions(uint32(i))] = a.MaxSessions
 	}
 	keys := make([]uint32, SessionLimits)
 	for i := range keys {

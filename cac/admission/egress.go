@@ -97,7 +97,10 @@ func (m *Model) egressInvite(frame, msg []byte, now uint64) EgressVerdict {
 	switch {
 	case a.FailFast && m.agentOut[agent]:
 		v.Reason = cac.EgressAgentDown
+	case m.connectionFull(callid, agent):
+		v.Reason = cac.EgressCapacity
 	case !m.connections[agent].Take(a.Connection, now):
+		m.GiveBack(connectionKey(callid)) // what connectionFull took, if anything
 		v.Reason = cac.EgressConnection
 	default:
 		c.Invites++

@@ -76,3 +76,35 @@ func (m *Model) SessionDialogs() []uint64 {
 	}
 	return out
 }
+
+// connectionKey is connection_key of bpf/sessions.h: the key of a
+// dialog's connection part, apart from its account's.
+func connectionKey(callid uint64) uint64 {
+	k := (callid ^ 0x636f6e6e656374) * 0x100000001b3
+	if k == 0 {
+		return 1
+	}
+	return k
+}
+
+// connectionFull is session_of_connection: an INVITE of callid toward
+// agent takes a session of the agent's max-sessions, unless its dialog
+// holds one already; it reports whether the agent was at its limit, and
+// then takes nothing.
+func (m *Model) connectionFull(callid uint64, agent int) bool {
+	key := connectionKey(callid)
+	max := m.policy.Agents[agent].MaxSessions
+	if _, ok := m.sessions[key]; callid == 0 || ok || max == 0 {
+		return false
+	}
+	i := uint32(policy.MaxAccounts + policy.MaxCustomers + agent)
+	if m.sessionsHeld[i] >= uint64(max) {
+		return true
+	}
+	m.sessionsHeld[i]++
+	if m.sessions == nil {
+		m.sessions = map[uint64][]uint32{}
+	}
+	m.sessions[key] = []uint32{i}
+	return false
+}

@@ -136,8 +136,13 @@ type Egress struct {
 	Retransmits     uint64  `json:"retransmits"`
 	Connection      uint64  `json:"refused_connection"`
 	AgentDown       uint64  `json:"refused_agent_down"`
-	Unanswered      uint64  `json:"unanswered"`
-	ACKs            uint64  `json:"acks_dropped"`
+	// Capacity: refused at the agent's MaxSessions (0: no limit), and
+	// Sessions the dialogs toward it that hold one.
+	Capacity    uint64 `json:"refused_capacity"`
+	MaxSessions uint32 `json:"max_sessions"`
+	Sessions    uint64 `json:"sessions"`
+	Unanswered  uint64 `json:"unanswered"`
+	ACKs        uint64 `json:"acks_dropped"`
 }
 
 // WriteEgress writes, for each agent (or the one named), its line of
@@ -156,12 +161,16 @@ func WriteEgress(w io.Writer, rows []Egress, name string) error {
 		if e.ConnectionCPS > 0 {
 			conn = fmt.Sprintf("connection %g cps (burst %g)", e.ConnectionCPS, e.ConnectionBurst)
 		}
+		if e.MaxSessions > 0 {
+			conn += fmt.Sprintf(", sessions %d of %d", e.Sessions, e.MaxSessions)
+		}
 		held := ""
 		if e.OutOfService {
 			held = ", held out of service"
 		}
-		fmt.Fprintf(&b, "Egress %s: %s, %s%s; sent %d, retransmitted %d, refused %d (connection %d, agent-down %d), unanswered %d, ACKs of the refusals dropped %d\n",
-			e.Agent, conn, e.OnOutOfService, held, e.Invites, e.Retransmits, e.Connection+e.AgentDown, e.Connection, e.AgentDown, e.Unanswered, e.ACKs)
+		fmt.Fprintf(&b, "Egress %s: %s, %s%s; sent %d, retransmitted %d, refused %d (connection %d, agent-down %d, capacity %d), unanswered %d, ACKs of the refusals dropped %d\n",
+			e.Agent, conn, e.OnOutOfService, held, e.Invites, e.Retransmits, e.Connection+e.AgentDown+e.Capacity,
+			e.Connection, e.AgentDown, e.Capacity, e.Unanswered, e.ACKs)
 	}
 	_, err := io.WriteString(w, b.String())
 	return err

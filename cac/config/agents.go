@@ -50,6 +50,10 @@ type SessionAgent struct {
 	// EgressResponseCode answers an INVITE refused at egress on the
 	// agent's behalf.
 	EgressResponseCode int
+	// MaxSessions is how many dialogs the SIP server may have up toward
+	// the agent at once (key max-sessions, FlySIP's connection
+	// capacity); 0 is no limit.
+	MaxSessions uint32
 
 	node *yaml.Node // where it was defined, for errors that span keys
 }
@@ -132,6 +136,7 @@ func (d *decoder) agent(path string, n *yaml.Node) SessionAgent {
 		"on-out-of-service": func(p string, v *yaml.Node) {
 			d.oneOf(v, p, &a.OnOutOfService, OnOutOfServiceFailFast, OnOutOfServicePass)
 		},
+		"max-sessions": func(p string, v *yaml.Node) { d.maxSessions(v, p, &a.MaxSessions) },
 		"egress-response-code": func(p string, v *yaml.Node) {
 			if c, ok := d.integer(v, p, 400, 699); ok {
 				a.EgressResponseCode = int(c)

@@ -162,6 +162,9 @@ type Agent struct {
 	OutCodes   []int
 	Connection bucket.Limit
 	FailFast   bool
+	// MaxSessions is how many dialogs the server may have up toward the
+	// agent at once (docs/design.md, "Capacity"); 0 is no limit.
+	MaxSessions uint32
 }
 
 // MaxAgents is CAC_MAX_AGENTS of bpf/shared.h.
@@ -251,6 +254,7 @@ func Of(cfg *config.Config) (Policy, error) {
 		p.Agents = append(p.Agents, Agent{
 			Limit: l, OutCodes: a.OutServiceResponseCodes,
 			Connection: c, FailFast: a.OnOutOfService == config.OnOutOfServiceFailFast,
+			MaxSessions: a.MaxSessions,
 		})
 	}
 	if len(p.Agents) > MaxAgents {
@@ -302,8 +306,8 @@ func (p Policy) Limits(c cac.Class) bool {
 	return p.Levels[c] != bucket.Unlimited || p.PerSource[c].Limit != bucket.Unlimited || shared
 }
 
-// Capacity reports whether some account or customer of p has
-// max-sessions: the fast path's POLICY_CAPACITY bit.
+// Capacity reports whether some account, customer or session agent of p
+// has max-sessions: the fast path's POLICY_CAPACITY bit.
 func (p Policy) Capacity() bool {
 	for _, a := range p.Accounts {
 		if a.MaxSessions > 0 {
@@ -312,6 +316,11 @@ func (p Policy) Capacity() bool {
 	}
 	for _, n := range p.CustomerSessions {
 		if n > 0 {
+			return true
+		}
+	}
+	for _, a := range p.Agents {
+		if a.MaxSessions > 0 {
 			return true
 		}
 	}

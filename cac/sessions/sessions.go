@@ -52,6 +52,10 @@ type Dialog struct {
 	Taken  time.Time
 	State  State
 	Last   time.Time // its last message, or Taken
+	// Outbound: the part of the dialog the SIP server opened toward a
+	// session agent (a connection's), which the agent's answer decides;
+	// else an account's, which the server's answer decides.
+	Outbound bool
 }
 
 // Table is the dialogs that hold sessions, by the hash of their Call-ID.
@@ -78,22 +82,22 @@ func (t *Table) Known(callid uint64) bool { return t.dialogs[callid] != nil }
 
 // Learn enters a dialog the fast path took sessions for at taken, unless
 // the table holds it already.
-func (t *Table) Learn(callid uint64, taken time.Time, limits []uint32) {
+func (t *Table) Learn(callid uint64, taken time.Time, limits []uint32, outbound bool) {
 	if t.dialogs[callid] != nil {
 		return
 	}
-	t.dialogs[callid] = &Dialog{Limits: limits, Taken: taken, Last: taken}
+	t.dialogs[callid] = &Dialog{Limits: limits, Taken: taken, Last: taken, Outbound: outbound}
 }
 
 // Adopt enters a dialog whose sessions were taken before the table's
 // owner could see its messages (a daemon started again): what became of
 // it is not known, so it is held as answered, from now. A BYE still ends
 // it; one that ended unseen holds its sessions until the expiry.
-func (t *Table) Adopt(callid uint64, taken, now time.Time, limits []uint32) {
+func (t *Table) Adopt(callid uint64, taken, now time.Time, limits []uint32, outbound bool) {
 	if t.dialogs[callid] != nil {
 		return
 	}
-	t.dialogs[callid] = &Dialog{Limits: limits, Taken: taken, State: Confirmed, Last: now}
+	t.dialogs[callid] = &Dialog{Limits: limits, Taken: taken, State: Confirmed, Last: now, Outbound: outbound}
 }
 
 // Seen applies a message of dialog callid seen at now, and returns the
@@ -114,10 +118,12 @@ func (t *Table) Seen(callid uint64, m Message, now time.Time) (Dialog, bool) {
 		// A re-INVITE, UPDATE, INFO, a session refresh: the dialog is
 		// alive. A request of a dialog not yet answered is one of its
 		// early dialog's (PRACK, UPDATE).
-	case !strings.EqualFold(m.CSeqMethod, "INVITE") || !m.FromServer:
+	case !strings.EqualFold(m.CSeqMethod, "INVITE") || m.FromServer == d.Outbound:
 		// The answer to a BYE came after the BYE, which ended it; any
-		// other answer says it is alive, and so does one to the INVITE
-		// from further on, which the server may hunt past.
+		// other answer says it is alive. So does one to the INVITE from
+		// the other side: of an account's part, from further on, which
+		// the server may hunt past; of a connection's, the server's own
+		// to its caller, which the agent's answer came before.
 	case m.Code < 200:
 		if d.State == Trying {
 			d.State = Early

@@ -35,7 +35,7 @@ func TestDialogEnds(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tb := New(32*time.Second, time.Hour)
-			tb.Learn(7, t0, []uint32{1, 4097})
+			tb.Learn(7, t0, []uint32{1, 4097}, false)
 			ended := -1
 			for i, m := range tc.msgs {
 				if d, ok := tb.Seen(7, m, t0.Add(time.Duration(i)*time.Second)); ok {
@@ -63,13 +63,13 @@ func TestDialogEnds(t *testing.T) {
 // message of the dialog puts its deadline off.
 func TestExpiry(t *testing.T) {
 	tb := New(32*time.Second, time.Hour)
-	tb.Learn(1, t0, nil) // never answered
-	tb.Learn(2, t0, nil) // ringing
+	tb.Learn(1, t0, nil, false) // never answered
+	tb.Learn(2, t0, nil, false) // ringing
 	tb.Seen(2, res(180, "INVITE"), t0.Add(10*time.Second))
-	tb.Learn(3, t0, nil) // up, refreshed
+	tb.Learn(3, t0, nil, false) // up, refreshed
 	tb.Seen(3, res(200, "INVITE"), t0.Add(time.Second))
 	tb.Seen(3, req("UPDATE"), t0.Add(30*time.Minute))
-	tb.Learn(4, t0, nil) // up, BYE lost
+	tb.Learn(4, t0, nil, false) // up, BYE lost
 	tb.Seen(4, res(200, "INVITE"), t0.Add(time.Second))
 
 	for _, step := range []struct {
@@ -106,9 +106,9 @@ func TestUnknownDialog(t *testing.T) {
 	if _, ok := tb.Seen(9, req("BYE"), t0); ok {
 		t.Error("a BYE of an unknown dialog ended something")
 	}
-	tb.Learn(9, t0, []uint32{1})
+	tb.Learn(9, t0, []uint32{1}, false)
 	tb.Seen(9, res(200, "INVITE"), t0)
-	tb.Learn(9, t0.Add(time.Hour), []uint32{2})
+	tb.Learn(9, t0.Add(time.Hour), []uint32{2}, false)
 	if d, ok := tb.Seen(9, req("BYE"), t0); !ok || d.State != Confirmed || d.Limits[0] != 1 {
 		t.Errorf("ended %v %+v: want the first Learn's confirmed dialog", ok, d)
 	}
@@ -118,8 +118,8 @@ func TestUnknownDialog(t *testing.T) {
 // answered from the adoption: the session expiry ends it, a BYE too.
 func TestAdopt(t *testing.T) {
 	tb := New(32*time.Second, time.Hour)
-	tb.Adopt(1, t0, t0.Add(time.Minute), nil)
-	tb.Adopt(2, t0, t0.Add(time.Minute), nil)
+	tb.Adopt(1, t0, t0.Add(time.Minute), nil, false)
+	tb.Adopt(2, t0, t0.Add(time.Minute), nil, false)
 	if got := tb.Expired(t0.Add(time.Hour)); len(got) != 0 {
 		t.Fatalf("expired %v within the hour from the adoption", got)
 	}
@@ -128,5 +128,23 @@ func TestAdopt(t *testing.T) {
 	}
 	if got := tb.Expired(t0.Add(time.Hour + time.Minute)); len(got) != 1 {
 		t.Errorf("expired %v an hour after the adoption, want dialog 1", got)
+	}
+}
+
+// TestConnectionPart: the part of a dialog toward a session agent ends by
+// the agent's answer, which comes from further on, not by the server's.
+func TestConnectionPart(t *testing.T) {
+	tb := New(32*time.Second, time.Hour)
+	tb.Learn(5, t0, []uint32{5120}, true)
+	if _, ok := tb.Seen(5, res(503, "INVITE"), t0); ok {
+		t.Error("the server's answer to its caller ended the connection's part")
+	}
+	if _, ok := tb.Seen(5, further(486), t0); !ok {
+		t.Error("the agent's 486 did not end the connection's part")
+	}
+	tb.Learn(6, t0, []uint32{5120}, true)
+	tb.Seen(6, further(200), t0)
+	if d, ok := tb.Seen(6, req("BYE"), t0); !ok || d.State != Confirmed {
+		t.Errorf("a BYE after the agent's 200: ended %v in state %v", ok, d.State)
 	}
 }

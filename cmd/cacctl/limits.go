@@ -97,7 +97,7 @@ func writeLimits(w io.Writer, v maps.LimitsView) error {
 		if a.FailFast {
 			down = "out of service: fail-fast"
 		}
-		fmt.Fprintf(w, "session agent %d: %s; connection %s; %s\n", a.Index, rate(a.Limit), rate(a.Connection), down)
+		fmt.Fprintf(w, "session agent %d: %s; connection %s, sessions %s; %s\n", a.Index, rate(a.Limit), rate(a.Connection), sessions(a.Sessions), down)
 	}
 	return nil
 }

@@ -49,6 +49,7 @@ type Collector struct {
 	accountTokens, accountBurst           family
 	accountSessions, accountMaxSessions   family
 	customerSessions, customerMaxSessions family
+	agentSessions, agentMaxSessions       family
 	customerTokens, customerBurst         family
 	limit, charges, cpu, cpuAverage       family
 	buffersFull, heartbeatAge, stale      family
@@ -108,6 +109,12 @@ func New(r Reader, version string) *Collector {
 		customerMaxSessions: newFamily("xdpcac_customer_max_sessions",
 			"A customer's max-sessions, of the customers of the configuration with one.",
 			prometheus.GaugeValue, "customer"),
+		agentSessions: newFamily("xdpcac_session_agent_sessions",
+			"Dialogs the SIP server has up toward a session agent that hold a session of its max-sessions.",
+			prometheus.GaugeValue, "agent"),
+		agentMaxSessions: newFamily("xdpcac_session_agent_max_sessions",
+			"A session agent's max-sessions, of the agents of the configuration with one.",
+			prometheus.GaugeValue, "agent"),
 		limit: newFamily("xdpcac_call_admission_limit",
 			"Call admission limit that the total charge is held to.",
 			prometheus.GaugeValue),
@@ -181,7 +188,7 @@ func (c *Collector) families() []family {
 	return []family{
 		c.packets, c.rejects, c.recordsLost, c.rejectsUnrecorded, c.bucketTokens, c.bucketBurst,
 		c.accountTokens, c.accountBurst, c.customerTokens, c.customerBurst,
-		c.accountSessions, c.accountMaxSessions, c.customerSessions, c.customerMaxSessions,
+		c.accountSessions, c.accountMaxSessions, c.customerSessions, c.customerMaxSessions, c.agentSessions, c.agentMaxSessions,
 		c.limit, c.charges, c.cpu, c.cpuAverage, c.buffersFull, c.heartbeatAge, c.stale,
 		c.calls, c.agentUp, c.buildInfo, c.errors, c.sipAnswered, c.sipSuppressed,
 		c.sipVerified, c.sipRetransmits,
@@ -344,6 +351,10 @@ func (c *Collector) collectEgress(e *emitter, snap Snapshot) {
 		sort.Strings(reasons)
 		for _, r := range reasons {
 			e.emit(c.egressRefused, float64(a.Refused[r]), a.Name, r)
+		}
+		if a.Sessions.Max > 0 {
+			e.emit(c.agentSessions, float64(a.Sessions.Held), a.Name)
+			e.emit(c.agentMaxSessions, float64(a.Sessions.Max), a.Name)
 		}
 	}
 	if len(snap.Egress) > 0 {

@@ -54,7 +54,10 @@ type AgentEgress struct {
 	Name                             string
 	Invites, Retransmits, Unanswered uint64
 	ACKs                             uint64            // the server's ACKs of refusals, dropped
-	Refused                          map[string]uint64 // by reason: connection, agent-down
+	Refused                          map[string]uint64 // by reason: connection, agent-down, capacity
+	// Sessions: the agent's max-sessions (Max 0: none) and the dialogs
+	// toward it that hold one.
+	Sessions maps.SessionsInForce
 }
 
 // Bucket levels.

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net/netip"
+	"slices"
 	"testing"
 	"time"
 
@@ -66,6 +67,9 @@ func (e *egress) judge(t *testing.T, f *harness.FastPath, rd *ringbuf.Reader, fr
 	}
 	if want.Refused && !want.ACK {
 		ev := readSIPEvent(t, rd)
+		for ev.Kind == maps.SIPSession { // a message of a dialog that holds sessions, before
+			ev = readSIPEvent(t, rd)
+		}
 		if ev.Kind != maps.SIPEgressRefused || int(ev.Agent) != want.Agent || cac.EgressReason(ev.Code) != want.Reason ||
 			ev.Dst.Addr().Unmap() != egressAgentAddrs[want.Agent] || string(ev.Message) != string(frame[len(frame)-len(ev.Message):]) {
 			t.Fatalf("refused INVITE handed up as %+v; the model: %+v", ev, want)
@@ -85,7 +89,11 @@ func (e *egress) judge(t *testing.T, f *harness.FastPath, rd *ringbuf.Reader, fr
 func TestEgressAdmission(t *testing.T) {
 	f := harness.NewFastPath(t, false)
 	e := newEgress(t, f)
-	f.SetPolicy(t, egressAgents(t))
+	// Capacities too: the agent without a connection limit has 3
+	// sessions, the slow connection 2, which its rate refuses past.
+	p := egressAgents(t)
+	p.Agents[1].MaxSessions, p.Agents[2].MaxSessions = 3, 2
+	f.SetPolicy(t, p)
 	addrs := map[netip.Addr]int{}
 	for i, a := range egressAgentAddrs {
 		addrs[a] = i
@@ -126,7 +134,11 @@ func TestEgressAdmission(t *testing.T) {
 			if v := e.judge(t, f, rd, callTo(pick.dst, pick.n, fmt.Sprintf("again-%d", step), again)); v.Refused {
 				refused[v.Reason]++
 			}
-		case r < 30 && len(refusedOnes)+len(past) > 0: // the server's ACK of a final answer
+		case r < 30 && len(f.Model.SessionDialogs()) > 0: // a dialog toward an agent ends, as the daemon sees it
+			held := f.Model.SessionDialogs()
+			slices.Sort(held)
+			f.GiveBack(t, held[rng.IntN(len(held))])
+		case r < 36 && len(refusedOnes)+len(past) > 0: // the server's ACK of a final answer
 			pick := append(refusedOnes, past...)[rng.IntN(len(refusedOnes)+len(past))]
 			ack := SIPRequest([]string{"ACK", "ack"}[rng.IntN(2)], harness.ToTag)
 			e.judge(t, f, rd, inviteTo(pick.dst, pick.n, ack))
@@ -138,6 +150,12 @@ func TestEgressAdmission(t *testing.T) {
 				refusedOnes = append(refusedOnes, sent{frame, dst, step})
 			} else {
 				past = append(past, sent{frame, dst, step})
+			}
+		}
+		for i := range egressAgentAddrs {
+			l := maps.AgentSessions(uint32(i))
+			if got, want := f.SessionsHeld(t, l), f.Model.SessionsHeld(l); got != want {
+				t.Fatalf("step %d: agent %d holds %d sessions, the model %d", step, i, got, want)
 			}
 		}
 	}
@@ -152,7 +170,8 @@ func TestEgressAdmission(t *testing.T) {
 		}
 	}
 	// The trace must have tried every decision.
-	if refused[cac.EgressConnection] == 0 || refused[cac.EgressAgentDown] == 0 || got[0].Retransmits == 0 || got[0].ACKs == 0 {
+	if refused[cac.EgressConnection] == 0 || refused[cac.EgressAgentDown] == 0 || refused[cac.EgressCapacity] == 0 ||
+		got[0].Retransmits == 0 || got[0].ACKs == 0 {
 		t.Errorf("the trace refused %v and saw %d retransmissions and %d ACKs of refusals: it tried too little", refused, got[0].Retransmits, got[0].ACKs)
 	}
 	t.Logf("refused %v; counters %+v", refused, got)

@@ -98,3 +98,56 @@ func TestCapacityBehindProxy(t *testing.T) {
 		t.Errorf("after every BYE the account holds %d sessions, want 0", end.Held)
 	}
 }
+
+// TestConnectionMaxSessions: vendor A is a connection of max-sessions 2
+// behind Kamailio's dispatcher. One call a second, each held 3.5 s: the
+// INVITEs the proxy sends toward A while two calls are up there are
+// refused at egress and answered 503 from A's address, and the proxy
+// hunts them to B at once; the fifth and sixth find A's first two hung
+// up. Every call completes, A never has more than 2, and A's part of
+// each dialog gives its session back at the BYE.
+func TestConnectionMaxSessions(t *testing.T) {
+	tb := dispBed(t)
+	a := testenv.StartVendor(t, tb.Peer, dispVendorA, "vendor-uas")
+	b := testenv.StartVendor(t, tb.Peer, dispVendorB, "vendor-uas")
+	tb.StartDaemon(t, harness.WriteConfig(t, egressConfig(tb, ", max-sessions: 2, on-out-of-service: pass, ping-interval: 1h")))
+	d := testenv.StartDispatcher(t, tb.Box, dispProxy, []netip.AddrPort{dispVendorA, dispVendorB})
+	const hold = 3500 * time.Millisecond
+	c := testenv.StartCaller(t, tb.Peer, dispCaller, dispProxy, testenv.CallerOptions{
+		Rate: 1, Calls: 6, Hold: hold, RecvTimeout: 10 * time.Second})
+	r := c.Wait(60 * time.Second)
+	if r.Err != nil || r.Successful != 6 {
+		t.Fatalf("want all 6 calls completed: %v", r)
+	}
+	var atA []time.Time
+	for _, e := range a.Invites() {
+		atA = append(atA, e.At)
+	}
+	n, took := hunted(t, d)
+	t.Logf("A received %d INVITEs, at most %d calls up at once; B %d; %d hunted, INVITE to A → INVITE to B median %v",
+		len(atA), mostAtOnce(atA, hold), len(b.Invites()), n, testenv.Quantile(took, 0.5))
+	if len(atA) != 4 || mostAtOnce(atA, hold) != 2 || n != 2 || len(b.Invites()) != 2 {
+		t.Errorf("A got %d INVITEs (%d at once), B %d, %d hunted: want 4 (2), 2, 2", len(atA), mostAtOnce(atA, hold), len(b.Invites()), n)
+	}
+	if got := egressRejects(t, tb)["capacity"]; got != 2 {
+		t.Errorf("egress reject records of reason capacity count %d, want the 2 hunted", got)
+	}
+	if n := len(a.StrayACKs()); n != 0 {
+		t.Errorf("A received %d ACKs of transactions it never had", n)
+	}
+	agentHeld := func() maps.SessionsView {
+		out, stderr, err := tb.Cacctl(t, "show", "limits", "-o", "json")
+		if err != nil {
+			t.Fatalf("show limits: %v: %s", err, stderr)
+		}
+		var v maps.LimitsView
+		if err := json.Unmarshal([]byte(out), &v); err != nil || len(v.Agents) == 0 {
+			t.Fatalf("show limits -o json: %v\n%s", err, out)
+		}
+		return v.Agents[0].Sessions
+	}
+	testenv.Poll(3*time.Second, 100*time.Millisecond, func() bool { return agentHeld().Held == 0 })
+	if s := agentHeld(); s.Max != 2 || s.Held != 0 {
+		t.Errorf("after every BYE agent A holds %d of %d sessions, want 0 of 2", s.Held, s.Max)
+	}
+}
