@@ -83,7 +83,9 @@ func reasonNames() []string {
 		out = append(out, r.String())
 	}
 	for _, r := range cac.EgressReasons() {
-		out = append(out, r.String())
+		if !slices.Contains(out, r.String()) { // capacity is both
+			out = append(out, r.String())
+		}
 	}
 	return out
 }

@@ -214,6 +214,8 @@ func egressTable(rows []agents.Egress) tableSpec {
 		{title: "sent", width: 8, right: true},
 		{title: "over limit", width: 10, right: true},
 		{title: "agent out", width: 9, right: true},
+		{title: "at capacity", width: 11, right: true},
+		{title: "sessions", width: 10, right: true},
 		{title: "unanswered", width: 10, right: true},
 	}}
 	rows = slices.Clone(rows)
@@ -227,8 +229,13 @@ func egressTable(rows []agents.Egress) tableSpec {
 		if e.OutOfService {
 			down = "HELD OUT"
 		}
+		sessions := "-"
+		if e.MaxSessions > 0 {
+			sessions = fmt.Sprintf("%d/%d", e.Sessions, e.MaxSessions)
+		}
 		t.rows = append(t.rows, []string{e.Agent, conn, down, strconv.FormatUint(e.Invites, 10),
-			strconv.FormatUint(e.Connection, 10), strconv.FormatUint(e.AgentDown, 10), strconv.FormatUint(e.Unanswered, 10)})
+			strconv.FormatUint(e.Connection, 10), strconv.FormatUint(e.AgentDown, 10), strconv.FormatUint(e.Capacity, 10),
+			sessions, strconv.FormatUint(e.Unanswered, 10)})
 	}
 	return t
 }
