@@ -192,8 +192,8 @@ func (a *sipAgents) egressRows() []agents.Egress {
 			Connection: c.Refused[cac.EgressConnection], AgentDown: c.Refused[cac.EgressAgentDown],
 			Capacity: c.Refused[cac.EgressCapacity], MaxSessions: ag.MaxSessions,
 		}
-		if ag.MaxSessions > 0 && a.pinned.SessionsTaken != nil {
-			rows[i].Sessions, _ = maps.SessionCount(maps.SessionMapsOf(&a.pinned.XdpMaps), maps.AgentSessions(uint32(i)))
+		if sm := maps.SessionMapsOf(&a.pinned.XdpMaps); ag.MaxSessions > 0 && sm.Whole() {
+			rows[i].Sessions, _ = maps.SessionCount(sm, maps.AgentSessions(uint32(i)))
 		}
 		if ag.Connection.CPS != nil {
 			rows[i].ConnectionCPS, rows[i].ConnectionBurst = *ag.Connection.CPS, ag.Connection.EffectiveBurst()

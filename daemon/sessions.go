@@ -79,7 +79,7 @@ func (k *sessionKeeper) seen(sm maps.SessionMaps, ev maps.SIPEvent) {
 	}
 	m.FromServer = ev.Sent // the egress program's
 	id := ev.CallID
-	if id == 0 {
+	if id == 0 || !sm.Whole() {
 		return
 	}
 	now := time.Now()
@@ -105,6 +105,9 @@ func (k *sessionKeeper) seen(sm maps.SessionMaps, ev maps.SIPEvent) {
 // sweep, once a second, learns the dialogs the fast path entered and
 // gives back what those whose time is over held.
 func (k *sessionKeeper) sweep(sm maps.SessionMaps, now time.Time) {
+	if !sm.Whole() { // an attachment of a version without capacity
+		return
+	}
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	if now.Sub(k.lastSweep) < sessionSweep {

@@ -70,6 +70,10 @@ type SessionMaps struct {
 	Sessions, Taken, Freed *ebpf.Map
 }
 
+// Whole reports whether every session map is there: an attachment of a
+// version without capacity has none of them until an upgrade.
+func (sm SessionMaps) Whole() bool { return sm.Sessions != nil && sm.Taken != nil && sm.Freed != nil }
+
 // SessionMapsOf picks the session maps out of the program's maps.
 func SessionMapsOf(o *bpf.XdpMaps) SessionMaps {
 	return SessionMaps{Sessions: o.Sessions, Taken: o.SessionsTaken, Freed: o.SessionsFreed}
