@@ -146,6 +146,17 @@ struct reject_budget {
 	__u64 used;
 };
 
+/* budget_second starts a CPU's budget afresh when now is in another
+ * second than the one it counts. */
+static __always_inline void budget_second(struct reject_budget *b, __u64 now)
+{
+	__u64 second = now / 1000000000ULL;
+	if (b->second != second) {
+		b->second = second;
+		b->used = 0;
+	}
+}
+
 /* Rejects of one source, class and reason, within one second. */
 struct cac_reject_key {
 	struct cac_source source; /* the full source: whole address, MAC and VLANs */

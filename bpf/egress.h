@@ -103,11 +103,7 @@ static __always_inline int egress_hand_up(struct frame *f, __u32 agent, int reas
 	struct reject_budget *b = bpf_map_lookup_elem(&egress_budget, &zero);
 	if (!b)
 		return -1;
-	__u64 second = now / 1000000000ULL;
-	if (b->second != second) {
-		b->second = second;
-		b->used = 0;
-	}
+	budget_second(b, now);
 	if (b->used >= EGRESS_REFUSED_PER_SECOND)
 		return -1;
 	if (sip_event_copy(f, CAC_SIP_EGRESS_REFUSED, agent, reason, 0))

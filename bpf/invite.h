@@ -97,11 +97,7 @@ __noinline int invite_refused(struct xdp_md *ctx, __u64 msg, __u64 l3, __u64 now
 	struct reject_budget *b = bpf_map_lookup_elem(&refused_budget, &zero);
 	if (!b)
 		return 0;
-	__u64 second = now / 1000000000ULL;
-	if (b->second != second) {
-		b->second = second;
-		b->used = 0;
-	}
+	budget_second(b, now);
 	if (b->used >= REFUSED_NEW_PER_SECOND)
 		return 0;
 	__u64 callid;

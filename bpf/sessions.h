@@ -183,11 +183,7 @@ __noinline int session_note(CAC_CTX *ctx, __u64 where, __u32 from_server)
 	struct reject_budget *b = bpf_map_lookup_elem(&session_budget, &zero);
 	if (!b)
 		return 0;
-	__u64 second = now_ns() / 1000000000ULL;
-	if (b->second != second) {
-		b->second = second;
-		b->used = 0;
-	}
+	budget_second(b, now_ns());
 	/* The account's part of the dialog, then the connection's. */
 	__u64 key = callid;
 #pragma unroll

@@ -102,11 +102,7 @@ __noinline int sip_rejected(struct xdp_md *ctx, __u64 where)
 	struct reject_budget *b = bpf_map_lookup_elem(&sip_reject_budget, &zero);
 	if (!b)
 		return 0;
-	__u64 second = now_ns() / 1000000000ULL;
-	if (b->second != second) {
-		b->second = second;
-		b->used = 0;
-	}
+	budget_second(b, now_ns());
 	if (b->used >= SIP_REJECTED_PER_SECOND)
 		return 0;
 	b->used++;

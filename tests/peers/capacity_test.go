@@ -1,7 +1,6 @@
 package peers
 
 import (
-	"encoding/json"
 	"errors"
 	"net/netip"
 	"os"
@@ -113,24 +112,9 @@ func callerRejects(t *testing.T, tb *harness.Testbed) map[string]uint64 {
 // callerRejectsFrom is callerRejects of the INVITEs from source.
 func callerRejectsFrom(t *testing.T, tb *harness.Testbed, source string) map[string]uint64 {
 	t.Helper()
-	out, stderr, err := tb.Cacctl(t, "show", "rejects", "-o", "json")
-	if err != nil {
-		t.Fatalf("show rejects: %v: %s", err, stderr)
-	}
-	got := map[string]uint64{}
-	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
-		if line == "" {
-			continue
-		}
-		var l api.RejectLine
-		if err := json.Unmarshal([]byte(line), &l); err != nil {
-			t.Fatalf("show rejects -o json: %v\n%s", err, line)
-		}
-		if l.Interface != "egress" && l.Source == source && l.Class == "sip-invite" {
-			got[l.Reason] += l.Count
-		}
-	}
-	return got
+	return rejectsWhere(t, tb, func(l api.RejectLine) bool {
+		return l.Interface != "egress" && l.Source == source && l.Class == "sip-invite"
+	})
 }
 
 // waitRejects waits up to 5 s for the capacity records to count want (the

@@ -33,6 +33,15 @@ func egressConfig(tb *harness.Testbed, agentKeys string) string {
 // egressRejects are the daemon's reject records of the egress, by reason.
 func egressRejects(t *testing.T, tb *harness.Testbed) map[string]uint64 {
 	t.Helper()
+	return rejectsWhere(t, tb, func(l api.RejectLine) bool {
+		return l.Interface == "egress" && l.Source == harness.AgentIP && l.Class == "sip-invite"
+	})
+}
+
+// rejectsWhere sums the daemon's reject records that keep holds, by
+// reason.
+func rejectsWhere(t *testing.T, tb *harness.Testbed, keep func(api.RejectLine) bool) map[string]uint64 {
+	t.Helper()
 	out, stderr, err := tb.Cacctl(t, "show", "rejects", "-o", "json")
 	if err != nil {
 		t.Fatalf("show rejects: %v: %s", err, stderr)
@@ -46,7 +55,7 @@ func egressRejects(t *testing.T, tb *harness.Testbed) map[string]uint64 {
 		if err := json.Unmarshal([]byte(line), &l); err != nil {
 			t.Fatalf("show rejects -o json: %v\n%s", err, line)
 		}
-		if l.Interface == "egress" && l.Source == harness.AgentIP && l.Class == "sip-invite" {
+		if keep(l) {
 			got[l.Reason] += l.Count
 		}
 	}
