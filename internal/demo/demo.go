@@ -14,7 +14,8 @@ import (
 // limits for PPPoE, a class limit for ICRQs, per-source limits for SIP,
 // an account that keeps a trusted peer's calls flowing, the trusted peer
 // as a session agent and a connection of egressCPS calls a second toward
-// it (egress.go), and the Cisco new model over it all, its CPU gate fed by the daemon's measure of
+// it (egress.go), a conference bridge's number as an account of
+// max-sessions 3 (capacity.go), and the Cisco new model over it all, its CPU gate fed by the daemon's measure of
 // CPUSOURCE. Metrics go on loopback, on a port the kernel picks: the demo
 // must not take one a real daemon may have. IFACE is the testbed's BRAS
 // interface.
@@ -34,6 +35,8 @@ customers:
   - name: trusted-peer
     cps: 50
     accounts: [{name: pbx, source: 192.0.2.2/32, cps: 50}]
+  - name: conferencing
+    accounts: [{name: bridge, called: "800", max-sessions: 3}]
 realms: [{name: core, address: 192.0.2.1}]
 session-agents: [{name: carrier, hostname: 192.0.2.2, realm-id: core, connection-cps: 2}]
 call-admission: |
@@ -129,5 +132,7 @@ func Run(ctx context.Context, w io.Writer, total time.Duration, cpuSource string
 	}
 	fmt.Fprintf(w, "== egress: the server sends %d INVITEs at once toward the carrier, a connection of %d calls a second\n", egressInvites, egressCPS)
 	eg := sendEgress(ctx, server, demoPeer+sipPort)
-	return writeResult(w, tb, d, results, peer, server, eg)
+	fmt.Fprintf(w, "== capacity: the peer places %d calls at once to number %s, an account of max-sessions %d\n", capacityCalls, bridgeNumber, capacitySessions)
+	cp := callCapacity(ctx, peer)
+	return writeResult(w, tb, d, results, peer, server, eg, cp)
 }

@@ -19,7 +19,7 @@ import (
 // writeResult reads the filter's state while the daemon still serves it,
 // stops the daemon so that its journal writes every record, and prints
 // what the demo showed. Its error names each expectation that failed.
-func writeResult(w io.Writer, tb *testbed, d *demoDaemon, results []stormResult, peer *uac, server *uas, eg egressResult) error {
+func writeResult(w io.Writer, tb *testbed, d *demoDaemon, results []stormResult, peer *uac, server *uas, eg egressResult, cp capacityResult) error {
 	final, err := readDemoState(tb.stateDir)
 	if err != nil {
 		return err
@@ -39,6 +39,7 @@ func writeResult(w io.Writer, tb *testbed, d *demoDaemon, results []stormResult,
 	}
 	failed = append(failed, writeCalls(w, peer)...)
 	failed = append(failed, writeEgress(w, eg)...)
+	failed = append(failed, writeCapacity(w, cp)...)
 
 	var cpuRefused, chargeRefused uint64
 	for _, c := range cac.Classes() {

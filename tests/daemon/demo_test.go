@@ -55,6 +55,7 @@ func TestDemo(t *testing.T) {
 	for _, want := range []string{"== padi-storm", "== icrq-burst", "== sip-scanner", "Cac New Model (SRSM) is ACTIVE",
 		"daemon: cacctl run in this process", "metrics: http://127.0.0.1:", "== result",
 		"trusted peer 192.0.2.2 (account pbx):", "== egress", "were answered 503 on its behalf by the filter",
+		"== capacity", "3 answered, 3 refused for capacity; once they hung up, the next call was answered",
 		"result: every storm was held back"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("demo output lacks %q:\n%s", want, out)
