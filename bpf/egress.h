@@ -72,8 +72,11 @@ static __always_inline __u32 egress_slot(void)
 /* egress_refusal is why an INVITE of callid toward agent at now is
  * refused, or ADMITTED, taking a session of the agent's max-sessions
  * (sessions.h) and a connection token for one that goes on: an agent out
- * of service first, then its capacity, then its rate. */
-static __always_inline int egress_refusal(__u32 agent, __u64 now, __u64 callid)
+ * of service first, then its capacity, then its rate. *took says whether
+ * it took a session, which one refused for its rate still holds: it goes
+ * back once the refusal is handed up, and stays with an INVITE that goes
+ * on past the budget of hand-ups. */
+static __always_inline int egress_refusal(__u32 agent, __u64 now, __u64 callid, int *took)
 {
 	__u32 slot = egress_slot();
 	__u32 k = slot * CAC_MAX_AGENTS + agent;
@@ -84,14 +87,12 @@ static __always_inline int egress_refusal(__u32 agent, __u64 now, __u64 callid)
 		return ADMITTED;
 	if ((a->flags & AGENT_FAIL_FAST) && (*state & AGENT_OUT_OF_SERVICE))
 		return CAC_EGRESS_AGENT_DOWN;
-	int took = session_of_connection(callid, agent, slot, now);
-	if (took == SESSION_FULL)
+	int r = session_of_connection(callid, agent, slot, now);
+	if (r == SESSION_FULL)
 		return CAC_EGRESS_CAPACITY;
-	if (!bucket_take(&a->connection, b, now, 0)) {
-		if (took == SESSION_TOOK)
-			session_of_connection_back(callid, agent);
+	*took = r == SESSION_TOOK;
+	if (!bucket_take(&a->connection, b, now, 0))
 		return CAC_EGRESS_CONNECTION;
-	}
 	return ADMITTED;
 }
 
@@ -140,7 +141,8 @@ __noinline int egress_invite(struct __sk_buff *skb, __u64 where, __u64 now)
 		egress_learn(callid, now);
 		return TC_ACT_UNSPEC;
 	}
-	int reason = egress_refusal(agent, now, callid);
+	int took = 0;
+	int reason = egress_refusal(agent, now, callid, &took);
 	if (reason >= 0 && reason < CAC_NUM_EGRESS_REASONS) {
 		/* Remembered before it is handed up: the answer, and the
 		 * server's ACK of it, can come back before this CPU goes on
@@ -149,9 +151,11 @@ __noinline int egress_invite(struct __sk_buff *skb, __u64 where, __u64 now)
 			bpf_map_update_elem(&egress_refused, &callid, &now, BPF_ANY);
 		if (egress_hand_up(&f, agent, reason, now) == 0) {
 			c->refused[reason]++;
+			if (took) /* refused for its rate: the session goes back */
+				session_of_connection_back(callid, agent);
 			return TC_ACT_SHOT; /* a refused INVITE opens no dialog: the next route's does */
 		}
-		c->unanswered++; /* it goes on, and is remembered as sent */
+		c->unanswered++; /* it goes on, holding what it took, and is remembered as sent */
 	} else {
 		c->invites++;
 	}

@@ -63,15 +63,29 @@ static __always_inline void session_give_one(__u32 i)
 		__sync_fetch_and_sub(taken, 1);
 }
 
-/* connection_key is the sessions table's key of a dialog's session of a
- * connection (a session agent at egress), apart from its account's: a
- * proxy sends the caller's Call-ID on toward the agent, and each part
- * ends by its own answer. Never 0. */
-static __always_inline __u64 connection_key(__u64 callid)
+/* connection_key is the sessions table's key of a dialog's part toward
+ * session agent agent (a connection, at egress), apart from its account's
+ * and from its parts toward other agents: a proxy sends the caller's
+ * Call-ID on toward each agent it tries, and each part ends by its own
+ * answers. Never 0. */
+static __always_inline __u64 connection_key(__u64 callid, __u32 agent)
 {
-	__u64 k = (callid ^ 0x636f6e6e656374ULL) * 0x100000001b3ULL; /* "connect", FNV's prime */
+	/* "connect" and the agent, then FNV's prime */
+	__u64 k = (callid ^ 0x636f6e6e656374ULL ^ ((__u64)agent << 56)) * 0x100000001b3ULL;
 	return k ? k : 1;
 }
+
+/* session_limited reports whether session limit i has a max-sessions in
+ * slot. */
+static __always_inline int session_limited(__u32 i, __u32 slot)
+{
+	__u32 li = (slot & 1) * CAC_MAX_SESSION_LIMITS + i;
+	__u32 *max = i < CAC_MAX_SESSION_LIMITS ? bpf_map_lookup_elem(&session_limits, &li) : NULL;
+	return max && *max;
+}
+
+/* The error of a BPF_NOEXIST update of a key that is there. */
+#define SESSION_EEXIST 17
 
 #ifndef CAC_EGRESS
 
@@ -109,7 +123,9 @@ __noinline int session_take(struct xdp_md *ctx, __u64 where, __u64 user_slot)
 		c = acct->customer;
 	}
 	__u64 callid = sip_callid(ctx, f.msgoff, f.msglen);
-	if (!callid || bpf_map_lookup_elem(&sessions, &callid))
+	if (!callid) /* a dialog that could not be told apart could not end: refused where it would hold one */
+		return session_limited(a, slot) || session_limited(CAC_MAX_ACCOUNTS + c, slot) ? CAC_REASON_CAPACITY : ADMITTED;
+	if (bpf_map_lookup_elem(&sessions, &callid))
 		return ADMITTED;
 	struct cac_session s = {
 		.taken_ns = now_ns(),
@@ -131,12 +147,14 @@ __noinline int session_take(struct xdp_md *ctx, __u64 where, __u64 user_slot)
 		s.customer = CAC_MAX_ACCOUNTS + c;
 	if (s.account == CAC_NO_SESSION_LIMIT && s.customer == CAC_NO_SESSION_LIMIT)
 		return ADMITTED;
-	/* A table with no room for the dialog could not give its sessions
-	 * back: the call is refused as over capacity. */
-	if (bpf_map_update_elem(&sessions, &callid, &s, BPF_NOEXIST)) {
+	/* A copy on another CPU entered the dialog first, and holds its
+	 * sessions; a table with no room for it could not give them back,
+	 * so the call is refused as over capacity. */
+	long err = bpf_map_update_elem(&sessions, &callid, &s, BPF_NOEXIST);
+	if (err) {
 		session_give_one(s.account);
 		session_give_one(s.customer);
-		return CAC_REASON_CAPACITY;
+		return err == -SESSION_EEXIST ? ADMITTED : CAC_REASON_CAPACITY;
 	}
 	return SESSIONS_TAKEN;
 }
@@ -162,41 +180,6 @@ __noinline int session_give_back(struct xdp_md *ctx, __u64 where)
 
 #endif /* CAC_EGRESS */
 
-/*
- * session_note hands a message of a dialog that holds sessions up to user
- * space, within this CPU's budget for the second: where packs its frame
- * as where_pack does, and from_server is 1 for one the SIP server sends
- * (the egress program's): only the server's answer to the INVITE ends
- * the dialog, not one from further on that it may hunt past. A global
- * function of both programs, so the lookup and the copy are verified
- * once.
- */
-__noinline int session_note(CAC_CTX *ctx, __u64 where, __u32 from_server)
-{
-	if (!ctx)
-		return 0;
-	struct frame f = where_frame(ctx, where);
-	__u64 callid = sip_callid(ctx, f.msgoff, f.msglen);
-	if (!callid)
-		return 0;
-	__u32 zero = 0;
-	struct reject_budget *b = bpf_map_lookup_elem(&session_budget, &zero);
-	if (!b)
-		return 0;
-	budget_second(b, now_ns());
-	/* The account's part of the dialog, then the connection's. */
-	__u64 key = callid;
-#pragma unroll
-	for (int i = 0; i < 2; i++) {
-		if (i == 1)
-			key = connection_key(callid);
-		if (!bpf_map_lookup_elem(&sessions, &key) || b->used >= SESSION_EVENTS_PER_SECOND)
-			continue;
-		b->used++;
-		sip_event_copy(&f, CAC_SIP_SESSION, 0, (from_server & 1) << 16, key);
-	}
-	return 0;
-}
 
 #ifdef CAC_EGRESS
 /*
@@ -209,10 +192,14 @@ __noinline int session_note(CAC_CTX *ctx, __u64 where, __u32 from_server)
  */
 static __always_inline int session_of_connection(__u64 callid, __u32 agent, __u32 slot, __u64 now)
 {
-	__u64 key = connection_key(callid);
-	if (!callid || agent >= CAC_MAX_AGENTS || bpf_map_lookup_elem(&sessions, &key))
+	if (agent >= CAC_MAX_AGENTS)
 		return SESSION_NONE;
 	__u32 i = CAC_MAX_ACCOUNTS + CAC_MAX_CUSTOMERS + agent;
+	if (!callid) /* a part that could not be told apart could not end */
+		return session_limited(i, slot) ? SESSION_FULL : SESSION_NONE;
+	__u64 key = connection_key(callid, agent);
+	if (bpf_map_lookup_elem(&sessions, &key))
+		return SESSION_NONE;
 	int r = session_take_one(i, slot);
 	if (r != SESSION_TOOK)
 		return r;
@@ -222,18 +209,19 @@ static __always_inline int session_of_connection(__u64 callid, __u32 agent, __u3
 		.customer = CAC_NO_SESSION_LIMIT,
 		.connection = i,
 	};
-	if (bpf_map_update_elem(&sessions, &key, &s, BPF_NOEXIST)) {
+	long err = bpf_map_update_elem(&sessions, &key, &s, BPF_NOEXIST);
+	if (err) {
 		session_give_one(i);
-		return SESSION_FULL;
+		return err == -SESSION_EEXIST ? SESSION_NONE : SESSION_FULL;
 	}
 	return SESSION_TOOK;
 }
 
 /* session_of_connection_back gives back what session_of_connection took,
- * for an INVITE a later limit refused. */
+ * for an INVITE refused after all. */
 static __always_inline void session_of_connection_back(__u64 callid, __u32 agent)
 {
-	__u64 key = connection_key(callid);
+	__u64 key = connection_key(callid, agent);
 	if (bpf_map_delete_elem(&sessions, &key) == 0)
 		session_give_one(CAC_MAX_ACCOUNTS + CAC_MAX_CUSTOMERS + agent);
 }

@@ -44,7 +44,7 @@
 #include "dialog.h"
 #include "l2tp_lns.h"
 #include "egress.h"
-#include "sessions.h"
+#include "session_note.h"
 #include "where.h"
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";

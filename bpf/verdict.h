@@ -18,6 +18,7 @@
 #include "where.h"
 #include "sip_user.h"
 #include "sessions.h"
+#include "session_note.h"
 
 /*
  * admit_call admits or rejects one first packet and records a reject. It

@@ -78,6 +78,10 @@ func (k *sessionKeeper) seen(sm maps.SessionMaps, ev maps.SIPEvent) {
 		return
 	}
 	m.FromServer = ev.Sent // the egress program's
+	m.Peer = ev.Src.Addr().Unmap()
+	if m.FromServer {
+		m.Peer = ev.Dst.Addr().Unmap()
+	}
 	id := ev.CallID
 	if id == 0 || !sm.Whole() {
 		return
@@ -86,7 +90,7 @@ func (k *sessionKeeper) seen(sm maps.SessionMaps, ev maps.SIPEvent) {
 	k.mu.Lock()
 	if !k.table.Known(id) { // entered since the last sweep
 		if h, ok := maps.LookupSession(sm.Sessions, id); ok {
-			k.table.Learn(id, k.takenAt(h, now), h.Limits, outbound(h))
+			k.enter(id, h, now)
 		}
 	}
 	defer k.mu.Unlock()
@@ -109,39 +113,53 @@ func (k *sessionKeeper) sweep(sm maps.SessionMaps, now time.Time) {
 		return
 	}
 	k.mu.Lock()
-	defer k.mu.Unlock()
-	if now.Sub(k.lastSweep) < sessionSweep {
+	due := now.Sub(k.lastSweep) >= sessionSweep
+	if due {
+		k.lastSweep = now
+	}
+	k.mu.Unlock()
+	if !due {
 		return
 	}
-	k.lastSweep = now
-	k.learn(sm, now)
+	// The table is read without the lock: the event reader, which
+	// answers refusals too, must not wait on a walk of it.
+	held, err := maps.ReadSessions(sm.Sessions)
+	if err != nil {
+		k.log.Warn("capacity: read the dialogs that hold sessions", "err", err)
+		return
+	}
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.learn(held, now)
 	for id, d := range k.table.Expired(now) {
 		k.ends.expired.Add(1)
 		k.giveBack(sm, id, d, "expired")
 	}
 }
 
-// learn enters in the table every dialog of the fast path's it does not
-// hold, with the time the fast path took its sessions; mu is held. A
-// dialog the table holds that the fast path no longer does (an INVITE a
-// later level refused gave its sessions back) is forgotten.
-func (k *sessionKeeper) learn(sm maps.SessionMaps, now time.Time) {
-	held, err := maps.ReadSessions(sm.Sessions)
-	if err != nil {
-		k.log.Warn("capacity: read the dialogs that hold sessions", "err", err)
-		return
-	}
+// learn enters in the table every dialog of held, the fast path's, it
+// does not hold; mu is held. A dialog the table holds that the fast path
+// no longer does (an INVITE a later level refused gave its sessions
+// back) is forgotten, unless it was entered since held was read.
+func (k *sessionKeeper) learn(held map[uint64]maps.HeldSession, now time.Time) {
 	for id, h := range held {
-		if taken := k.takenAt(h, now); taken.Before(k.started) {
-			k.table.Adopt(id, taken, now, h.Limits, outbound(h))
-		} else {
-			k.table.Learn(id, taken, h.Limits, outbound(h))
-		}
+		k.enter(id, h, now)
 	}
 	for _, id := range k.table.IDs() {
-		if _, ok := held[id]; !ok {
+		if _, ok := held[id]; !ok && k.table.Entered(id).Before(now) {
 			k.table.Forget(id)
 		}
+	}
+}
+
+// enter enters a dialog of the fast path's, with the time it took its
+// sessions: adopted, as answered, if that was before the keeper started
+// reading the messages; mu is held.
+func (k *sessionKeeper) enter(id uint64, h maps.HeldSession, now time.Time) {
+	if taken := k.takenAt(h, now); taken.Before(k.started) {
+		k.table.Adopt(id, taken, now, h.Limits, outbound(h))
+	} else {
+		k.table.Learn(id, taken, now, h.Limits, outbound(h))
 	}
 }
 

@@ -94,13 +94,19 @@ func (m *Model) egressInvite(frame, msg []byte, now uint64) EgressVerdict {
 	}
 	a := m.policy.Agents[agent]
 	v := EgressVerdict{Refused: true, Agent: agent}
+	var took, full bool
+	if !(a.FailFast && m.agentOut[agent]) {
+		took, full = m.connectionTake(callid, agent)
+	}
 	switch {
 	case a.FailFast && m.agentOut[agent]:
 		v.Reason = cac.EgressAgentDown
-	case m.connectionFull(callid, agent):
+	case full:
 		v.Reason = cac.EgressCapacity
 	case !m.connections[agent].Take(a.Connection, now):
-		m.GiveBack(connectionKey(callid)) // what connectionFull took, if anything
+		if took { // handed up and answered: the session goes back
+			m.GiveBack(connectionKey(callid, agent))
+		}
 		v.Reason = cac.EgressConnection
 	default:
 		c.Invites++

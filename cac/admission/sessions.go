@@ -13,13 +13,16 @@ const sessionLimits = policy.MaxAccounts + policy.MaxCustomers + policy.MaxAgent
 // of the two is at its limit, having taken nothing. A dialog that holds
 // sessions already, no account, or no Call-ID takes none.
 func (m *Model) sessionTake(callid uint64, acct int) (took, full bool) {
-	if acct < 0 || callid == 0 {
+	if acct < 0 {
 		return false, false
+	}
+	a := m.policy.Accounts[acct]
+	if callid == 0 { // a dialog that could not end is refused where it would hold a session
+		return false, a.MaxSessions > 0 || m.customerSessions(a.Customer) > 0
 	}
 	if _, ok := m.sessions[callid]; ok {
 		return false, false
 	}
-	a := m.policy.Accounts[acct]
 	var limits []uint32
 	for _, l := range []struct {
 		index, max uint32
@@ -78,33 +81,40 @@ func (m *Model) SessionDialogs() []uint64 {
 }
 
 // connectionKey is connection_key of bpf/sessions.h: the key of a
-// dialog's connection part, apart from its account's.
-func connectionKey(callid uint64) uint64 {
-	k := (callid ^ 0x636f6e6e656374) * 0x100000001b3
+// dialog's part toward agent, apart from its account's.
+func connectionKey(callid uint64, agent int) uint64 {
+	k := (callid ^ 0x636f6e6e656374 ^ uint64(agent)<<56) * 0x100000001b3
 	if k == 0 {
 		return 1
 	}
 	return k
 }
 
-// connectionFull is session_of_connection: an INVITE of callid toward
-// agent takes a session of the agent's max-sessions, unless its dialog
-// holds one already; it reports whether the agent was at its limit, and
-// then takes nothing.
-func (m *Model) connectionFull(callid uint64, agent int) bool {
-	key := connectionKey(callid)
+// connectionTake is session_of_connection: an INVITE of callid toward
+// agent takes a session of the agent's max-sessions, unless its part
+// toward the agent holds one already. It reports whether it took one,
+// and full when the agent was at its limit (or the Call-ID unreadable),
+// having taken nothing.
+func (m *Model) connectionTake(callid uint64, agent int) (took, full bool) {
 	max := m.policy.Agents[agent].MaxSessions
-	if _, ok := m.sessions[key]; callid == 0 || ok || max == 0 {
-		return false
+	if max == 0 {
+		return false, false
+	}
+	if callid == 0 {
+		return false, true
+	}
+	key := connectionKey(callid, agent)
+	if _, ok := m.sessions[key]; ok {
+		return false, false
 	}
 	i := uint32(policy.MaxAccounts + policy.MaxCustomers + agent)
 	if m.sessionsHeld[i] >= uint64(max) {
-		return true
+		return false, true
 	}
 	m.sessionsHeld[i]++
 	if m.sessions == nil {
 		m.sessions = map[uint64][]uint32{}
 	}
 	m.sessions[key] = []uint32{i}
-	return false
+	return true, false
 }

@@ -1,6 +1,7 @@
 package sessions
 
 import (
+	"net/netip"
 	"sort"
 	"strings"
 	"time"
@@ -43,6 +44,9 @@ type Message struct {
 	// server's answer to the INVITE tells what became of the call: a
 	// proxy hunts past an answer from further on, with the same Call-ID.
 	FromServer bool
+	// Peer is the other end of the message: where one the server sent
+	// goes, where any other comes from.
+	Peer netip.Addr
 }
 
 // Dialog is a dialog that holds sessions: the limits it took one of (the
@@ -56,6 +60,11 @@ type Dialog struct {
 	// session agent (a connection's), which the agent's answer decides;
 	// else an account's, which the server's answer decides.
 	Outbound bool
+	// ByeTo is where the server sent a BYE of the dialog: the 2xx to it
+	// from there ends the dialog. Zero while it sent none.
+	ByeTo netip.Addr
+	// Entered is when the table entered it.
+	Entered time.Time
 }
 
 // Table is the dialogs that hold sessions, by the hash of their Call-ID.
@@ -80,13 +89,22 @@ func (t *Table) Len() int { return len(t.dialogs) }
 // Known reports whether the table holds callid.
 func (t *Table) Known(callid uint64) bool { return t.dialogs[callid] != nil }
 
-// Learn enters a dialog the fast path took sessions for at taken, unless
-// the table holds it already.
-func (t *Table) Learn(callid uint64, taken time.Time, limits []uint32, outbound bool) {
+// Learn enters, at now, a dialog the fast path took sessions for at
+// taken, unless the table holds it already.
+func (t *Table) Learn(callid uint64, taken, now time.Time, limits []uint32, outbound bool) {
 	if t.dialogs[callid] != nil {
 		return
 	}
-	t.dialogs[callid] = &Dialog{Limits: limits, Taken: taken, Last: taken, Outbound: outbound}
+	t.dialogs[callid] = &Dialog{Limits: limits, Taken: taken, Last: taken, Outbound: outbound, Entered: now}
+}
+
+// Entered is when the table entered callid; zero for one it does not
+// hold.
+func (t *Table) Entered(callid uint64) time.Time {
+	if d := t.dialogs[callid]; d != nil {
+		return d.Entered
+	}
+	return time.Time{}
 }
 
 // Adopt enters a dialog whose sessions were taken before the table's
@@ -97,7 +115,7 @@ func (t *Table) Adopt(callid uint64, taken, now time.Time, limits []uint32, outb
 	if t.dialogs[callid] != nil {
 		return
 	}
-	t.dialogs[callid] = &Dialog{Limits: limits, Taken: taken, State: Confirmed, Last: now, Outbound: outbound}
+	t.dialogs[callid] = &Dialog{Limits: limits, Taken: taken, State: Confirmed, Last: now, Outbound: outbound, Entered: now}
 }
 
 // Seen applies a message of dialog callid seen at now, and returns the
@@ -111,19 +129,36 @@ func (t *Table) Seen(callid uint64, m Message, now time.Time) (Dialog, bool) {
 	if now.After(d.Last) {
 		d.Last = now
 	}
+	bye := strings.EqualFold(m.Method, "BYE") || strings.EqualFold(m.CSeqMethod, "BYE")
 	switch {
-	case m.Request && strings.EqualFold(m.Method, "BYE"):
-		return t.end(callid, d)
+	case m.Request && bye:
+		// A BYE ends nothing by itself: anyone can send one, with tags
+		// the server does not know. The server's own is remembered, so
+		// that the 2xx from where it went ends the dialog.
+		if m.FromServer {
+			d.ByeTo = m.Peer
+		}
+	case bye:
+		// A 2xx to a BYE ends the dialog: one the server sent (it took a
+		// BYE for this dialog), or one from where the server sent its
+		// own BYE.
+		if m.Code >= 200 && m.Code < 300 && (m.FromServer || (d.ByeTo.IsValid() && m.Peer == d.ByeTo)) {
+			return t.end(callid, d)
+		}
 	case m.Request:
 		// A re-INVITE, UPDATE, INFO, a session refresh: the dialog is
 		// alive. A request of a dialog not yet answered is one of its
 		// early dialog's (PRACK, UPDATE).
 	case !strings.EqualFold(m.CSeqMethod, "INVITE") || m.FromServer == d.Outbound:
-		// The answer to a BYE came after the BYE, which ended it; any
-		// other answer says it is alive. So does one to the INVITE from
-		// the other side: of an account's part, from further on, which
-		// the server may hunt past; of a connection's, the server's own
-		// to its caller, which the agent's answer came before.
+		// Any other answer says it is alive. So does one to the INVITE
+		// from the other side: of an account's part, from further on,
+		// which the server may hunt past; of a connection's, the
+		// server's own to its caller, which the agent's answer came
+		// before.
+	case (m.Code == 401 || m.Code == 407) && d.State != Confirmed:
+		// A challenge: the caller sends the INVITE again, with the
+		// Call-ID and sessions of the first, and Timer B starts again.
+		d.State = Trying
 	case m.Code < 200:
 		if d.State == Trying {
 			d.State = Early

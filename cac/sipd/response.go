@@ -55,7 +55,17 @@ func HeadersOnly(raw []byte) []byte {
 		}
 	}
 	if end < 0 {
-		return raw // no blank line: the parser says what is wrong
+		// No blank line: a copy the filter cut short (at CAC_SIP_COPY)
+		// keeps its whole lines; with none, the parser says what is wrong.
+		for i := len(raw) - 2; i >= 0; i-- {
+			if raw[i] == '\r' && raw[i+1] == '\n' {
+				end = i + 2
+				break
+			}
+		}
+		if end < 0 {
+			return raw
+		}
 	}
 	var out []byte
 	for line := range splitLines(raw[:end]) {

@@ -35,7 +35,8 @@ func capacityPolicy(t testing.TB, accountMax uint32) policy.Policy {
 
 // TestCapacityDifferential: INVITEs from the accounts' sources and from
 // strangers, with and without a CLI rule's user, some of them again with
-// the Call-ID of one already up, retransmitted, or refused by a bucket;
+// the Call-ID of one already up, retransmitted, or refused by a bucket,
+// a few with no Call-ID at all;
 // dialogs ended at random as the daemon ends them; max-sessions changed
 // by applies. The program and the model agree on every verdict and on
 // what every limit holds.
@@ -50,7 +51,7 @@ func TestCapacityDifferential(t *testing.T) {
 	refusals := map[cac.Reason]int{}
 	peak := map[uint32]uint64{}
 	now := 10 * second
-	failures := 0
+	failures, noCallID := 0, 0
 	for i := 0; i < 6_000; i++ {
 		switch i {
 		case 2_000:
@@ -73,6 +74,10 @@ func TestCapacityDifferential(t *testing.T) {
 		if !ok || rng.IntN(2) == 0 {
 			s := SIPRequest("INVITE", harness.ToNoTag).With("From", froms[rng.IntN(len(froms))]).
 				With("Call-ID", fmt.Sprintf("cap%d@example.com", call)).With("CSeq", fmt.Sprintf("%d INVITE", 1+rng.IntN(2)))
+			if rng.IntN(40) == 0 { // no Call-ID to tell its dialog by: refused where it would hold a session
+				s = s.Without("Call-ID")
+				noCallID++
+			}
 			frame = Frame(Ether{}, IPv4{Src: netip.MustParseAddr(sources[rng.IntN(len(sources))])}, UDP{Dst: 5060}, s)
 			invites[call] = frame
 		}
@@ -96,7 +101,7 @@ func TestCapacityDifferential(t *testing.T) {
 			peak[l] = max(peak[l], got)
 		}
 	}
-	t.Logf("refusals by reason %v; most held by each limit %v", refusals, peak)
+	t.Logf("refusals by reason %v; most held by each limit %v; %d INVITEs without a Call-ID", refusals, peak, noCallID)
 	for _, r := range []cac.Reason{cac.ReasonCapacity, cac.ReasonAccount, cac.ReasonSource} {
 		if refusals[r] == 0 {
 			t.Errorf("no INVITE refused for %v", r)
