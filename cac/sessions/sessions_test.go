@@ -21,7 +21,9 @@ var caller, vendor = netip.MustParseAddr("192.0.2.4"), netip.MustParseAddr("192.
 
 // serverBye is the server's BYE toward to; byeOK a 2xx to a BYE, the
 // server's or one from from.
-func serverBye(to netip.Addr) Message { return Message{Request: true, Method: "BYE", FromServer: true, Peer: to} }
+func serverBye(to netip.Addr) Message {
+	return Message{Request: true, Method: "BYE", FromServer: true, Peer: to}
+}
 func byeOK(fromServer bool, from netip.Addr) Message {
 	return Message{Code: 200, CSeqMethod: "BYE", FromServer: fromServer, Peer: from}
 }
