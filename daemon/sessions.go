@@ -3,7 +3,6 @@ package daemon
 import (
 	"log/slog"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/xdpcac/xdpcac/cac/config"
@@ -17,17 +16,11 @@ import (
 // entered and ends those whose time is over.
 const sessionSweep = time.Second
 
-// sessionEnds count the dialogs that gave their sessions back, by why.
-type sessionEnds struct {
-	bye, failed, expired atomic.Uint64
-}
-
 // sessionKeeper gives back the sessions of the dialogs that end
 // (docs/design.md, "Capacity"). It outlives reloads: the dialogs up
 // across one keep what they hold.
 type sessionKeeper struct {
-	log  *slog.Logger
-	ends sessionEnds
+	log *slog.Logger
 
 	mu        sync.Mutex
 	table     *sessions.Table
@@ -94,16 +87,9 @@ func (k *sessionKeeper) seen(sm maps.SessionMaps, ev maps.SIPEvent) {
 		}
 	}
 	defer k.mu.Unlock()
-	d, ended := k.table.Seen(id, m, now)
-	if !ended {
-		return
+	if d, ended := k.table.Seen(id, m, now); ended {
+		k.giveBack(sm, id, d, "ended")
 	}
-	if m.Request {
-		k.ends.bye.Add(1)
-	} else {
-		k.ends.failed.Add(1)
-	}
-	k.giveBack(sm, id, d, "ended")
 }
 
 // sweep, once a second, learns the dialogs the fast path entered and
@@ -132,7 +118,6 @@ func (k *sessionKeeper) sweep(sm maps.SessionMaps, now time.Time) {
 	defer k.mu.Unlock()
 	k.learn(held, now)
 	for id, d := range k.table.Expired(now) {
-		k.ends.expired.Add(1)
 		k.giveBack(sm, id, d, "expired")
 	}
 }
