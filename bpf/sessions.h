@@ -1,19 +1,22 @@
 /* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
 /*
- * Capacity (docs/design.md, "Capacity"): an account or customer with
- * max-sessions holds at most that many dialogs at once.
+ * Capacity (docs/design.md, "Capacity"): an account, a customer or a
+ * session agent with max-sessions holds at most that many dialogs at once.
  *
  * A dialog takes its sessions when the filter admits its INVITE, before
- * any bucket is looked at: a call refused for capacity takes nothing, and
- * ten INVITEs at once cannot all pass before the first is answered. The
- * dialog is then in the sessions table, by its Call-ID, with the limits it
- * took from. Every later message of it, either way, goes up to the daemon
- * (session_note), which reads the answers and BYEs and gives the sessions
- * back; the fast path only takes them.
+ * any bucket is looked at (at egress, toward an agent, after agent-down):
+ * a call refused for capacity takes nothing, and ten INVITEs at once
+ * cannot all pass before the first is answered. The dialog is then in the
+ * sessions table, by its Call-ID (its part toward an agent by the Call-ID
+ * and the agent), with the limits it took from. Every later message of it,
+ * either way, goes up to the daemon (session_note.h), which reads the
+ * answers and BYEs and gives the sessions back; the fast path only takes
+ * them, and gives back what a later level's refusal undoes.
  *
  * A limit's count is its sessions_taken less its sessions_freed: the fast
  * path alone adds to the one and the daemon alone to the other, so no
- * write of either is lost to the other. The Go twin is cac/sessions.
+ * write of either is lost to the other. The Go twin is cac/admission
+ * (sessions.go); what ends a dialog is cac/sessions.
  */
 #pragma once
 
@@ -25,7 +28,6 @@
 #include "sip_event.h"
 #include "sip_hdr.h"
 #include "where.h"
-
 
 /* What session_take_one did. */
 enum { SESSION_NONE, SESSION_TOOK, SESSION_FULL };
