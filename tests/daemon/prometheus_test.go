@@ -70,7 +70,7 @@ func query(promAddr, expr string) (int, error) {
 }
 
 // TestPrometheusDashboard: Debian's Prometheus scrapes a daemon under
-// traffic (rejected PADIs, agents, accounts, charges), and every
+// traffic (rejected PADIs, agents, accounts, capacities, charges), and every
 // expression of the Grafana dashboard finds data: no panel of it is empty.
 func TestPrometheusDashboard(t *testing.T) {
 	bin := prometheusBin(t)
@@ -79,10 +79,10 @@ func TestPrometheusDashboard(t *testing.T) {
 		"cpu: {sample-interval: 200ms}\nsip-t1: 50ms\nmetrics: {listen: \"127.0.0.1:0\"}\n"+
 		"classes:\n  pppoe-padi: {cps: 5, burst: 5, per-source: {key: mac, cps: 1, burst: 2}}\n  sip-invite: {cps: 50}\n"+
 		"environment: {cps: 500}\n"+
-		"customers:\n  - {name: acme, cps: 20, accounts: [{name: pbx, source: "+harness.StrangerIP+"/32, cps: 10}]}\n"+
+		"customers:\n  - {name: acme, cps: 20, max-sessions: 20, accounts: [{name: pbx, source: "+harness.StrangerIP+"/32, cps: 10, max-sessions: 10}]}\n"+
 		"call-admission: |\n  call admission limit 100\n  call admission pppoe 1 1\n"+
 		"realms: [{name: core, address: "+harness.BoxIP+"}]\n"+
-		"session-agents:\n  - {name: peer1, hostname: "+harness.AgentIP+", realm-id: core, ping-interval: 1s}\n")
+		"session-agents:\n  - {name: peer1, hostname: "+harness.AgentIP+", realm-id: core, ping-interval: 1s, max-sessions: 5}\n")
 	tb.StartDaemon(t, cfg)
 	st, err := api.Dial(tb.State).Status()
 	if err != nil || st.Metrics == "" {
