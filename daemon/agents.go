@@ -84,7 +84,7 @@ func (d *Daemon) startAgents(ctx context.Context, cfg *config.Config, prev map[a
 	for _, cl := range cfg.Classes {
 		rejects = rejects || cl.Reject
 	}
-	if len(cfg.SessionAgents) == 0 && !rejects && !capacityWanted(cfg) {
+	if len(cfg.SessionAgents) == 0 && !rejects && !cfg.HasCapacity() {
 		return nil, nil
 	}
 	p, err := loader.OpenShared(d.cfg.StateDir)

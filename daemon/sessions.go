@@ -42,27 +42,6 @@ func (k *sessionKeeper) configure(cfg *config.Config) {
 	k.table.SetTimes(64*cfg.SIPT1, cfg.SessionExpiry)
 }
 
-// capacityWanted reports whether some account, customer or session agent
-// of cfg has max-sessions.
-func capacityWanted(cfg *config.Config) bool {
-	for _, a := range cfg.SessionAgents {
-		if a.MaxSessions > 0 {
-			return true
-		}
-	}
-	for _, c := range cfg.Customers {
-		if c.MaxSessions > 0 {
-			return true
-		}
-		for _, a := range c.Accounts {
-			if a.MaxSessions > 0 {
-				return true
-			}
-		}
-	}
-	return false
-}
-
 // seen applies a message of a dialog that holds sessions, as the fast
 // path handed it up, and gives back what a dialog it ends held.
 func (k *sessionKeeper) seen(sm maps.SessionMaps, ev maps.SIPEvent) {

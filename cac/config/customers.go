@@ -34,3 +34,24 @@ func (d *decoder) customer(path string, n *yaml.Node) Customer {
 	}
 	return c
 }
+
+// HasCapacity reports whether some account, customer or session agent of
+// c has max-sessions (docs/design.md, "Capacity").
+func (c *Config) HasCapacity() bool {
+	for _, a := range c.SessionAgents {
+		if a.MaxSessions > 0 {
+			return true
+		}
+	}
+	for _, cu := range c.Customers {
+		if cu.MaxSessions > 0 {
+			return true
+		}
+		for _, a := range cu.Accounts {
+			if a.MaxSessions > 0 {
+				return true
+			}
+		}
+	}
+	return false
+}

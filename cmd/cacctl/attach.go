@@ -2,11 +2,13 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"path/filepath"
 	"strings"
 
 	"github.com/spf13/cobra"
 	"github.com/xdpcac/xdpcac/api"
+	"github.com/xdpcac/xdpcac/cac/config"
 	"github.com/xdpcac/xdpcac/daemon"
 	"github.com/xdpcac/xdpcac/loader"
 )
@@ -48,6 +50,7 @@ func newAttachCmd(g *globals) *cobra.Command {
 				return err
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "attached xdpcac to %s in %s mode\n", a, got)
+			warnCapacity(cmd.ErrOrStderr(), g.stateDir, cfg)
 			if len(others) > 0 {
 				// One state for all: the file is now in force on every one.
 				if _, err := loader.Apply(g.stateDir, opts); err != nil {
@@ -108,6 +111,9 @@ started with, unless --adopt makes FILE the one it reads from now on.`,
 			for _, a := range done {
 				fmt.Fprintf(cmd.OutOrStdout(), "applied %s to %s\n", cfgFile, a)
 			}
+			if err == nil {
+				warnCapacity(cmd.ErrOrStderr(), g.stateDir, cfg)
+			}
 			return err
 		},
 	}
@@ -167,4 +173,13 @@ refuse when the file names no other: the file may be meant for another box.`,
 	cmd.Flags().StringVar(&cfgFile, "config", "", "configuration file (required)")
 	cmd.MarkFlagRequired("config")
 	return cmd
+}
+
+// warnCapacity says so when cfg has max-sessions and no cacctl run serves
+// stateDir: the filter takes sessions, and only the daemon gives them
+// back (docs/design.md, "Capacity").
+func warnCapacity(w io.Writer, stateDir string, cfg *config.Config) {
+	if cfg.HasCapacity() && api.Dial(stateDir) == nil {
+		fmt.Fprintf(w, "cacctl: warning: max-sessions is set and no cacctl run serves %s: the filter takes sessions and gives none back until one runs\n", stateDir)
+	}
 }
