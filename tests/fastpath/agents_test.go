@@ -64,6 +64,17 @@ func TestAgentLevel(t *testing.T) {
 
 // TestSIPEvents: a response from an agent with a code on its out-service
 // list, and a refused INVITE of a class with action reject, go to user
+// sipEvents reads the program's SIP ring buffer until the test ends.
+func sipEvents(t *testing.T, f *harness.FastPath) *ringbuf.Reader {
+	t.Helper()
+	rd, err := ringbuf.NewReader(f.Objs.SipEvents)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { rd.Close() })
+	return rd
+}
+
 // space whole; other responses and strangers' do not.
 func TestSIPEvents(t *testing.T) {
 	f := harness.NewFastPath(t, false)
@@ -73,11 +84,7 @@ func TestSIPEvents(t *testing.T) {
 	if err := maps.WriteSettings(f.Objs.Settings, maps.Settings{Reject: [cac.NumClasses]bool{cac.SIPInvite: true}}); err != nil {
 		t.Fatal(err)
 	}
-	rd, err := ringbuf.NewReader(f.Objs.SipEvents)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rd.Close()
+	rd := sipEvents(t, f)
 	response := func(src netip.Addr, status string) []byte {
 		return Frame(Ether{}, IPv4{Src: src}, UDP{Src: 5060, Dst: 5060},
 			Raw("SIP/2.0 "+status+"\r\nVia: SIP/2.0/UDP 192.0.2.1;branch=z9hG4bK1\r\nCSeq: 1 INVITE\r\nContent-Length: 0\r\n\r\n"))
@@ -139,11 +146,7 @@ func TestSIPEventsAfterCRLF(t *testing.T) {
 	if err := maps.WriteSettings(f.Objs.Settings, maps.Settings{Reject: [cac.NumClasses]bool{cac.SIPInvite: true}}); err != nil {
 		t.Fatal(err)
 	}
-	rd, err := ringbuf.NewReader(f.Objs.SipEvents)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rd.Close()
+	rd := sipEvents(t, f)
 	f.MustAt(t, 10*second)
 	for _, prefix := range []string{"\r\n", "\r\n\r\n\r\n\r\n\r\n\r\n\r\n\r\n"} {
 		s := SIPRequest("INVITE", harness.ToNoTag)

@@ -99,11 +99,7 @@ func TestEgressAdmission(t *testing.T) {
 		addrs[a] = i
 	}
 	f.SetAgentAddrs(t, addrs)
-	rd, err := ringbuf.NewReader(f.Objs.SipEvents)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rd.Close()
+	rd := sipEvents(t, f)
 
 	rng := rand.New(rand.NewPCG(17, 2026))
 	dests := append([]netip.Addr{netip.MustParseAddr("203.0.113.50")}, egressAgentAddrs...)
@@ -189,11 +185,7 @@ func TestEgressAnswersSent(t *testing.T) {
 	f.SetPolicy(t, egressAgents(t))
 	agent, other := egressAgentAddrs[2], egressAgentAddrs[0] // agent: 2 cps, burst 1
 	f.SetAgentAddrs(t, map[netip.Addr]int{agent: 2, other: 0})
-	rd, err := ringbuf.NewReader(f.Objs.SipEvents)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rd.Close()
+	rd := sipEvents(t, f)
 	f.MustAt(t, 100*second)
 	sentOne := inviteTo(agent, 1, SIPRequest("INVITE", harness.ToNoTag))
 	if v := e.judge(t, f, rd, sentOne); v.Refused {

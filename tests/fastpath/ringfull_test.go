@@ -44,11 +44,7 @@ func TestSIPRingFull(t *testing.T) {
 	f := harness.NewFastPathWith(t, false, smallRing(bpf.XdpMapSipEvents))
 	f.SetPolicy(t, agentPolicy(t))
 	f.SetAgentAddrs(t, map[netip.Addr]int{agentAddr: 0})
-	rd, err := ringbuf.NewReader(f.Objs.SipEvents)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rd.Close()
+	rd := sipEvents(t, f)
 	response := Frame(Ether{}, IPv4{Src: agentAddr}, UDP{Src: 5060, Dst: 5060},
 		Raw("SIP/2.0 503 Service Unavailable\r\nVia: SIP/2.0/UDP 192.0.2.1;branch=z9hG4bK1\r\nCSeq: 1 INVITE\r\nContent-Length: 0\r\n\r\n"))
 	const sent = 10

@@ -12,17 +12,27 @@ import (
 	"github.com/xdpcac/xdpcac/tests/testenv"
 )
 
-// accountSessions is what show limits -o json says the first account's
-// max-sessions is and holds.
-func accountSessions(t *testing.T, tb *harness.Testbed) maps.SessionsView {
+// limitsInForce is what show limits -o json says.
+func limitsInForce(t *testing.T, tb *harness.Testbed) maps.LimitsView {
 	t.Helper()
 	out, stderr, err := tb.Cacctl(t, "show", "limits", "-o", "json")
 	if err != nil {
 		t.Fatalf("show limits: %v: %s", err, stderr)
 	}
 	var v maps.LimitsView
-	if err := json.Unmarshal([]byte(out), &v); err != nil || len(v.Accounts) == 0 {
-		t.Fatalf("show limits -o json: %v, %d accounts\n%s", err, len(v.Accounts), out)
+	if err := json.Unmarshal([]byte(out), &v); err != nil {
+		t.Fatalf("show limits -o json: %v\n%s", err, out)
+	}
+	return v
+}
+
+// accountSessions is what show limits says the first account's
+// max-sessions is and holds.
+func accountSessions(t *testing.T, tb *harness.Testbed) maps.SessionsView {
+	t.Helper()
+	v := limitsInForce(t, tb)
+	if len(v.Accounts) == 0 {
+		t.Fatalf("show limits: no account: %+v", v)
 	}
 	return v.Accounts[0].Sessions
 }
@@ -136,13 +146,9 @@ func TestConnectionMaxSessions(t *testing.T) {
 		t.Errorf("A received %d ACKs of transactions it never had", n)
 	}
 	agentHeld := func() maps.SessionsView {
-		out, stderr, err := tb.Cacctl(t, "show", "limits", "-o", "json")
-		if err != nil {
-			t.Fatalf("show limits: %v: %s", err, stderr)
-		}
-		var v maps.LimitsView
-		if err := json.Unmarshal([]byte(out), &v); err != nil || len(v.Agents) == 0 {
-			t.Fatalf("show limits -o json: %v\n%s", err, out)
+		v := limitsInForce(t, tb)
+		if len(v.Agents) == 0 {
+			t.Fatalf("show limits: no session agent: %+v", v)
 		}
 		return v.Agents[0].Sessions
 	}
