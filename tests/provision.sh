@@ -15,8 +15,9 @@ GO_VERSION=1.26.0
 # kamailio the real SIP server behind the filter; sipvicious (svmap,
 # svwar) a SIP scanner; ruby checks the Vagrantfile; xdp-tools has
 # xdp-filter and xdp-loader, the libxdp programs tests/libxdp shares an
-# interface with.
-PACKAGES=(make git clang llvm iproute2 ethtool sip-tester pppoe ppp xl2tpd kamailio sipvicious ruby xdp-tools)
+# interface with; redis-server the Redis that tests/fleet holds the fleet's
+# leases (cac/fleet) in.
+PACKAGES=(make git clang llvm iproute2 ethtool sip-tester pppoe ppp xl2tpd kamailio sipvicious ruby xdp-tools redis-server)
 
 want_go=0
 if [[ ${1:-} == --go ]]; then
@@ -40,6 +41,14 @@ if ((${#missing[@]})); then
 	# UDP 1701 on the machine.
 	if [[ " ${missing[*]} " == *" xl2tpd "* ]]; then
 		systemctl disable --now xl2tpd >/dev/null 2>&1 || service xl2tpd stop >/dev/null 2>&1 || true
+	fi
+	# The tests start their own redis-server on a unix socket; the
+	# package's service would hold TCP 6379 on the machine.
+	if [[ " ${missing[*]} " == *" redis-server "* ]]; then
+		systemctl disable --now redis-server >/dev/null 2>&1 || {
+			service redis-server stop >/dev/null 2>&1
+			update-rc.d redis-server disable >/dev/null 2>&1
+		} || true
 	fi
 	# The same for kamailio, which holds UDP 5060 on every address of the
 	# machine. Without systemd its init script may have started it; should
