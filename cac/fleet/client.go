@@ -1,0 +1,232 @@
+package fleet
+
+import (
+	"context"
+	"crypto/tls"
+	_ "embed"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+//go:embed gcra.lua
+var gcraLua string
+
+//go:embed members.lua
+var membersLua string
+
+// DefaultStaleness is how long a box that has not renewed a lease still
+// counts as a member of its fleet when Options.Staleness is zero.
+const DefaultStaleness = 30 * time.Second
+
+// Options say which fleet a Client works for and where its Redis is.
+type Options struct {
+	// Fleet names the fleet; its keys share the hash tag {Fleet}.
+	Fleet string
+	// Addresses are host:port of Redis, of the Cluster's nodes (two or
+	// more), or of the Sentinels (with MasterName). One address that is a
+	// unix socket, "unix:/path/redis.sock" or "/path/redis.sock", is
+	// dialled as such.
+	Addresses []string
+	// MasterName is the Sentinel master's name: set, Addresses are
+	// Sentinels.
+	MasterName string
+	Username   string
+	Password   string
+	DB         int
+	TLS        *tls.Config
+	// Staleness is how long a box that has not renewed a lease still counts
+	// as a member; zero is DefaultStaleness.
+	Staleness time.Duration
+}
+
+// Client asks Redis for leases on the limits of one fleet. It is safe for
+// concurrent use.
+type Client struct {
+	rdb        redis.UniversalClient
+	fleet      string
+	membersKey string
+	staleness  time.Duration
+	// The scripts are sent by SHA (EVALSHA), and in full only when Redis
+	// does not have them (NOSCRIPT), which also loads them for next time.
+	gcra    *redis.Script
+	members *redis.Script
+}
+
+// Grant is the answer to one lease request.
+type Grant struct {
+	// Tokens granted, 0 to want: the box may admit so many calls.
+	Tokens int64
+	// Members is the number of boxes that renewed within the staleness,
+	// this one included.
+	Members int
+	// ServerTime is Redis's clock when it granted them.
+	ServerTime time.Time
+	// RTT is the time the request took, seen from the box.
+	RTT time.Duration
+}
+
+// Member is a box of the fleet and when it last renewed a lease, on Redis's
+// clock.
+type Member struct {
+	Box         string
+	LastRenewal time.Time
+}
+
+// New returns a Client for o. It does not dial: the first request does.
+func New(o Options) (*Client, error) {
+	if err := checkName("fleet", o.Fleet); err != nil {
+		return nil, err
+	}
+	if len(o.Addresses) == 0 {
+		return nil, fmt.Errorf("fleet %q: no Redis address", o.Fleet)
+	}
+	for _, a := range o.Addresses {
+		if a == "" {
+			return nil, fmt.Errorf("fleet %q: empty Redis address", o.Fleet)
+		}
+	}
+	if o.Staleness < 0 {
+		return nil, fmt.Errorf("fleet %q: staleness %v is negative", o.Fleet, o.Staleness)
+	}
+	if o.Staleness > 0 && o.Staleness < time.Microsecond {
+		return nil, fmt.Errorf("fleet %q: staleness %v is under a microsecond", o.Fleet, o.Staleness)
+	}
+	staleness := o.Staleness
+	if staleness == 0 {
+		staleness = DefaultStaleness
+	}
+	rdb, err := dial(o)
+	if err != nil {
+		return nil, fmt.Errorf("fleet %q: %w", o.Fleet, err)
+	}
+	return &Client{
+		rdb:        rdb,
+		fleet:      o.Fleet,
+		membersKey: membersKey(o.Fleet),
+		staleness:  staleness,
+		gcra:       redis.NewScript(gcraLua),
+		members:    redis.NewScript(membersLua),
+	}, nil
+}
+
+// dial builds the client for o's addresses; go-redis dials lazily.
+func dial(o Options) (redis.UniversalClient, error) {
+	if len(o.Addresses) == 1 && o.MasterName == "" {
+		if path, ok := unixPath(o.Addresses[0]); ok {
+			if path == "" {
+				return nil, fmt.Errorf("address %q: no socket path", o.Addresses[0])
+			}
+			// A UniversalClient takes no network: a socket needs the
+			// plain client.
+			return redis.NewClient(&redis.Options{
+				Network:   "unix",
+				Addr:      path,
+				Username:  o.Username,
+				Password:  o.Password,
+				DB:        o.DB,
+				TLSConfig: o.TLS,
+			}), nil
+		}
+	}
+	for _, a := range o.Addresses {
+		if _, ok := unixPath(a); ok {
+			return nil, fmt.Errorf("unix socket %q: only as the one address of a single Redis", a)
+		}
+	}
+	if len(o.Addresses) > 1 && o.MasterName == "" && o.DB != 0 {
+		return nil, fmt.Errorf("db %d: a Redis Cluster has only db 0", o.DB)
+	}
+	return redis.NewUniversalClient(&redis.UniversalOptions{
+		Addrs:      o.Addresses,
+		MasterName: o.MasterName,
+		Username:   o.Username,
+		Password:   o.Password,
+		DB:         o.DB,
+		TLSConfig:  o.TLS,
+	}), nil
+}
+
+// unixPath returns the socket path of a unix address, and whether addr is
+// one.
+func unixPath(addr string) (string, bool) {
+	if p, ok := strings.CutPrefix(addr, "unix:"); ok {
+		return p, true
+	}
+	return addr, strings.HasPrefix(addr, "/")
+}
+
+// The keys of one fleet share the hash tag {fleet}: Redis Cluster hashes
+// only what is between the braces, so they land in one slot, and the script
+// may touch them in one call.
+func tatKey(fleet, limit string) string { return "xdpcac:{" + fleet + "}:tat:" + limit }
+func membersKey(fleet string) string    { return "xdpcac:{" + fleet + "}:members" }
+
+// Grant asks for up to want tokens of limit l for box, and returns how many
+// Redis granted: as many as conform to l over the whole fleet, possibly none.
+func (c *Client) Grant(ctx context.Context, box string, l Limit, want int64) (Grant, error) {
+	interval, tolerance, err := l.Micros()
+	if err != nil {
+		return Grant{}, fmt.Errorf("fleet %q: grant: %w", c.fleet, err)
+	}
+	if box == "" {
+		return Grant{}, fmt.Errorf("fleet %q: grant %q: box name is empty", c.fleet, l.Name)
+	}
+	if want < 1 {
+		return Grant{}, fmt.Errorf("fleet %q: grant %q: want %d: must be at least 1", c.fleet, l.Name, want)
+	}
+	keys := []string{tatKey(c.fleet, l.Name), c.membersKey}
+	start := time.Now()
+	res, err := c.gcra.Run(ctx, c.rdb, keys, interval, tolerance, want, box, c.staleness.Microseconds()).Int64Slice()
+	rtt := time.Since(start)
+	if err != nil {
+		return Grant{}, fmt.Errorf("fleet %q: grant %q for box %q: %w", c.fleet, l.Name, box, err)
+	}
+	if len(res) != 4 {
+		return Grant{}, fmt.Errorf("fleet %q: grant %q for box %q: script returned %d values, want 4", c.fleet, l.Name, box, len(res))
+	}
+	if res[0] < 0 || res[0] > want {
+		return Grant{}, fmt.Errorf("fleet %q: grant %q for box %q: script granted %d of %d", c.fleet, l.Name, box, res[0], want)
+	}
+	return Grant{
+		Tokens:     res[0],
+		Members:    int(res[1]),
+		ServerTime: time.UnixMicro(res[2]),
+		RTT:        rtt,
+	}, nil
+}
+
+// Members returns the boxes that renewed a lease within the staleness,
+// newest first. Boxes that went silent for longer are left out even before
+// a grant prunes them.
+func (c *Client) Members(ctx context.Context) ([]Member, error) {
+	res, err := c.members.Run(ctx, c.rdb, []string{c.membersKey}, c.staleness.Microseconds()).StringSlice()
+	if err != nil {
+		return nil, fmt.Errorf("fleet %q: members: %w", c.fleet, err)
+	}
+	if len(res)%2 != 0 {
+		return nil, fmt.Errorf("fleet %q: members: script returned %d values, want pairs", c.fleet, len(res))
+	}
+	members := make([]Member, 0, len(res)/2)
+	for i := 0; i < len(res); i += 2 {
+		// Scores are doubles to Redis, which may write them with an
+		// exponent; whole microseconds below 2^53 come back exact.
+		us, err := strconv.ParseFloat(res[i+1], 64)
+		if err != nil {
+			return nil, fmt.Errorf("fleet %q: members: box %q: renewal %q: %w", c.fleet, res[i], res[i+1], err)
+		}
+		members = append(members, Member{Box: res[i], LastRenewal: time.UnixMicro(int64(us))})
+	}
+	return members, nil
+}
+
+// Close closes the connections to Redis.
+func (c *Client) Close() error {
+	if err := c.rdb.Close(); err != nil {
+		return fmt.Errorf("fleet %q: close: %w", c.fleet, err)
+	}
+	return nil
+}
