@@ -15,6 +15,7 @@
 #include "agent.h"
 #include "bucket.h"
 #include "charge.h"
+#include "lease.h"
 #include "clock.h"
 #include "source.h"
 
@@ -43,11 +44,9 @@ static __always_inline __u32 policy_word(void)
 	return s ? *s : 0;
 }
 
-/* What level_step does with a level's bucket. */
-enum { STEP_CONFORMS, STEP_TAKE, STEP_GIVE_BACK };
-
 /*
- * level_step checks, takes from or gives back to one level's bucket; a
+ * level_step checks, takes from or gives back to one level's bucket, or
+ * its lease if it is fleet-scope (lease.h: no reserve applies); a
  * level that does not apply (a null limit or bucket) always passes. A
  * global function: admission hands it pointers without testing them, so
  * the verifier follows one path through admission for any mix of levels
@@ -58,6 +57,8 @@ __noinline int level_step(struct cac_limit *l, struct cac_bucket *b, __u64 now, 
 {
 	if (!l || !b)
 		return 1;
+	if (l->interval_ns == CAC_LEASE_INTERVAL)
+		return lease_step(l->tolerance_ns, step);
 	switch (step) {
 	case STEP_CONFORMS:
 		return bucket_conforms(l, b, now, reserve);

@@ -66,6 +66,9 @@ static __always_inline int bucket_conforms(struct cac_limit *l, struct cac_bucke
 	return b->tat_ns <= now + tolerance_of(l, reserve);
 }
 
+/* What level_step (admit.h) does with a level's bucket or lease. */
+enum { STEP_CONFORMS, STEP_TAKE, STEP_GIVE_BACK };
+
 /* How often bucket_take tries compare-and-swap before it adds. */
 #define BUCKET_CAS_TRIES 8
 

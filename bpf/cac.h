@@ -61,6 +61,25 @@ struct cac_limit {
 	__u64 tolerance_ns;
 };
 
+/* A level whose limit has this interval is fleet-scope: it spends the
+ * lease whose index its tolerance holds instead of its bucket (lease.h).
+ * No rate has an interval near it (the control plane caps intervals at
+ * 2^40 ns). */
+#define CAC_LEASE_INTERVAL 0xffffffffffffffffULL
+
+/* A fleet-scope limit's lease on this box (docs/design.md, "Fleet"): the
+ * tokens the daemon was granted of the fleet's limit and has not seen
+ * spent or expired. The fast path spends one per admitted call with an
+ * atomic add; the daemon adds a grant and takes back expired tokens with
+ * atomics on a memory mapping of the map, so neither side's write is ever
+ * lost. tokens is below zero only while a refused call gives back what it
+ * took. short counts the calls the lease refused: the demand the daemon
+ * sizes the next lease to. */
+struct cac_lease {
+	__s64 tokens;
+	__u64 short_calls;
+};
+
 /* A bucket's state: its theoretical arrival time, updated with CAS. Zero
  * starts it full. */
 struct cac_bucket {

@@ -271,6 +271,17 @@ struct {
 		__type(value, vtype);                                                               \
 	} name SEC(".maps")
 
+/* The leases of fleet-scope levels, by the index their limit names; the
+ * daemon maps it into its memory (BPF_F_MMAPABLE) to grant and expire
+ * tokens with atomics. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, CAC_MAX_LEASES);
+	__uint(map_flags, BPF_F_MMAPABLE);
+	__type(key, __u32);
+	__type(value, struct cac_lease);
+} leases SEC(".maps");
+
 /* Limits by slot (slot * CAC_MAX_... + index); buckets by index alone. */
 LEVEL_ARRAY(account_limits, struct cac_limit, 2 * CAC_MAX_ACCOUNTS);
 LEVEL_ARRAY(account_buckets, struct cac_bucket, CAC_MAX_ACCOUNTS);

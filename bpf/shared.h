@@ -183,6 +183,9 @@ enum cac_capacity {
 	 * hands up a second; past that, one goes unseen, and its dialog is
 	 * closed by its expiry if that was its BYE. */
 	SESSION_EVENTS_PER_SECOND = 4096,
+	/* The leases of fleet-scope limits (lease.h): the classes' and the
+	 * environment's, then customers', then accounts'. */
+	CAC_MAX_LEASES = CAC_NUM_LEVELS + CAC_MAX_CUSTOMERS + CAC_MAX_ACCOUNTS,
 };
 
 /* How a frame is walked (parse.h): VLAN tags a per-source key holds (the

@@ -87,6 +87,7 @@ const (
 	XdpCacCapacityCAC_MAX_SESSION_LIMITS    XdpCacCapacity = 5376
 	XdpCacCapacityCAC_NO_SESSION_LIMIT      XdpCacCapacity = 4294967295
 	XdpCacCapacitySESSION_EVENTS_PER_SECOND XdpCacCapacity = 4096
+	XdpCacCapacityCAC_MAX_LEASES            XdpCacCapacity = 5131
 )
 
 type XdpCacCharge struct {
@@ -218,6 +219,12 @@ type XdpCacL2tpTunnel struct {
 	NextNs   uint16
 	Reason   uint8
 	Pad      [5]uint8
+}
+
+type XdpCacLease struct {
+	_          structs.HostLayout
+	Tokens     int64
+	ShortCalls uint64
 }
 
 type XdpCacLevel uint32
@@ -514,6 +521,7 @@ const (
 	XdpMapInputs            = "inputs"
 	XdpMapInputsSlot        = "inputs_slot"
 	XdpMapL2tpTunnels       = "l2tp_tunnels"
+	XdpMapLeases            = "leases"
 	XdpMapLimits            = "limits"
 	XdpMapPolicySlot        = "policy_slot"
 	XdpMapRefused           = "refused"
@@ -611,6 +619,7 @@ type XdpMapSpecs struct {
 	Inputs            *ebpf.MapSpec `ebpf:"inputs"`
 	InputsSlot        *ebpf.MapSpec `ebpf:"inputs_slot"`
 	L2tpTunnels       *ebpf.MapSpec `ebpf:"l2tp_tunnels"`
+	Leases            *ebpf.MapSpec `ebpf:"leases"`
 	Limits            *ebpf.MapSpec `ebpf:"limits"`
 	PolicySlot        *ebpf.MapSpec `ebpf:"policy_slot"`
 	Refused           *ebpf.MapSpec `ebpf:"refused"`
@@ -684,6 +693,7 @@ type XdpMaps struct {
 	Inputs            *ebpf.Map `ebpf:"inputs"`
 	InputsSlot        *ebpf.Map `ebpf:"inputs_slot"`
 	L2tpTunnels       *ebpf.Map `ebpf:"l2tp_tunnels"`
+	Leases            *ebpf.Map `ebpf:"leases"`
 	Limits            *ebpf.Map `ebpf:"limits"`
 	PolicySlot        *ebpf.Map `ebpf:"policy_slot"`
 	Refused           *ebpf.Map `ebpf:"refused"`
@@ -732,6 +742,7 @@ func (m *XdpMaps) Close() error {
 		m.Inputs,
 		m.InputsSlot,
 		m.L2tpTunnels,
+		m.Leases,
 		m.Limits,
 		m.PolicySlot,
 		m.Refused,

@@ -177,6 +177,8 @@ var addedMaps = map[string]bool{
 	// Capacity.
 	bpf.XdpMapSessions: true, bpf.XdpMapSessionBudget: true, bpf.XdpMapSessionLimits: true,
 	bpf.XdpMapSessionsTaken: true, bpf.XdpMapSessionsFreed: true,
+	// Fleet.
+	bpf.XdpMapLeases: true,
 }
 
 // openUpgrade is Open for an upgrade: a map of addedMaps that the

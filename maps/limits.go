@@ -3,6 +3,7 @@ package maps
 import (
 	"errors"
 	"fmt"
+	"math"
 	"net/netip"
 	"time"
 
@@ -57,6 +58,19 @@ func limitOf(l bucket.Limit) bpf.XdpCacLimit {
 	return bpf.XdpCacLimit{IntervalNs: l.IntervalNS, ToleranceNs: l.ToleranceNS}
 }
 
+// levelLimitOf is limitOf for a level that may be fleet-scope: such a
+// level's limit names the lease it spends (CAC_LEASE_INTERVAL, bpf/cac.h).
+func levelLimitOf(l bucket.Limit, lease uint32) bpf.XdpCacLimit {
+	if l.Fleet {
+		return bpf.XdpCacLimit{IntervalNs: LeaseInterval, ToleranceNs: uint64(lease)}
+	}
+	return limitOf(l)
+}
+
+// LeaseInterval is CAC_LEASE_INTERVAL of bpf/cac.h: the interval of a
+// fleet-scope level's limit.
+const LeaseInterval = math.MaxUint64
+
 // WritePolicy puts a policy in force without a moment where the fast path
 // could see part of it: it fills the slot not in use and then switches to
 // it; the slot it switched from is the next call's to fill, after Settle.
@@ -93,18 +107,18 @@ func WritePolicy(pm PolicyMaps, p policy.Policy) error {
 		if err := writeRule(pm, next, a, &val); err != nil {
 			return err
 		}
-		if err := pm.AccountLimits.Update(next*policy.MaxAccounts+acctIdx[i], limitOf(a.Limit), ebpf.UpdateAny); err != nil {
+		if err := pm.AccountLimits.Update(next*policy.MaxAccounts+acctIdx[i], levelLimitOf(a.Limit, policy.LeaseOfAccount(acctIdx[i])), ebpf.UpdateAny); err != nil {
 			return fmt.Errorf("write limit of account %s: %w", a.Rule(), err)
 		}
 	}
 	for i, l := range p.Customers {
-		if err := pm.CustomerLimits.Update(next*policy.MaxCustomers+custIdx[i], limitOf(l), ebpf.UpdateAny); err != nil {
+		if err := pm.CustomerLimits.Update(next*policy.MaxCustomers+custIdx[i], levelLimitOf(l, policy.LeaseOfCustomer(custIdx[i])), ebpf.UpdateAny); err != nil {
 			return fmt.Errorf("write limit of customer %d: %w", i, err)
 		}
 	}
 	var v bpf.XdpCacLimits
 	for i, l := range p.Levels {
-		v.Level[i] = limitOf(l)
+		v.Level[i] = levelLimitOf(l, policy.LeaseOfLevel(i))
 		v.ReserveNs[i] = min(p.ReserveNS[i], l.ToleranceNS)
 	}
 	for c, ps := range p.PerSource {

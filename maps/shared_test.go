@@ -112,6 +112,7 @@ func TestSharedNumbers(t *testing.T) {
 		{"egress refused", uint64(SIPEgressRefused), uint64(bpf.XdpCacSipEventKindCAC_SIP_EGRESS_REFUSED)},
 		{"session", uint64(SIPSession), uint64(bpf.XdpCacSipEventKindCAC_SIP_SESSION)},
 		{"session limits", SessionLimits, uint64(bpf.XdpCacCapacityCAC_MAX_SESSION_LIMITS)},
+		{"leases", uint64(policy.MaxLeases), uint64(bpf.XdpCacCapacityCAC_MAX_LEASES)},
 		{"connection", uint64(cac.EgressConnection), uint64(bpf.XdpCacEgressReasonCAC_EGRESS_CONNECTION)},
 		{"agent down", uint64(cac.EgressAgentDown), uint64(bpf.XdpCacEgressReasonCAC_EGRESS_AGENT_DOWN)},
 		{"egress reasons", uint64(cac.NumEgressReasons), uint64(bpf.XdpCacEgressReasonCAC_NUM_EGRESS_REASONS)},

@@ -35,6 +35,7 @@ enum {
 enum {
 	BPF_F_NO_PREALLOC = (1U << 0),
 	BPF_F_RDONLY_PROG = (1U << 7),
+	BPF_F_MMAPABLE = (1U << 10),
 };
 
 enum xdp_action {

@@ -40,6 +40,8 @@ type Model struct {
 	// with the session limits they took one of, and what each holds.
 	sessions     map[uint64][]uint32
 	sessionsHeld [sessionLimits]uint64
+	// Fleet (lease.go): the tokens each lease holds, by lease index.
+	leases map[uint32]int64
 }
 
 // SetAgentAddrs puts the addresses of session agents in force (IPv4
@@ -189,6 +191,7 @@ func (m *Model) admit(c cac.Class, src classify.Source, users Users, now uint64)
 		bucket  *bucket.Bucket
 		reason  cac.Reason
 		reserve uint64 // of the tolerance, a stranger's call leaves
+		lease   uint32 // of a fleet-scope level (limit.Fleet)
 	}
 	var levels []level
 	acct := m.accountFor(c, src, users)
@@ -207,19 +210,20 @@ func (m *Model) admit(c cac.Class, src classify.Source, users Users, now uint64)
 	if ps.Limit != bucket.Unlimited && acct < 0 && agent < 0 {
 		k := keyOf(c, ps, src)
 		if b, ok := m.sources[k]; ok {
-			levels = append(levels, level{ps.Limit, b, cac.ReasonSource, 0})
+			levels = append(levels, level{ps.Limit, b, cac.ReasonSource, 0, 0})
 		} else {
 			newSource = &k
 		}
 	}
 	if acct >= 0 && !c.Sessionless() {
 		a := m.policy.Accounts[acct]
+		ai, ci := m.index.Accounts[acct], m.index.Customers[a.Customer]
 		levels = append(levels,
-			level{a.Limit, &m.accounts[m.index.Accounts[acct]], cac.ReasonAccount, 0},
-			level{m.policy.Customers[a.Customer], &m.customers[m.index.Customers[a.Customer]], cac.ReasonCustomer, 0})
+			level{a.Limit, &m.accounts[ai], cac.ReasonAccount, 0, policy.LeaseOfAccount(ai)},
+			level{m.policy.Customers[a.Customer], &m.customers[ci], cac.ReasonCustomer, 0, policy.LeaseOfCustomer(ci)})
 	}
 	if agent >= 0 {
-		levels = append(levels, level{m.policy.Agents[agent].Limit, &m.agents[agent], cac.ReasonAgent, 0})
+		levels = append(levels, level{m.policy.Agents[agent].Limit, &m.agents[agent], cac.ReasonAgent, 0, 0})
 	}
 	// Trusted first: an agent's call may take the shared levels' reserve.
 	reserve := func(l int) uint64 {
@@ -228,13 +232,17 @@ func (m *Model) admit(c cac.Class, src classify.Source, users Users, now uint64)
 		}
 		return m.policy.ReserveNS[l]
 	}
-	levels = append(levels, level{m.policy.Levels[c], &m.levels[c], cac.ReasonClass, reserve(int(c))})
+	levels = append(levels, level{m.policy.Levels[c], &m.levels[c], cac.ReasonClass, reserve(int(c)), policy.LeaseOfLevel(int(c))})
 	if !c.Sessionless() {
-		levels = append(levels, level{m.policy.Levels[policy.LevelEnvironment], &m.levels[policy.LevelEnvironment], cac.ReasonEnvironment, reserve(policy.LevelEnvironment)})
+		env := policy.LevelEnvironment
+		levels = append(levels, level{m.policy.Levels[env], &m.levels[env], cac.ReasonEnvironment, reserve(env), policy.LeaseOfLevel(env)})
 	}
 
 	for _, l := range levels {
-		if !l.bucket.ConformsLeaving(l.limit, l.reserve, now) {
+		if l.limit.Fleet && m.leases[l.lease] <= 0 {
+			return l.reason, true
+		}
+		if !l.limit.Fleet && !l.bucket.ConformsLeaving(l.limit, l.reserve, now) {
 			return l.reason, true
 		}
 	}
@@ -244,7 +252,11 @@ func (m *Model) admit(c cac.Class, src classify.Source, users Users, now uint64)
 		}
 	}
 	for _, l := range levels {
-		l.bucket.TakeLeaving(l.limit, l.reserve, now)
+		if l.limit.Fleet {
+			m.leases[l.lease]--
+		} else {
+			l.bucket.TakeLeaving(l.limit, l.reserve, now)
+		}
 	}
 	if newSource != nil {
 		if m.sources == nil {

@@ -15,9 +15,14 @@ const (
 // Limit is a bucket's rate and size in the fast path's terms: one call per
 // IntervalNS, and a call conforms while the theoretical arrival time is at
 // most ToleranceNS ahead of now. IntervalNS 0 means unlimited.
+//
+// Fleet marks a fleet-scope level (docs/design.md, "Fleet"): the fast
+// path spends the lease its daemon holds of the fleet's limit, not a
+// bucket of its own, and the rate is the whole fleet's, kept in Redis.
 type Limit struct {
 	IntervalNS  uint64
 	ToleranceNS uint64
+	Fleet       bool
 }
 
 // Unlimited is the limit of a level with no cps.

@@ -33,6 +33,7 @@ func (c *Config) check(d *decoder, root *yaml.Node) {
 		seen[i.Name] = true
 	}
 	d.checkLimit(at("environment"), "environment", c.Environment)
+	c.checkFleet(d)
 
 	names := map[string]bool{}
 	for i, cu := range c.Customers {

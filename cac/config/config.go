@@ -50,6 +50,9 @@ type Config struct {
 	// max-sessions limit keeps it with no message of the dialog seen
 	// (key session-expiry, default 12h): the cost of a lost BYE.
 	SessionExpiry time.Duration
+	// Fleet is the fleet this box shares its fleet-scope limits with;
+	// nil for none.
+	Fleet *Fleet
 }
 
 // Interface is one interface to attach to.
@@ -76,6 +79,13 @@ type Limit struct {
 	CPS          *float64
 	Burst        *float64
 	BurstSeconds *float64
+	// Fleet is scope: fleet, the rate shared by every box of the fleet
+	// (docs/design.md, "Fleet"); classes, the environment, customers and
+	// accounts may have it.
+	Fleet bool
+
+	scopeNode *yaml.Node
+	scopePath string
 }
 
 // DefaultBurstSeconds is how many seconds of calls a bucket holds unless
@@ -233,6 +243,7 @@ func (c *Config) fields(d *decoder) fields {
 		"environment": func(p string, v *yaml.Node) {
 			d.mapping(v, p, d.limitFields(&c.Environment, fields{
 				"agent-reserve": func(p string, v *yaml.Node) { d.number(v, p, 0, &c.EnvironmentAgentReserve) },
+				"scope":         d.scopeField(&c.Environment),
 			}))
 			d.checkReserve(v, p, c.Environment, c.EnvironmentAgentReserve)
 		},
@@ -293,6 +304,7 @@ func (c *Config) fields(d *decoder) fields {
 		"metrics": func(p string, v *yaml.Node) {
 			d.mapping(v, p, fields{"listen": func(p string, v *yaml.Node) { d.hostPort(v, p, &c.Metrics.Listen) }})
 		},
+		"fleet": func(p string, v *yaml.Node) { c.Fleet = d.fleet(p, v) },
 		"api": func(p string, v *yaml.Node) {
 			d.mapping(v, p, fields{"read-group": func(p string, v *yaml.Node) { d.str(v, p, &c.API.ReadGroup) }})
 		},
@@ -369,7 +381,10 @@ func (d *decoder) classes(n *yaml.Node, path string, dst map[cac.Class]Class) {
 	for _, cl := range cac.Classes() {
 		f[cl.String()] = func(p string, v *yaml.Node) {
 			var c Class
-			extra := fields{"per-source": func(p string, v *yaml.Node) { c.PerSource = d.perSource(p, v, cl) }}
+			extra := fields{
+				"per-source": func(p string, v *yaml.Node) { c.PerSource = d.perSource(p, v, cl) },
+				"scope":      d.scopeField(&c.Limit),
+			}
 			if !cl.Sessionless() {
 				extra["agent-reserve"] = func(p string, v *yaml.Node) { d.number(v, p, 0, &c.AgentReserve) }
 			}

@@ -9,6 +9,7 @@ func (d *decoder) customer(path string, n *yaml.Node) Customer {
 	d.mapping(n, path, d.limitFields(&c.Limit, fields{
 		"name":         func(p string, v *yaml.Node) { d.str(v, p, &c.Name) },
 		"max-sessions": func(p string, v *yaml.Node) { d.maxSessions(v, p, &c.MaxSessions) },
+		"scope":        d.scopeField(&c.Limit),
 		"accounts": func(p string, v *yaml.Node) {
 			d.sequence(v, p, func(p string, v *yaml.Node) {
 				a := Account{node: v}
@@ -18,6 +19,7 @@ func (d *decoder) customer(path string, n *yaml.Node) Customer {
 					"cli":          func(p string, v *yaml.Node) { d.userPrefix(v, p, &a.CLI); a.rule(v, p) },
 					"called":       func(p string, v *yaml.Node) { d.userPrefix(v, p, &a.Called); a.rule(v, p) },
 					"max-sessions": func(p string, v *yaml.Node) { d.maxSessions(v, p, &a.MaxSessions) },
+					"scope":        d.scopeField(&a.Limit),
 				}))
 				d.checkLimit(v, p, a.Limit)
 				if a.Name == "" {

@@ -151,6 +151,9 @@ type Policy struct {
 	// Agents are the session agents, in the order of the configuration:
 	// their index is their place in the fast path's tables.
 	Agents []Agent
+	// Fleet are the fleet-scope levels, whose limits in Levels,
+	// Customers and Accounts say Fleet.
+	Fleet []FleetLimit
 }
 
 // Agent is a session agent as the fast path holds it: its own bucket, the
@@ -178,6 +181,7 @@ func limitOf(what string, lim config.Limit) (bucket.Limit, error) {
 	if err != nil {
 		return b, fmt.Errorf("%s: %w", what, err)
 	}
+	b.Fleet = lim.Fleet
 	return b, nil
 }
 
@@ -202,6 +206,7 @@ func Of(cfg *config.Config) (Policy, error) {
 		if p.Levels[c], err = limitOf("classes."+c.String(), cl.Limit); err != nil {
 			return p, err
 		}
+		p.fleetOf("class/"+c.String(), cl.Limit, int(c), -1, -1)
 		if !c.Sessionless() { // no agent's to reserve
 			p.ReserveNS[c] = reserveOf(cl.Limit, cl.AgentReserve, len(cfg.SessionAgents) > 0)
 		}
@@ -216,12 +221,14 @@ func Of(cfg *config.Config) (Policy, error) {
 	if p.Levels[LevelEnvironment], err = limitOf("environment", cfg.Environment); err != nil {
 		return p, err
 	}
+	p.fleetOf("environment", cfg.Environment, LevelEnvironment, -1, -1)
 	p.ReserveNS[LevelEnvironment] = reserveOf(cfg.Environment, cfg.EnvironmentAgentReserve, len(cfg.SessionAgents) > 0)
 	for _, cu := range cfg.Customers {
 		l, err := limitOf("customer "+cu.Name, cu.Limit)
 		if err != nil {
 			return p, err
 		}
+		p.fleetOf("customer/"+cu.Name, cu.Limit, -1, len(p.Customers), -1)
 		p.Customers = append(p.Customers, l)
 		p.CustomerSessions = append(p.CustomerSessions, cu.MaxSessions)
 		for _, a := range cu.Accounts {
@@ -229,6 +236,7 @@ func Of(cfg *config.Config) (Policy, error) {
 			if err != nil {
 				return p, err
 			}
+			p.fleetOf("account/"+cu.Name+"/"+a.Name, a.Limit, -1, -1, len(p.Accounts))
 			acct := Account{Prefix: a.Source, Limit: al, Customer: len(p.Customers) - 1, MaxSessions: a.MaxSessions}
 			switch {
 			case a.CLI != "":

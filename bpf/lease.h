@@ -1,0 +1,45 @@
+/* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
+/*
+ * Fleet-scope levels spend a lease instead of a bucket (docs/design.md,
+ * "Fleet"): the daemon holds tokens granted by the fleet's GCRA in Redis,
+ * and a call here takes one of them or is refused. The fleet's rate lives
+ * in Redis; this side only counts, so it can never admit more than was
+ * granted. cac/admission is the same arithmetic in Go.
+ */
+#pragma once
+
+#include "bpf_helpers.h"
+#include "cac.h"
+#include "maps.h"
+#include "bucket.h"
+
+/* lease_step is level_step for a fleet-scope level (step as there): it
+ * checks for a token, takes one, or gives one back. A take that finds
+ * none gives it straight back, so a refusal leaves the count as it found
+ * it, and every admitted call had a token of its own. A refusal counts as
+ * demand. A lease the map lacks refuses: the fast path never opens up. */
+static __always_inline int lease_step(__u64 index, __u32 step)
+{
+	__u32 i = index;
+	struct cac_lease *ls = bpf_map_lookup_elem(&leases, &i);
+	if (!ls || index >= CAC_MAX_LEASES)
+		return 0;
+	switch (step) {
+	case STEP_CONFORMS:
+		if (*(volatile __s64 *)&ls->tokens > 0)
+			return 1;
+		break;
+	case STEP_TAKE:
+		if (__sync_fetch_and_add(&ls->tokens, -1) > 0)
+			return 1;
+		__sync_fetch_and_add(&ls->tokens, 1);
+		break;
+	default: /* STEP_GIVE_BACK */
+		__sync_fetch_and_add(&ls->tokens, 1);
+		return 1;
+	}
+	/* Demand, not accounting: a lost count only sizes a lease a call
+	 * smaller, so no atomic on the refusal path. */
+	ls->short_calls++;
+	return 0;
+}

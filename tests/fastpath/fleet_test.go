@@ -1,0 +1,166 @@
+package fastpath
+
+import (
+	"math/rand/v2"
+	"runtime"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/xdpcac/xdpcac/cac"
+	"github.com/xdpcac/xdpcac/cac/policy"
+	. "github.com/xdpcac/xdpcac/internal/pkt"
+	"github.com/xdpcac/xdpcac/maps"
+	"github.com/xdpcac/xdpcac/tests/harness"
+	"github.com/xdpcac/xdpcac/tests/testenv"
+)
+
+// fleetPolicy is randomPolicy with some of its limited levels, customers
+// and accounts made fleet-scope, and their fleet limits listed.
+func fleetPolicy(t testing.TB, rng *rand.Rand) policy.Policy {
+	p := randomPolicy(t, rng)
+	fleet := func(name string, level, customer, account int) {
+		p.Fleet = append(p.Fleet, policy.FleetLimit{Name: name, CPS: 1, Burst: 1, Level: level, Customer: customer, Account: account})
+	}
+	for i := range p.Levels {
+		if p.Levels[i].IntervalNS != 0 && rng.IntN(2) == 0 {
+			p.Levels[i].Fleet = true
+			fleet("level", i, -1, -1)
+		}
+	}
+	for i := range p.Customers {
+		if p.Customers[i].IntervalNS != 0 && rng.IntN(2) == 0 {
+			p.Customers[i].Fleet = true
+			fleet("customer", -1, i, -1)
+		}
+	}
+	for i := range p.Accounts {
+		if rng.IntN(2) == 0 {
+			p.Accounts[i].Limit.Fleet = true
+			fleet("account", -1, -1, i)
+		}
+	}
+	return p
+}
+
+// mapLeases maps the program's leases map for the test.
+func mapLeases(t testing.TB, f *harness.FastPath) *maps.Leases {
+	t.Helper()
+	l, err := maps.MapLeases(f.Objs.Leases)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	return l
+}
+
+// TestFleetLeaseDifferential: random traces under random policies with
+// fleet-scope levels, while leases are granted and expired at random, as
+// a daemon renews them: the program and the model agree on every verdict
+// and on every lease's tokens, and each expiry takes back the same count.
+func TestFleetLeaseDifferential(t *testing.T) {
+	seed := diffSeed(t)
+	rng := rand.New(rand.NewPCG(seed, 18))
+	frames := sourcedFrames()
+	rejected := map[cac.Reason]int{}
+	var granted, expired, spentAtFleet int64
+	for round := 0; round < 10; round++ {
+		f := harness.NewFastPath(t, false)
+		leases := mapLeases(t, f)
+		p := fleetPolicy(t, rng)
+		f.SetPolicy(t, p)
+		f.SetAgentAddrs(t, diffAgentAddrs)
+		inForce, err := maps.LeasesInForce(maps.PolicyMapsOf(&f.Objs.XdpMaps), p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ids []uint32
+		for _, i := range inForce {
+			ids = append(ids, i)
+		}
+		now := uint64(rng.IntN(1 << 40))
+		for i := 0; i < 1500; i++ {
+			if len(ids) > 0 {
+				id := ids[rng.IntN(len(ids))]
+				switch rng.IntN(12) {
+				case 0, 1: // a grant
+					n := int64(rng.IntN(6))
+					leases.Grant(id, n)
+					f.Model.GrantLease(id, n)
+					granted += n
+				case 2: // an expiry
+					n := int64(rng.IntN(4))
+					got, want := leases.Expire(id, n), f.Model.ExpireLease(id, n)
+					if got != want {
+						t.Fatalf("seed %d round %d step %d: expiring %d of lease %d took %d, the model %d", seed, round, i, n, id, got, want)
+					}
+					expired += got
+				}
+			}
+			now += uint64(rng.IntN(int(20 * time.Millisecond)))
+			if err := f.Tally(frames[rng.IntN(len(frames))], now, rejected); err != nil {
+				t.Fatalf("seed %d round %d frame %d at %d: %v", seed, round, i, now, err)
+			}
+		}
+		for _, id := range ids {
+			if got, want := leases.Tokens(id), f.Model.LeaseTokens(id); got != want {
+				t.Errorf("seed %d round %d: lease %d holds %d tokens, the model %d", seed, round, id, got, want)
+			}
+			spentAtFleet -= leases.Tokens(id)
+		}
+	}
+	spentAtFleet += granted - expired
+	t.Logf("granted %d, expired %d, spent %d; rejected by reason: %v", granted, expired, spentAtFleet, rejected)
+	if spentAtFleet == 0 || expired == 0 {
+		t.Errorf("the traces spent %d and expired %d tokens: they never exercised the leases", spentAtFleet, expired)
+	}
+}
+
+// TestLeaseNeverOverspends: both CPUs flood INVITEs into a fleet-scope
+// class whose lease holds exactly n tokens, and the daemon's expiry runs
+// beside them: every admitted call spent a token of its own, and the
+// tokens admitted, expired and left add up to what was granted.
+func TestLeaseNeverOverspends(t *testing.T) {
+	if runtime.NumCPU() < 2 {
+		t.Skip("needs two CPUs")
+	}
+	f := harness.NewFastPath(t, false)
+	leases := mapLeases(t, f)
+	var p policy.Policy
+	p.Levels[cac.SIPInvite] = harness.MustRate(t, 100, 100)
+	p.Levels[cac.SIPInvite].Fleet = true
+	f.SetPolicy(t, p)
+	invite := harness.V4udp(5060, SIPRequest("INVITE", harness.ToNoTag).Without("Via"))
+	lease := policy.LeaseOfLevel(int(cac.SIPInvite))
+
+	var stop atomic.Bool
+	flooded := make(chan struct{})
+	go func() {
+		defer close(flooded)
+		floodBothCPUsWhile(t, f.Objs.XdpCac, invite, func() bool { return !stop.Load() })
+	}()
+	const rounds, n = 200, 1000
+	var expired int64
+	for r := 0; r < rounds; r++ {
+		leases.Grant(lease, n)
+		if r%2 == 1 { // take back what the flood has not spent yet, mid-flood
+			testenv.Poll(5*time.Second, 0, func() bool { return leases.Tokens(lease) < n/2 })
+			expired += leases.Expire(lease, n)
+		}
+		testenv.Poll(5*time.Second, 100*time.Microsecond, func() bool { return leases.Tokens(lease) <= 0 })
+	}
+	stop.Store(true)
+	<-flooded
+	inv := f.Stats(t).Classes[cac.SIPInvite]
+	left := leases.Tokens(lease)
+	t.Logf("%d INVITEs on 2 CPUs: %d admitted, %d expired, %d left of %d granted; %d refused", inv.Seen(), inv.Admitted, expired, left, rounds*n, inv.Rejected[cac.ReasonClass])
+	if int64(inv.Admitted)+expired+left != rounds*n {
+		t.Errorf("admitted %d + expired %d + left %d != granted %d", inv.Admitted, expired, left, rounds*n)
+	}
+	if left < 0 {
+		t.Errorf("the lease was left at %d tokens", left)
+	}
+	if inv.Rejected[cac.ReasonClass] == 0 {
+		t.Error("the flood never found the lease empty")
+	}
+}
