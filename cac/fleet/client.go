@@ -67,6 +67,9 @@ type Grant struct {
 	ServerTime time.Time
 	// RTT is the time the request took, seen from the box.
 	RTT time.Duration
+	// Returned is the tokens given back that the fleet took again:
+	// those past a full bucket are not.
+	Returned int64
 }
 
 // Member is a box of the fleet and when it last renewed a lease, on Redis's
@@ -168,6 +171,13 @@ func membersKey(fleet string) string    { return "xdpcac:{" + fleet + "}:members
 // Grant asks for up to want tokens of limit l for box, and returns how many
 // Redis granted: as many as conform to l over the whole fleet, possibly none.
 func (c *Client) Grant(ctx context.Context, box string, l Limit, want int64) (Grant, error) {
+	return c.Renew(ctx, box, l, want, 0)
+}
+
+// Renew is Grant that first gives back tokens the box took out of its
+// lease unspent (back), in the same call: the fleet may grant them again.
+// want may be 0 when back is not.
+func (c *Client) Renew(ctx context.Context, box string, l Limit, want, back int64) (Grant, error) {
 	interval, tolerance, err := l.Micros()
 	if err != nil {
 		return Grant{}, fmt.Errorf("fleet %q: grant: %w", c.fleet, err)
@@ -175,18 +185,18 @@ func (c *Client) Grant(ctx context.Context, box string, l Limit, want int64) (Gr
 	if box == "" {
 		return Grant{}, fmt.Errorf("fleet %q: grant %q: box name is empty", c.fleet, l.Name)
 	}
-	if want < 1 {
-		return Grant{}, fmt.Errorf("fleet %q: grant %q: want %d: must be at least 1", c.fleet, l.Name, want)
+	if want < 0 || back < 0 || want+back < 1 {
+		return Grant{}, fmt.Errorf("fleet %q: grant %q: want %d, back %d: want at least one token, or give one back", c.fleet, l.Name, want, back)
 	}
 	keys := []string{tatKey(c.fleet, l.Name), c.membersKey}
 	start := time.Now()
-	res, err := c.gcra.Run(ctx, c.rdb, keys, interval, tolerance, want, box, c.staleness.Microseconds()).Int64Slice()
+	res, err := c.gcra.Run(ctx, c.rdb, keys, interval, tolerance, want, box, c.staleness.Microseconds(), back).Int64Slice()
 	rtt := time.Since(start)
 	if err != nil {
 		return Grant{}, fmt.Errorf("fleet %q: grant %q for box %q: %w", c.fleet, l.Name, box, err)
 	}
-	if len(res) != 4 {
-		return Grant{}, fmt.Errorf("fleet %q: grant %q for box %q: script returned %d values, want 4", c.fleet, l.Name, box, len(res))
+	if len(res) != 5 {
+		return Grant{}, fmt.Errorf("fleet %q: grant %q for box %q: script returned %d values, want 5", c.fleet, l.Name, box, len(res))
 	}
 	if res[0] < 0 || res[0] > want {
 		return Grant{}, fmt.Errorf("fleet %q: grant %q for box %q: script granted %d of %d", c.fleet, l.Name, box, res[0], want)
@@ -196,6 +206,7 @@ func (c *Client) Grant(ctx context.Context, box string, l Limit, want int64) (Gr
 		Members:    int(res[1]),
 		ServerTime: time.UnixMicro(res[2]),
 		RTT:        rtt,
+		Returned:   res[4],
 	}, nil
 }
 

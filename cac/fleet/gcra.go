@@ -33,6 +33,18 @@ func (g *GCRA) Grant(nowMicros, intervalMicros, toleranceMicros, want int64) int
 	return k
 }
 
+// GiveBack returns up to n tokens a box took back from its lease unspent,
+// as the script's back does: the TAT moves back n intervals, never behind
+// now, and it returns how many went back.
+func (g *GCRA) GiveBack(nowMicros, intervalMicros, n int64) int64 {
+	if n < 1 || intervalMicros < 1 || g.TATMicros <= nowMicros {
+		return 0
+	}
+	back := min(n, (g.TATMicros-nowMicros)/intervalMicros)
+	g.TATMicros -= back * intervalMicros
+	return back
+}
+
 // Limit is a fleet-scope limit: CPS tokens a second over the whole fleet,
 // at most Burst at once.
 type Limit struct {

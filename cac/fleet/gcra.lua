@@ -9,8 +9,16 @@
 -- ARGV[3]  want, tokens asked for (>= 1)
 -- ARGV[4]  box name
 -- ARGV[5]  member staleness, microseconds
+-- ARGV[6]  back, tokens of this box's leases that expired unspent (>= 0);
+--          want may be 0 when back is not
 --
--- Returns {granted, members, now, TAT after}, all in integers.
+-- Returns {granted, members, now, TAT after, given back}, all in integers.
+--
+-- Giving back moves the TAT back by back intervals, never behind now: the
+-- box took the tokens out of its lease first, so no call can spend them,
+-- and TAT - granted x interval never falls, which is what bounds the fleet
+-- to rate x elapsed + burst. A token back past a full bucket is lost, as
+-- an unspent token of a full bucket is.
 --
 -- Lua numbers are doubles: every value is kept in whole microseconds, about
 -- 1.8e15 today, so that sums and products stay exact below 2^53.
@@ -26,7 +34,9 @@ local tolerance = tonumber(ARGV[2])
 local want = tonumber(ARGV[3])
 local box = ARGV[4]
 local staleness = tonumber(ARGV[5])
-if not interval or interval < 1 or not tolerance or tolerance < 0 or not want or want < 1
+local back = tonumber(ARGV[6] or '0')
+if not interval or interval < 1 or not tolerance or tolerance < 0 or not want or want < 0
+	or not back or back < 0 or (want < 1 and back < 1)
 	or not staleness or staleness < 1 or not box or box == '' then
 	return redis.error_reply('xdpcac gcra: bad arguments')
 end
@@ -38,6 +48,17 @@ local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
 
 -- An absent key is a full bucket: the TAT is in the past.
 local tat = tonumber(redis.call('GET', KEYS[1])) or 0
+local returned = 0
+if back > 0 and tat > now then
+	returned = math.floor((tat - now) / interval)
+	if returned * interval > tat - now then
+		returned = returned - 1
+	end
+	if returned > back then
+		returned = back
+	end
+	tat = tat - returned * interval
+end
 local base = tat
 if now > base then
 	base = now
@@ -60,7 +81,7 @@ if room >= interval then
 	end
 end
 
-if k > 0 then
+if k > 0 or returned > 0 then
 	tat = base + k * interval
 	-- The key outlives its TAT by a second and then goes: by then the
 	-- bucket is full again, which an absent key says as well.
@@ -75,4 +96,4 @@ redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', string.format('(%d', now - stale
 redis.call('PEXPIRE', KEYS[2], string.format('%d', math.floor(staleness / 1000) + 1000))
 local members = redis.call('ZCARD', KEYS[2])
 
-return {k, members, now, tat}
+return {k, members, now, tat, returned}

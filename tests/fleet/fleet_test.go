@@ -25,17 +25,23 @@ func TestScriptMatchesTwin(t *testing.T) {
 	}
 	r := rand.New(rand.NewPCG(3, 4))
 	var twin fleet.GCRA
-	var granted, denied int
+	var granted, denied, returned int
 	for i := range 150 {
-		want := 1 + r.Int64N(8)
-		g, err := c.Grant(ctx, "box1", l, want)
+		want, back := 1+r.Int64N(8), int64(0)
+		if r.IntN(3) == 0 { // tokens that expired unspent go back first
+			want, back = r.Int64N(3), 1+r.Int64N(6)
+		}
+		g, err := c.Renew(ctx, "box1", l, want, back)
 		if err != nil {
 			t.Fatal(err)
 		}
-		k := twin.Grant(g.ServerTime.UnixMicro(), interval, tolerance, want)
-		if g.Tokens != k {
-			t.Fatalf("step %d, want %d at %d µs: script granted %d, twin %d", i, want, g.ServerTime.UnixMicro(), g.Tokens, k)
+		now := g.ServerTime.UnixMicro()
+		b := twin.GiveBack(now, interval, back)
+		k := twin.Grant(now, interval, tolerance, want)
+		if g.Tokens != k || g.Returned != b {
+			t.Fatalf("step %d, want %d back %d at %d µs: script granted %d and took back %d, twin %d and %d", i, want, back, now, g.Tokens, g.Returned, k, b)
 		}
+		returned += int(b)
 		if tat := tatOf(t, raw, "twin", "cps"); tat != twin.TATMicros {
 			t.Fatalf("step %d: script's TAT %d, twin's %d", i, tat, twin.TATMicros)
 		}
@@ -49,8 +55,8 @@ func TestScriptMatchesTwin(t *testing.T) {
 		}
 		time.Sleep(time.Duration(r.Int64N(30)) * time.Millisecond)
 	}
-	t.Logf("150 requests: %d granted some tokens, %d none; script and twin agreed on each", granted, denied)
-	if granted == 0 || denied == 0 {
+	t.Logf("150 requests: %d granted some tokens, %d none, %d tokens given back; script and twin agreed on each", granted, denied, returned)
+	if granted == 0 || denied == 0 || returned == 0 {
 		t.Errorf("the sequence should both grant and deny: %d granted, %d denied", granted, denied)
 	}
 }

@@ -1,0 +1,179 @@
+package fleet
+
+import (
+	"context"
+	"errors"
+	"math/rand/v2"
+	"testing"
+	"time"
+)
+
+// twinGranter grants from the Go twin of the script, on a clock the test
+// moves: Redis as the keepers would see it, without the network.
+type twinGranter struct {
+	now     *time.Time
+	buckets map[string]*GCRA
+	down    bool
+	boxes   map[string]bool
+}
+
+func (g *twinGranter) Renew(_ context.Context, box string, l Limit, want, back int64) (Grant, error) {
+	if g.down {
+		return Grant{}, errors.New("connection refused")
+	}
+	b := g.buckets[l.Name]
+	if b == nil {
+		b = &GCRA{}
+		g.buckets[l.Name] = b
+	}
+	interval, tolerance, err := l.Micros()
+	if err != nil {
+		return Grant{}, err
+	}
+	g.boxes[box] = true
+	now := g.now.UnixMicro()
+	returned := b.GiveBack(now, interval, back)
+	return Grant{Tokens: b.Grant(now, interval, tolerance, want), Members: len(g.boxes), Returned: returned}, nil
+}
+
+// onePool is a Pool of one lease, spent by the test as the fast path
+// would.
+type onePool struct {
+	tokens int64
+	short  uint64
+}
+
+func (p *onePool) Grant(_ uint32, n int64) { p.tokens += n }
+func (p *onePool) Expire(_ uint32, n int64) int64 {
+	take := max(0, min(n, p.tokens))
+	p.tokens -= take
+	return take
+}
+func (p *onePool) Tokens(uint32) int64 { return p.tokens }
+func (p *onePool) Short(uint32) uint64 { return p.short }
+
+// call is one call at the fast path: it spends a token or is refused.
+func (p *onePool) call() bool {
+	if p.tokens > 0 {
+		p.tokens--
+		return true
+	}
+	p.short++
+	return false
+}
+
+// simulate runs boxes for d under offered (calls a second of each box
+// at second s) and returns the calls admitted in all.
+func simulate(t *testing.T, boxes int, d time.Duration, down func(time.Duration) bool, offered func(box int, at time.Duration) float64, onLost OnLost) (admitted int64, keepers []*Keeper) {
+	t.Helper()
+	start := time.Unix(1_800_000_000, 0)
+	now := start
+	g := &twinGranter{now: &now, buckets: map[string]*GCRA{}, boxes: map[string]bool{}}
+	lim := Limit{Name: "customer/acme", CPS: 100, Burst: 100}
+	cfg := KeeperConfig{Lifetime: time.Second, Renew: 100 * time.Millisecond, LostAfter: 2 * time.Second, OnLost: onLost}
+	pools := make([]*onePool, boxes)
+	for i := range boxes {
+		pools[i] = &onePool{}
+		c := cfg
+		c.Box = string(rune('a' + i))
+		k := NewKeeper(c, g, pools[i], now)
+		k.SetLimits([]Limit{lim}, []uint32{0})
+		keepers = append(keepers, k)
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	const tick = 10 * time.Millisecond
+	for at := time.Duration(0); at < d; at += tick {
+		now = start.Add(at)
+		g.down = down(at)
+		if at%cfg.Renew == 0 {
+			for _, k := range keepers {
+				k.Step(context.Background(), now)
+			}
+		}
+		for i, p := range pools {
+			// Poisson-ish arrivals: the offered rate over the tick.
+			n := offered(i, at) * tick.Seconds()
+			calls := int(n)
+			if rng.Float64() < n-float64(calls) {
+				calls++
+			}
+			for range calls {
+				if p.call() {
+					admitted++
+				}
+			}
+		}
+	}
+	return admitted, keepers
+}
+
+// TestKeepersHoldTheFleetLimit: ten keepers share cps 100, burst 100
+// through the twin for 20 s of simulated time, the load even, on one box,
+// or moving every 2 s: never more than rate × time + burst, and most of
+// it.
+func TestKeepersHoldTheFleetLimit(t *testing.T) {
+	const d = 20 * time.Second
+	bound := int64(100*d.Seconds() + 100)
+	up := func(time.Duration) bool { return false }
+	for _, c := range []struct {
+		name    string
+		offered func(int, time.Duration) float64
+		least   float64
+	}{
+		{"even", func(int, time.Duration) float64 { return 20 }, 0.95},
+		{"90% on one", func(b int, _ time.Duration) float64 {
+			if b == 0 {
+				return 180
+			}
+			return 20.0 / 9
+		}, 0.95},
+		{"moving", func(b int, at time.Duration) float64 {
+			if b == int(at/(2*time.Second))%10 {
+				return 200
+			}
+			return 0
+		}, 0.90},
+	} {
+		got, _ := simulate(t, 10, d, up, c.offered, LostLocal)
+		t.Logf("%s: %d admitted of a bound of %d (%.1f%%)", c.name, got, bound, 100*float64(got)/float64(bound))
+		if got > bound {
+			t.Errorf("%s: %d admitted, over the bound of %d", c.name, got, bound)
+		}
+		if float64(got) < c.least*float64(bound) {
+			t.Errorf("%s: %d admitted, under %.0f%% of %d", c.name, got, 100*c.least, bound)
+		}
+	}
+}
+
+// TestKeepersWhenRedisIsGone: Redis gone from 5 s to 15 s. Closed admits
+// nothing from LostAfter on; local and static keep admitting about the
+// fleet's rate; all recover when Redis returns.
+func TestKeepersWhenRedisIsGone(t *testing.T) {
+	const d = 20 * time.Second
+	down := func(at time.Duration) bool { return at >= 5*time.Second && at < 15*time.Second }
+	even := func(int, time.Duration) float64 { return 20 }
+	for _, c := range []struct {
+		on       OnLost
+		least    int64
+		most     int64
+		endState State
+	}{
+		// 5 s up (burst 100 + 500), 2 s of lost-after on what the
+		// leases held, 8 s lost, 5 s up again, from a bucket that filled
+		// up meanwhile (100 + 500). Local holds the fleet's rate while
+		// lost; static the rate each box's leases last came at, which
+		// its demand may not use in full.
+		{LostClosed, 1200 - 50, 1200 + 60, StateFleet},
+		{LostLocal, 1200 + 800 - 150, 1200 + 800 + 100, StateFleet},
+		{LostStatic, 1200 + 400, 1200 + 800 + 100, StateFleet},
+	} {
+		got, keepers := simulate(t, 10, d, down, even, c.on)
+		t.Logf("on-fleet-lost %s: %d admitted", c.on, got)
+		if got < c.least || got > c.most {
+			t.Errorf("on-fleet-lost %s: %d admitted, want %d to %d", c.on, got, c.least, c.most)
+		}
+		if s := keepers[0].Status().State; s != c.endState {
+			t.Errorf("on-fleet-lost %s: ends %s, want %s", c.on, s, c.endState)
+		}
+	}
+}
