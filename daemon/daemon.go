@@ -82,6 +82,9 @@ type Daemon struct {
 	// sessions gives back the sessions of dialogs that end, across
 	// reloads (docs/design.md, "Capacity").
 	sessions *sessionKeeper
+	// fleet renews the leases of fleet-scope levels, across reloads
+	// (docs/design.md, "Fleet").
+	fleet *fleetRunner
 
 	// held are the links of the attachments, open while the daemon runs:
 	// the filter outlives its pins (bpffs unmounted under it).
@@ -127,7 +130,7 @@ func New(cfg Config) *Daemon {
 		cfg.Log = slog.New(slog.DiscardHandler)
 	}
 	return &Daemon{
-		cfg: cfg, log: cfg.Log, sessions: newSessionKeeper(cfg.Log), applies: make(chan applyCall), reloads: make(chan struct{}, 1), readGID: -1, reading: make(chan struct{}, 2),
+		cfg: cfg, log: cfg.Log, sessions: newSessionKeeper(cfg.Log), fleet: newFleetRunner(cfg.Log, cfg.StateDir), applies: make(chan applyCall), reloads: make(chan struct{}, 1), readGID: -1, reading: make(chan struct{}, 2),
 		status: api.Status{PID: os.Getpid(), Config: cfg.File, ReloadConfig: cfg.File, PinsLost: []string{}, Since: cfg.Now(), StateDir: cfg.StateDir, Netns: cfg.Netns},
 	}
 }
@@ -202,6 +205,10 @@ func (d *Daemon) Run(ctx context.Context) error {
 		return err
 	}
 	defer d.stopAgents()
+	if err := d.fleet.configure(ctx, cfg, opts.Policy); err != nil {
+		return err
+	}
+	defer d.fleet.stop()
 	stopAPI, err := d.serveAPI()
 	if err != nil {
 		return err
@@ -262,6 +269,10 @@ func (d *Daemon) Run(ctx context.Context) error {
 			if aerr := d.swapAgents(ctx, cfg); aerr != nil {
 				d.log.Error("session agents of the new configuration", "err", aerr)
 				err = fmt.Errorf("%s is in force, but its session agents are not watched: %w", call.file, aerr)
+			}
+			if ferr := d.fleet.configure(ctx, cfg, opts.Policy); ferr != nil {
+				d.log.Error("fleet of the new configuration", "err", ferr)
+				err = fmt.Errorf("%s is in force, but its fleet leases are not renewed: %w", call.file, ferr)
 			}
 			if call.reply != nil {
 				call.reply <- err

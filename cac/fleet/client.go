@@ -132,6 +132,8 @@ func dial(o Options) (redis.UniversalClient, error) {
 				Password:  o.Password,
 				DB:        o.DB,
 				TLSConfig: o.TLS,
+				// Never again: see below.
+				MaxRetries: -1,
 			}), nil
 		}
 	}
@@ -150,6 +152,10 @@ func dial(o Options) (redis.UniversalClient, error) {
 		Password:   o.Password,
 		DB:         o.DB,
 		TLSConfig:  o.TLS,
+		// A script that timed out may have run: sent again, it would
+		// give the same tokens back twice, and the fleet would admit
+		// more than its bound. A failed request is the keeper's to judge.
+		MaxRetries: -1,
 	}), nil
 }
 

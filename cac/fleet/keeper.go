@@ -138,10 +138,13 @@ func (k *Keeper) Step(ctx context.Context, now time.Time) {
 			rctx, cancel := context.WithTimeout(ctx, k.cfg.Renew)
 			g, err := k.granter.Renew(rctx, k.cfg.Box, h.Limit, max(0, want), back)
 			cancel()
+			// Given back even when the answer is lost: a request that
+			// timed out may have run, and giving the same tokens back
+			// twice would let the fleet admit more than its bound.
+			// Tokens that did not go back are only lost.
+			h.Returned += back
 			if err == nil {
 				k.state, k.lastOK, k.members, k.rtt, k.lastErr = StateFleet, now, max(1, g.Members), g.RTT, nil
-				// What did not go back (past a full bucket) is lost.
-				h.Returned += back
 				h.Add(k.pool, g.Tokens, now, k.cfg.Lifetime)
 				got = g.Tokens
 				delete(k.locals, h.Limit.Name)

@@ -1,0 +1,215 @@
+package daemon
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"fmt"
+	"log/slog"
+	"os"
+	"reflect"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/xdpcac/xdpcac/cac/config"
+	"github.com/xdpcac/xdpcac/cac/fleet"
+	"github.com/xdpcac/xdpcac/cac/policy"
+	"github.com/xdpcac/xdpcac/loader"
+	"github.com/xdpcac/xdpcac/maps"
+)
+
+// fleetRunner renews the leases of the fleet-scope levels (docs/design.md,
+// "Fleet"). It outlives reloads: a limit kept keeps its lease, and only a
+// change of the fleet block makes a new connection to Redis.
+type fleetRunner struct {
+	log      *slog.Logger
+	stateDir string
+
+	mu      sync.Mutex
+	cfg     *config.Fleet // in force; nil: no fleet
+	box     string
+	client  *fleet.Client
+	keeper  *fleet.Keeper
+	leases  *maps.Leases
+	pinned  *loader.Pinned
+	cancel  context.CancelFunc
+	stopped chan struct{}
+}
+
+func newFleetRunner(log *slog.Logger, stateDir string) *fleetRunner {
+	return &fleetRunner{log: log, stateDir: stateDir}
+}
+
+// configure puts the fleet of cfg in force with the policy p that was
+// just written: its limits' leases are found in the maps in force.
+func (r *fleetRunner) configure(ctx context.Context, cfg *config.Config, p policy.Policy) error {
+	if cfg.Fleet == nil {
+		r.stop()
+		return nil
+	}
+	r.mu.Lock()
+	same := r.keeper != nil && reflect.DeepEqual(r.cfg, cfg.Fleet)
+	r.mu.Unlock()
+	if !same {
+		r.stop()
+		if err := r.start(ctx, cfg.Fleet); err != nil {
+			return err
+		}
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	inForce, err := maps.LeasesInForce(maps.PolicyMapsOf(&r.pinned.XdpMaps), p)
+	if err != nil {
+		return fmt.Errorf("fleet: leases in force: %w", err)
+	}
+	var limits []fleet.Limit
+	var leases []uint32
+	for i, f := range p.Fleet {
+		if lease, ok := inForce[i]; ok {
+			limits = append(limits, fleet.Limit{Name: f.Name, CPS: f.CPS, Burst: f.Burst})
+			leases = append(leases, lease)
+		}
+	}
+	r.keeper.SetLimits(limits, leases)
+	r.log.Info("fleet limits in force", "fleet", r.cfg.Name, "member", r.box, "limits", len(limits))
+	return nil
+}
+
+// start connects to the fleet's Redis and starts renewing.
+func (r *fleetRunner) start(ctx context.Context, f *config.Fleet) error {
+	o, err := redisOptions(f)
+	if err != nil {
+		return err
+	}
+	box := f.Member
+	if box == "" {
+		if box, err = os.Hostname(); err != nil {
+			return fmt.Errorf("fleet %s: this box's name (set fleet.member): %w", f.Name, err)
+		}
+	}
+	client, err := fleet.New(o)
+	if err != nil {
+		return err
+	}
+	pinned, err := loader.OpenShared(r.stateDir)
+	if err != nil {
+		client.Close()
+		return fmt.Errorf("fleet %s: %w", f.Name, err)
+	}
+	if pinned.Leases == nil {
+		pinned.Close()
+		client.Close()
+		return fmt.Errorf("fleet %s: the attachment in force has no leases map: attach it again with this version", f.Name)
+	}
+	leases, err := maps.MapLeases(pinned.Leases)
+	if err != nil {
+		pinned.Close()
+		client.Close()
+		return fmt.Errorf("fleet %s: %w", f.Name, err)
+	}
+	kcfg := fleet.KeeperConfig{
+		Box: box, Lifetime: f.Lease.Lifetime, Renew: f.Lease.Renew,
+		LostAfter: f.LostAfter, OnLost: fleet.OnLost(f.OnFleetLost),
+	}
+	k := fleet.NewKeeper(kcfg, client, leases, time.Now())
+	fctx, cancel := context.WithCancel(ctx)
+	stopped := make(chan struct{})
+	r.mu.Lock()
+	r.cfg, r.box, r.client, r.keeper, r.leases, r.pinned = f, box, client, k, leases, pinned
+	r.cancel, r.stopped = cancel, stopped
+	r.mu.Unlock()
+	go r.renew(fctx, f.Lease.Renew, stopped)
+	return nil
+}
+
+// fleetLogEvery is how often the log says what each lease was granted,
+// spent and lost.
+const fleetLogEvery = 10 * time.Second
+
+// renew steps the keeper every renewal until ctx ends.
+func (r *fleetRunner) renew(ctx context.Context, every time.Duration, stopped chan struct{}) {
+	defer close(stopped)
+	t := time.NewTicker(every)
+	defer t.Stop()
+	var was fleet.State
+	lastLog := time.Now()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case now := <-t.C:
+			r.mu.Lock()
+			r.keeper.Step(ctx, now)
+			st := r.keeper.Status()
+			if now.Sub(lastLog) >= fleetLogEvery {
+				lastLog = now
+				for _, h := range r.keeper.Holders() {
+					r.log.Info("fleet lease", "limit", h.Limit.Name, "granted", h.Granted, "spent", h.Spent(r.leases),
+						"expired", h.Expired, "returned", h.Returned, "holds", r.leases.Tokens(h.Lease), "demand", h.Demand)
+				}
+			}
+			r.mu.Unlock()
+			if st.State != was {
+				r.log.Warn("fleet state", "state", st.State, "was", was, "members", st.Members, "err", st.Err)
+				was = st.State
+			}
+		}
+	}
+}
+
+// stop ends the renewals and takes back what the leases hold: no level
+// spends a lease no one renews.
+func (r *fleetRunner) stop() {
+	r.mu.Lock()
+	cancel, stopped := r.cancel, r.stopped
+	r.mu.Unlock()
+	if cancel == nil {
+		return
+	}
+	cancel()
+	<-stopped
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, h := range r.keeper.Holders() {
+		h.Drain(r.leases)
+	}
+	r.leases.Close()
+	r.pinned.Close()
+	r.client.Close()
+	r.cfg, r.keeper, r.leases, r.pinned, r.client, r.cancel, r.stopped = nil, nil, nil, nil, nil, nil, nil
+}
+
+// redisOptions are the client options of a fleet block: its password
+// read from its file, its TLS with its CA.
+func redisOptions(f *config.Fleet) (fleet.Options, error) {
+	o := fleet.Options{
+		Fleet: f.Name, Addresses: f.Redis.Addresses, MasterName: f.Redis.MasterName,
+		Username: f.Redis.Username, DB: f.Redis.DB,
+		// A box that has not renewed for ten lease lifetimes is gone:
+		// local divides the rate among the others.
+		Staleness: 10 * f.Lease.Lifetime,
+	}
+	if f.Redis.PasswordFile != "" {
+		b, err := os.ReadFile(f.Redis.PasswordFile)
+		if err != nil {
+			return o, fmt.Errorf("fleet %s: redis password: %w", f.Name, err)
+		}
+		o.Password = strings.TrimRight(string(b), "\r\n")
+	}
+	if t := f.Redis.TLS; t != nil {
+		o.TLS = &tls.Config{ServerName: t.ServerName, MinVersion: tls.VersionTLS12}
+		if t.CAFile != "" {
+			pem, err := os.ReadFile(t.CAFile)
+			if err != nil {
+				return o, fmt.Errorf("fleet %s: redis tls: %w", f.Name, err)
+			}
+			pool := x509.NewCertPool()
+			if !pool.AppendCertsFromPEM(pem) {
+				return o, fmt.Errorf("fleet %s: redis tls: %s holds no PEM certificate", f.Name, t.CAFile)
+			}
+			o.TLS.RootCAs = pool
+		}
+	}
+	return o, nil
+}
