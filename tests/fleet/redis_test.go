@@ -19,23 +19,31 @@ import (
 // startRedis starts a redis-server of t's own on a unix socket in a
 // temporary directory, with nothing saved, and returns the socket's path.
 // It is killed when t ends, whichever way.
-func startRedis(t *testing.T) string {
+func startRedis(t *testing.T) string { return newRedis(t).sock }
+
+// redisServer is a redis-server of a test's own, which the test may stop
+// and start again on the same socket.
+type redisServer struct {
+	t    *testing.T
+	bin  string
+	dir  string
+	sock string
+	cmd  *exec.Cmd
+	logf *os.File
+}
+
+// newRedis starts a redis-server for t; it is killed when t ends.
+func newRedis(t *testing.T) *redisServer {
 	t.Helper()
-	bin := testenv.RequireTool(t, "redis-server", "redis-server")
-	dir := t.TempDir()
-	sock := filepath.Join(dir, "redis.sock")
-	logf, err := os.Create(filepath.Join(dir, "redis.log"))
+	r := &redisServer{t: t, bin: testenv.RequireTool(t, "redis-server", "redis-server"), dir: t.TempDir()}
+	r.sock = filepath.Join(r.dir, "redis.sock")
+	logf, err := os.Create(filepath.Join(r.dir, "redis.log"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(bin, "--port", "0", "--unixsocket", sock, "--save", "", "--appendonly", "no", "--dir", dir)
-	cmd.Stdout, cmd.Stderr = logf, logf
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("start redis-server: %v", err)
-	}
+	r.logf = logf
 	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
+		r.stop()
 		logf.Close()
 		if t.Failed() {
 			if b, err := os.ReadFile(logf.Name()); err == nil {
@@ -43,20 +51,45 @@ func startRedis(t *testing.T) string {
 			}
 		}
 	})
-	raw := rawClient(t, sock)
+	r.start()
+	return r
+}
+
+// start starts the server and waits until it answers PING.
+func (r *redisServer) start() {
+	t := r.t
+	t.Helper()
+	cmd := exec.Command(r.bin, "--port", "0", "--unixsocket", r.sock, "--save", "", "--appendonly", "no", "--dir", r.dir)
+	cmd.Stdout, cmd.Stderr = r.logf, r.logf
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("start redis-server: %v", err)
+	}
+	r.cmd = cmd
+	raw := rawClient(t, r.sock)
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 		err := raw.Ping(ctx).Err()
 		cancel()
 		if err == nil {
-			return sock
+			return
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("redis-server on %s did not answer PING in 10 s: %v", sock, err)
+			t.Fatalf("redis-server on %s did not answer PING in 10 s: %v", r.sock, err)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+// stop kills the server: what it kept is gone, as after a crash.
+func (r *redisServer) stop() {
+	if r.cmd == nil {
+		return
+	}
+	_ = r.cmd.Process.Kill()
+	_ = r.cmd.Wait()
+	r.cmd = nil
+	os.Remove(r.sock)
 }
 
 // rawClient is a plain go-redis client on sock, for what the tests look at
