@@ -204,3 +204,37 @@ func lastLines(s string, n int) string {
 	lines := strings.Split(strings.TrimSpace(s), "\n")
 	return strings.Join(lines[max(0, len(lines)-n):], "\n")
 }
+
+// TestFleetRedisLoad: one box admitting 1,000 calls a second of a
+// fleet-scope customer asks Redis once a renewal (100 ms) at most: the
+// commands a second Redis serves it, counted by Redis itself.
+func TestFleetRedisLoad(t *testing.T) {
+	testenv.RequireBPF(t)
+	r := newRedis(t)
+	boxes := startBoxes(t, 1, r.sock, "local")
+	b := boxes[0]
+	cfg := strings.Replace(fleetConfig(b.tb.BoxIface, r.sock, 0, "local", ""), "cps: 100\n    burst: 100", "cps: 1000\n    burst: 1000", 1)
+	if err := os.WriteFile(b.cfg, []byte(cfg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.d.Signal(syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(2 * time.Second)
+	raw := rawClient(t, r.sock)
+	const d = 10 * time.Second
+	calls := func() int64 {
+		return info(t, raw, "commandstats", "cmdstat_evalsha.calls") + info(t, raw, "commandstats", "cmdstat_eval.calls")
+	}
+	before := calls()
+	start := time.Now()
+	got := fleetRun(t, boxes, d, func(int, time.Duration) float64 { return 1000 })
+	perSecond := float64(calls()-before) / time.Since(start).Seconds()
+	t.Logf("one box admitting %.0f calls/s of a fleet-scope customer: %.1f Redis commands a second", float64(got)/d.Seconds(), perSecond)
+	if got < 9000 {
+		t.Errorf("admitted %d of 10,000 offered under cps 1000", got)
+	}
+	if perSecond > 12 {
+		t.Errorf("%.1f Redis commands a second: more than one a renewal", perSecond)
+	}
+}
