@@ -77,7 +77,7 @@ test: deps check-generate vet $(PROMTOOL)
 
 bench:
 	$(MAKE) deps EXTRA_PACKAGES="$(BENCH_PACKAGES)"
-	XDPCAC_REQUIRE_BPF=1 $(GO) test -count=1 -run '^$$' -bench 'FastPath|SourceTable|Flood' -benchtime 1x ./tests/bench/
+	XDPCAC_REQUIRE_BPF=1 $(GO) test -count=1 -run '^$$' -bench 'FastPath|SourceTable|Flood|Fleet' -benchtime 1x ./tests/bench/
 
 # fuzz runs every fuzz target for FUZZTIME each; the seed corpora under
 # testdata/fuzz run in make test as plain tests. FuzzXDP holds the real

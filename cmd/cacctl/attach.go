@@ -50,7 +50,7 @@ func newAttachCmd(g *globals) *cobra.Command {
 				return err
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "attached xdpcac to %s in %s mode\n", a, got)
-			warnCapacity(cmd.ErrOrStderr(), g.stateDir, cfg)
+			warnWithoutDaemon(cmd.ErrOrStderr(), g.stateDir, cfg)
 			if len(others) > 0 {
 				// One state for all: the file is now in force on every one.
 				if _, err := loader.Apply(g.stateDir, opts); err != nil {
@@ -112,7 +112,7 @@ started with, unless --adopt makes FILE the one it reads from now on.`,
 				fmt.Fprintf(cmd.OutOrStdout(), "applied %s to %s\n", cfgFile, a)
 			}
 			if err == nil {
-				warnCapacity(cmd.ErrOrStderr(), g.stateDir, cfg)
+				warnWithoutDaemon(cmd.ErrOrStderr(), g.stateDir, cfg)
 			}
 			return err
 		},
@@ -175,11 +175,16 @@ refuse when the file names no other: the file may be meant for another box.`,
 	return cmd
 }
 
-// warnCapacity says so when cfg has max-sessions and no cacctl run serves
-// stateDir: the filter takes sessions, and only the daemon gives them
-// back (docs/design.md, "Capacity").
-func warnCapacity(w io.Writer, stateDir string, cfg *config.Config) {
+// warnWithoutDaemon says so when cfg needs a daemon and no cacctl run
+// serves stateDir: with max-sessions the filter takes sessions and only
+// the daemon gives them back (docs/design.md, "Capacity").
+func warnWithoutDaemon(w io.Writer, stateDir string, cfg *config.Config) {
 	if cfg.HasCapacity() && api.Dial(stateDir) == nil {
 		fmt.Fprintf(w, "cacctl: warning: max-sessions is set and no cacctl run serves %s: the filter takes sessions and gives none back until one runs\n", stateDir)
+	}
+	// Fleet-scope levels spend leases only the daemon renews
+	// (docs/design.md, "Fleet"): without one they refuse every call.
+	if cfg.HasFleet() && api.Dial(stateDir) == nil {
+		fmt.Fprintf(w, "cacctl: warning: scope: fleet is set and no cacctl run serves %s: fleet-scope levels refuse every call until one runs and renews their leases\n", stateDir)
 	}
 }
