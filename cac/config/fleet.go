@@ -69,8 +69,9 @@ func (d *decoder) fleet(path string, n *yaml.Node) *Fleet {
 		Lease:       Lease{Lifetime: DefaultLeaseLifetime, Renew: DefaultLeaseRenew},
 		OnFleetLost: "local", LostAfter: DefaultLostAfter,
 	}
+	named := false
 	d.mapping(n, path, fields{
-		"name":   func(p string, v *yaml.Node) { d.fleetName(v, p, &f.Name) },
+		"name":   func(p string, v *yaml.Node) { named = true; d.fleetName(v, p, &f.Name) },
 		"member": func(p string, v *yaml.Node) { d.fleetName(v, p, &f.Member) },
 		"redis": func(p string, v *yaml.Node) {
 			d.mapping(v, p, fields{
@@ -113,7 +114,7 @@ func (d *decoder) fleet(path string, n *yaml.Node) *Fleet {
 		"on-fleet-lost": func(p string, v *yaml.Node) { d.oneOf(v, p, &f.OnFleetLost, onFleetLost...) },
 		"lost-after":    func(p string, v *yaml.Node) { d.duration(v, p, &f.LostAfter) },
 	})
-	if f.Name == "" {
+	if !named {
 		d.errorf(n, join(path, "name"), "is required: boxes that share limits name the same fleet")
 	}
 	if f.Redis.Addresses == nil && n.Kind == yaml.MappingNode {
