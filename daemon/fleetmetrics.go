@@ -13,18 +13,18 @@ import (
 // never asks Redis: a scrape must not wait on it. Without a fleet in
 // force it emits nothing.
 type fleetCollector struct {
-	r *fleetRunner
+	snapshot func(now time.Time) api.Fleet // fleetRunner.snapshot
 
 	state, members, rtt                  *prometheus.Desc
 	tokens, granted, spent, expired, ret *prometheus.Desc
 }
 
-func newFleetCollector(r *fleetRunner) *fleetCollector {
+func newFleetCollector(snapshot func(now time.Time) api.Fleet) *fleetCollector {
 	d := func(name, help string, labels ...string) *prometheus.Desc {
 		return prometheus.NewDesc(name, help, labels, nil)
 	}
 	return &fleetCollector{
-		r: r,
+		snapshot: snapshot,
 		state: d("xdpcac_fleet_state",
 			"1 for the state the fleet's leases are in (fleet, unreachable, lost), 0 for the others.", "state"),
 		members: d("xdpcac_fleet_members",
@@ -53,11 +53,7 @@ func (c *fleetCollector) Describe(ch chan<- *prometheus.Desc) {
 
 // Collect emits the fleet's series, none without a fleet.
 func (c *fleetCollector) Collect(ch chan<- prometheus.Metric) {
-	c.emit(ch, c.r.snapshot(time.Now()))
-}
-
-// emit sends the series of the view v.
-func (c *fleetCollector) emit(ch chan<- prometheus.Metric, v api.Fleet) {
+	v := c.snapshot(time.Now())
 	if !v.Configured {
 		return
 	}

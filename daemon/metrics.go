@@ -62,7 +62,7 @@ func (d *Daemon) serveMetrics(listen string) (*metricsServer, error) {
 	if err := reg.Register(c); err != nil {
 		return nil, fmt.Errorf("register metrics: %w", err)
 	}
-	if err := reg.Register(newFleetCollector(d.fleet)); err != nil {
+	if err := reg.Register(newFleetCollector(d.fleet.snapshot)); err != nil {
 		return nil, fmt.Errorf("register fleet metrics: %w", err)
 	}
 	l, err := net.Listen("tcp", listen)
