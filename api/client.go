@@ -48,6 +48,12 @@ func (c *Client) Agents() (Agents, error) {
 	return a, c.call(http.MethodGet, PathAgents, nil, &a)
 }
 
+// Fleet asks for the fleet's state and this box's leases.
+func (c *Client) Fleet() (Fleet, error) {
+	var f Fleet
+	return f, c.call(http.MethodGet, PathFleet, nil, &f)
+}
+
 // Rejects asks for the finished reject records the daemon keeps and the
 // records the tables hold now.
 func (c *Client) Rejects() ([]RejectLine, error) {

@@ -13,6 +13,7 @@ const (
 	PathStatus  = "/v1/status"  // GET: Status
 	PathAgents  = "/v1/agents"  // GET: Agents
 	PathRejects = "/v1/rejects" // GET: []RejectLine
+	PathFleet   = "/v1/fleet"   // GET: Fleet
 	PathApply   = "/v1/apply"   // POST ApplyRequest: Applied
 	PathRead    = "/v1/read"    // POST ReadRequest: ReadAnswer
 )

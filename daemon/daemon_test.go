@@ -149,6 +149,10 @@ func TestDaemonLife(t *testing.T) {
 	if !filepath.IsAbs(first.Config) || first.StateDir != r.state || first.Netns != r.box || first.PID != os.Getpid() {
 		t.Errorf("status: %+v", first)
 	}
+	// Without a fleet block the fleet's view says so, with empty lists.
+	if f, err := api.Dial(r.state).Fleet(); err != nil || f.Configured || f.MembersSeen == nil || f.Limits == nil {
+		t.Errorf("fleet without one: %+v, %v", f, err)
+	}
 
 	second := writeFile(t, dir, "second.yaml", config(r.iface, "classes: {pppoe-padi: {cps: 50, burst: 50}}\n"))
 	if err := api.Dial(r.state).Apply(second, false); err != nil {
@@ -242,6 +246,9 @@ func TestDaemonMetricsAgents(t *testing.T) {
 	})
 	if !strings.Contains(body, "xdpcac_session_agent_up") {
 		t.Errorf("no agent series in the scrape:\n%s", body)
+	}
+	if strings.Contains(body, "xdpcac_fleet_") {
+		t.Errorf("fleet series without a fleet:\n%s", body)
 	}
 }
 

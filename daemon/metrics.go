@@ -62,6 +62,9 @@ func (d *Daemon) serveMetrics(listen string) (*metricsServer, error) {
 	if err := reg.Register(c); err != nil {
 		return nil, fmt.Errorf("register metrics: %w", err)
 	}
+	if err := reg.Register(newFleetCollector(d.fleet.snapshot)); err != nil {
+		return nil, fmt.Errorf("register fleet metrics: %w", err)
+	}
 	l, err := net.Listen("tcp", listen)
 	if err != nil {
 		return nil, fmt.Errorf("metrics.listen %s: %w", listen, err)

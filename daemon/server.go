@@ -62,6 +62,9 @@ func (d *Daemon) serveAPI() (func(), error) {
 		}
 		writeJSON(w, http.StatusOK, v)
 	})
+	mux.HandleFunc("GET "+api.PathFleet, func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, http.StatusOK, d.fleet.view(r.Context()))
+	})
 	mux.HandleFunc("GET "+api.PathRejects, func(w http.ResponseWriter, r *http.Request) {
 		lines := d.journal.lines()
 		d.mu.Lock()

@@ -127,6 +127,8 @@ func TestExitCodes(t *testing.T) {
 			{[]string{"sh", "call", "adm", "stat", "--state-dir", state}, exitOK}, // IOS abbreviations
 			{[]string{"status", "--state-dir", state}, exitDegraded},              // attached to no interface
 			{[]string{"show", "limits", "--state-dir", state}, exitFailed},
+			{[]string{"show", "fleet", "--state-dir", state}, exitFailed}, // no daemon
+			{[]string{"show", "fleet", "extra", "--state-dir", state}, exitUsage},
 			{[]string{"clear", "counters", "--state-dir", state}, exitFailed},
 		}...)
 	}

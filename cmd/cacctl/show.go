@@ -17,7 +17,7 @@ func newShowCmd(g *globals) *cobra.Command {
 		Short: "Show what the filter counted",
 		Args:  exactArgs(),
 	}
-	show.AddCommand(newShowStatsCmd(g), newShowRejectsCmd(g), newShowCallCmd(g), newShowSipdCmd(g), newShowLimitsCmd(g))
+	show.AddCommand(newShowStatsCmd(g), newShowRejectsCmd(g), newShowCallCmd(g), newShowSipdCmd(g), newShowLimitsCmd(g), newShowFleetCmd(g))
 	return show
 }
 
