@@ -1,6 +1,7 @@
 package fleet_test
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/netip"
 	"path/filepath"
@@ -189,5 +190,29 @@ func TestFleetOfTenBoxes(t *testing.T) {
 		if float64(got) < c.least*bound {
 			t.Errorf("%s: the fleet admitted %d, under %.0f%% of %.0f", c.name, got, 100*c.least, bound)
 		}
+	}
+	// show fleet says what the box holds and whom Redis has seen.
+	out, stderr, err := boxes[0].tb.Cacctl(t, "show", "fleet", "-o", "json")
+	if err != nil {
+		t.Fatalf("show fleet: %v: %s", err, stderr)
+	}
+	var v struct {
+		Configured  bool
+		State       string
+		MembersSeen []struct{ Box string } `json:"members_seen"`
+		Limits      []struct {
+			Name           string
+			Granted, Spent int64
+		}
+	}
+	if err := json.Unmarshal([]byte(out), &v); err != nil {
+		t.Fatalf("show fleet -o json: %v\n%s", err, out)
+	}
+	if !v.Configured || v.State != "fleet" || len(v.MembersSeen) != len(boxes) || len(v.Limits) != 1 ||
+		v.Limits[0].Name != "customer/acme" || v.Limits[0].Spent <= 0 || v.Limits[0].Spent > v.Limits[0].Granted {
+		t.Errorf("show fleet of box 0:\n%s", out)
+	}
+	if admitted := int64(boxes[0].admitted(t)); v.Limits[0].Spent != admitted {
+		t.Errorf("show fleet says box 0 spent %d tokens; its filter admitted %d", v.Limits[0].Spent, admitted)
 	}
 }
