@@ -223,11 +223,12 @@ static __always_inline int admit(struct xdp_md *ctx, struct frame *f, __u32 clas
 		return reason;
 	}
 	if (charged) {
-		reason = charge_commit(ca->limit_milli, &cc);
+		reason = charge_commit(ca, &cc);
 		if (reason != ADMITTED) {
 			give_back(lv, L_COUNT);
 			return reason;
 		}
+
 	}
 	if (new_source) {
 		/* Admitted: the new source enters with one call taken. If another

@@ -121,7 +121,11 @@ struct cac_admission {
 	__u32 cpu_limit_milli; /* new model: CPU at or over this rejects; 0: no gate */
 	__u8 new_model;
 	__u8 on_stale; /* enum cac_on_stale */
-	__u8 _pad[2];
+	/* The limit is the fleet's (docs/design.md, "Fleet"): a call with a
+	 * charge also spends charge x lifetime ticks of the lease
+	 * CAC_LEASE_CALL_ADMISSION. */
+	__u8 fleet;
+	__u8 _pad[1];
 };
 
 /* Every level's limit in one map value, so one lookup finds them all. */

@@ -13,6 +13,7 @@
 #include "bpf_helpers.h"
 #include "cac.h"
 #include "maps.h"
+#include "lease.h"
 
 /* The measurements a check uses, after the on-stale rule. */
 struct measured {
@@ -170,15 +171,25 @@ __noinline int charge_conforms(struct cac_admission *ca, struct measured *m, __u
 	return cc->used + cc->charge > ca->limit_milli ? cc->reason : ADMITTED;
 }
 
+/* charge_cost is what a call of type t spends of a fleet-scope limit's
+ * lease: its charge for each tick it is held. */
+static __always_inline __u64 charge_cost(struct cac_admission *ca, __u32 t)
+{
+	if (t >= CAC_NUM_CALL_TYPES)
+		return 0;
+	return (__u64)ca->type[t].charge * ca->type[t].lifetime_ticks;
+}
+
 /*
  * charge_commit adds an admitted call to its type's total with an atomic
  * add. If calls of its type that other CPUs admitted since the check no
  * longer leave room for it, it takes itself out again and is rejected.
  */
-__noinline int charge_commit(__u64 limit_milli, struct charge_check *cc)
+__noinline int charge_commit(struct cac_admission *ca, struct charge_check *cc)
 {
-	if (!cc)
+	if (!ca || !cc)
 		return ADMITTED;
+	__u64 limit_milli = ca->limit_milli;
 	__u32 key = cc->mine;
 	if (key >= CAC_NUM_CALL_TYPES)
 		return ADMITTED; /* a call with no charge line holds nothing */
@@ -190,17 +201,31 @@ __noinline int charge_commit(__u64 limit_milli, struct charge_check *cc)
 		__sync_fetch_and_sub(&r->total, 1);
 		return cc->reason;
 	}
+	/* A fleet-scope limit (docs/design.md, "Fleet"): the call spends
+	 * its charge for each tick it is held of the fleet's lease too, or
+	 * takes itself out again. used, no longer needed, keeps what it
+	 * spent for charge_give_back. */
+	cc->used = ca->fleet ? charge_cost(ca, key) : 0;
+	if (cc->used && !lease_take_n(CAC_LEASE_CALL_ADMISSION, cc->used)) {
+		__sync_fetch_and_sub(&r->total, 1);
+		return cc->reason;
+	}
 	return ADMITTED;
 }
 
 /* charge_give_back takes back a committed call, when a race on a new
- * source rejects it after all. */
-static __always_inline void charge_give_back(struct charge_check *cc)
+ * source rejects it after all, with what it spent of a fleet's lease
+ * (lease_put_n is a global function: the key of its lookup sits in a
+ * frame of its own, not in admission's, which has no stack to spare). */
+static __always_inline int charge_give_back(struct charge_check *cc)
 {
 	__u32 key = cc->mine;
 	if (key >= CAC_NUM_CALL_TYPES)
-		return;
+		return 0;
 	struct cac_charge_ring *r = bpf_map_lookup_elem(&charge_rings, &key);
 	if (r)
 		__sync_fetch_and_sub(&r->total, 1);
+	if (cc->used)
+		lease_put_n(CAC_LEASE_CALL_ADMISSION, cc->used);
+	return 0;
 }

@@ -43,3 +43,27 @@ static __always_inline int lease_step(__u64 index, __u32 step)
 	ls->short_calls++;
 	return 0;
 }
+
+/* lease_take_n takes n tokens of lease i at once, or none: the call
+ * admission limit's lease, which a call spends its charge times its
+ * lifetime of. A refusal counts its n as demand. */
+static __always_inline int lease_take_n(__u32 i, __u64 n)
+{
+	struct cac_lease *ls = bpf_map_lookup_elem(&leases, &i);
+	if (!ls)
+		return 0;
+	if (__sync_fetch_and_add(&ls->tokens, -(__s64)n) >= (__s64)n)
+		return 1;
+	__sync_fetch_and_add(&ls->tokens, (__s64)n);
+	ls->short_calls += n;
+	return 0;
+}
+
+/* lease_put_n gives back what lease_take_n took. */
+__noinline int lease_put_n(__u32 i, __u64 n)
+{
+	struct cac_lease *ls = bpf_map_lookup_elem(&leases, &i);
+	if (ls)
+		__sync_fetch_and_add(&ls->tokens, (__s64)n);
+	return 0;
+}

@@ -184,8 +184,10 @@ enum cac_capacity {
 	 * closed by its expiry if that was its BYE. */
 	SESSION_EVENTS_PER_SECOND = 4096,
 	/* The leases of fleet-scope limits (lease.h): the classes' and the
-	 * environment's, then customers', then accounts'. */
-	CAC_MAX_LEASES = CAC_NUM_LEVELS + CAC_MAX_CUSTOMERS + CAC_MAX_ACCOUNTS,
+	 * environment's, then customers', then accounts', then the call
+	 * admission limit's, in charge units times ticks held. */
+	CAC_LEASE_CALL_ADMISSION = CAC_NUM_LEVELS + CAC_MAX_CUSTOMERS + CAC_MAX_ACCOUNTS,
+	CAC_MAX_LEASES = CAC_LEASE_CALL_ADMISSION + 1,
 };
 
 /* How a frame is walked (parse.h): VLAN tags a per-source key holds (the

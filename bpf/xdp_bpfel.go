@@ -27,7 +27,8 @@ type XdpCacAdmission struct {
 	CpuLimitMilli uint32
 	NewModel      uint8
 	OnStale       uint8
-	Pad           [2]uint8
+	Fleet         uint8
+	Pad           [1]uint8
 }
 
 type XdpCacAgent struct {
@@ -87,7 +88,8 @@ const (
 	XdpCacCapacityCAC_MAX_SESSION_LIMITS    XdpCacCapacity = 5376
 	XdpCacCapacityCAC_NO_SESSION_LIMIT      XdpCacCapacity = 4294967295
 	XdpCacCapacitySESSION_EVENTS_PER_SECOND XdpCacCapacity = 4096
-	XdpCacCapacityCAC_MAX_LEASES            XdpCacCapacity = 5131
+	XdpCacCapacityCAC_LEASE_CALL_ADMISSION  XdpCacCapacity = 5131
+	XdpCacCapacityCAC_MAX_LEASES            XdpCacCapacity = 5132
 )
 
 type XdpCacCharge struct {

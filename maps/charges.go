@@ -19,6 +19,9 @@ func admissionOf(ca policy.CallAdmission) bpf.XdpCacAdmission {
 	if ca.NewModel {
 		v.NewModel = 1
 	}
+	if ca.Fleet {
+		v.Fleet = 1
+	}
 	for t, c := range ca.Charges {
 		v.Type[t].Charge = c.Charge
 		v.Type[t].LifetimeTicks = c.LifetimeTicks

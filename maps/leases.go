@@ -105,7 +105,7 @@ func LeasesInForce(pm PolicyMaps, p policy.Policy) (map[int]uint32, error) {
 	}
 	out := map[int]uint32{}
 	for i, f := range p.Fleet {
-		if (f.Account >= 0 && !acctIn[f.Account]) || (f.Customer >= 0 && !custIn[f.Customer]) {
+		if !f.CallAdmission && ((f.Account >= 0 && !acctIn[f.Account]) || (f.Customer >= 0 && !custIn[f.Customer])) {
 			continue
 		}
 		out[i] = f.Lease(ix)

@@ -113,6 +113,7 @@ func TestSharedNumbers(t *testing.T) {
 		{"session", uint64(SIPSession), uint64(bpf.XdpCacSipEventKindCAC_SIP_SESSION)},
 		{"session limits", SessionLimits, uint64(bpf.XdpCacCapacityCAC_MAX_SESSION_LIMITS)},
 		{"leases", uint64(policy.MaxLeases), uint64(bpf.XdpCacCapacityCAC_MAX_LEASES)},
+		{"call admission lease", uint64(policy.LeaseCallAdmission), uint64(bpf.XdpCacCapacityCAC_LEASE_CALL_ADMISSION)},
 		{"connection", uint64(cac.EgressConnection), uint64(bpf.XdpCacEgressReasonCAC_EGRESS_CONNECTION)},
 		{"agent down", uint64(cac.EgressAgentDown), uint64(bpf.XdpCacEgressReasonCAC_EGRESS_AGENT_DOWN)},
 		{"egress reasons", uint64(cac.NumEgressReasons), uint64(bpf.XdpCacEgressReasonCAC_NUM_EGRESS_REASONS)},

@@ -250,7 +250,16 @@ func (c *Config) fields(d *decoder) fields {
 		"customers": func(p string, v *yaml.Node) {
 			d.sequence(v, p, func(p string, v *yaml.Node) { c.Customers = append(c.Customers, d.customer(p, v)) })
 		},
-		"call-admission": func(p string, v *yaml.Node) { c.CallAdmission = d.callAdmission(p, v) },
+		"call-admission": func(p string, v *yaml.Node) {
+			fleet, node := c.CallAdmission.Fleet, c.CallAdmission.scopeNode // either key may come first
+			c.CallAdmission = d.callAdmission(p, v)
+			c.CallAdmission.Fleet, c.CallAdmission.scopeNode = fleet, node
+		},
+		"call-admission-scope": func(p string, v *yaml.Node) {
+			var s string
+			d.oneOf(v, p, &s, "box", "fleet")
+			c.CallAdmission.Fleet, c.CallAdmission.scopeNode = s == "fleet", v
+		},
 		"cpu": func(p string, v *yaml.Node) {
 			d.mapping(v, p, fields{
 				"source": func(p string, v *yaml.Node) { d.cpuSource(v, p, &c.CPU.Source) },

@@ -165,6 +165,13 @@ func (c *Config) checkFleet(d *decoder) {
 		check(cl.Limit)
 	}
 	check(c.Environment)
+	switch ca := c.CallAdmission; {
+	case !ca.Fleet:
+	case c.Fleet == nil:
+		d.errorf(ca.scopeNode, "call-admission-scope", "scope: fleet needs a fleet: block naming the fleet and its Redis")
+	case ca.Limit == nil:
+		d.errorf(ca.scopeNode, "call-admission-scope", "scope: fleet needs `call admission limit`: without one there is no budget to share")
+	}
 	for _, cu := range c.Customers {
 		check(cu.Limit)
 		for _, a := range cu.Accounts {
@@ -175,7 +182,7 @@ func (c *Config) checkFleet(d *decoder) {
 
 // HasFleet reports whether some level of c is fleet-scope.
 func (c *Config) HasFleet() bool {
-	fleet := c.Environment.Fleet
+	fleet := c.Environment.Fleet || c.CallAdmission.Fleet
 	for _, cl := range c.Classes {
 		fleet = fleet || cl.Fleet
 	}

@@ -52,6 +52,10 @@ type CallAdmission struct {
 	Charges       [cac.NumCallTypes]Charge
 	OnStale       OnStale
 	StaleAfterNS  uint64
+	// Fleet makes the limit the fleet's: an admitted call with a charge
+	// also spends charge × lifetime ticks of the lease
+	// LeaseCallAdmission (docs/design.md, "Fleet").
+	Fleet bool
 }
 
 // Operational reports whether a limit is set: without one, call admission
@@ -105,7 +109,15 @@ func callAdmissionOf(cfg *config.Config) (CallAdmission, error) {
 	}
 	ca.OnStale = OnStale(max(s, 0))
 	ca.StaleAfterNS = uint64(cfg.StaleAfter)
+	ca.Fleet = in.Fleet && ca.Operational()
 	return ca, nil
+}
+
+// Cost is what a call of type t spends of a fleet-scope limit's lease:
+// its charge for each tick it is held; 0 for a type with no charge.
+func (ca CallAdmission) Cost(t cac.CallType) uint64 {
+	ch := ca.Charges[t]
+	return uint64(ch.Charge) * uint64(ch.LifetimeTicks)
 }
 
 // ChargeRing is struct cac_charge_ring: the calls a type admitted, and the

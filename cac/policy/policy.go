@@ -250,6 +250,7 @@ func Of(cfg *config.Config) (Policy, error) {
 	if p.CallAdmission, err = callAdmissionOf(cfg); err != nil {
 		return p, err
 	}
+	p.fleetOfCallAdmission()
 	for _, a := range cfg.SessionAgents {
 		l, err := limitOf("session agent "+a.Name, a.Limit)
 		if err != nil {

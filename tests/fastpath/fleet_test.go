@@ -3,6 +3,7 @@ package fastpath
 import (
 	"math/rand/v2"
 	"runtime"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -162,5 +163,65 @@ func TestLeaseNeverOverspends(t *testing.T) {
 	}
 	if inv.Rejected[cac.ReasonClass] == 0 {
 		t.Error("the flood never found the lease empty")
+	}
+}
+
+// TestFleetCallAdmission: a fleet-scope call admission limit of 100 with
+// pppoe 10 1 has each admitted PADI spend 10 × 10 ticks of the fleet's
+// lease beside its local charge: the program and the model admit while
+// the lease holds a PADI's cost, refuse for session-charges once it does
+// not, and a refused PADI spends nothing.
+func TestFleetCallAdmission(t *testing.T) {
+	f := harness.NewFastPath(t, false)
+	leases := mapLeases(t, f)
+	p := harness.PolicyOf(t, harness.Ios("new-model", "limit 100", "pppoe 10 1")+
+		"call-admission-scope: fleet\nfleet: {name: t, redis: {addresses: [/run/redis.sock]}}\n")
+	if !p.CallAdmission.Fleet || len(p.Fleet) != 1 || p.Fleet[0].CPS != 1000 || p.Fleet[0].Burst != 1000 {
+		t.Fatalf("fleet call admission: %+v %+v", p.CallAdmission, p.Fleet)
+	}
+	f.SetPolicy(t, p)
+	in, err := maps.LeasesInForce(maps.PolicyMapsOf(&f.Objs.XdpMaps), p)
+	if err != nil || in[0] != policy.LeaseCallAdmission {
+		t.Fatalf("lease of the call admission limit: %v %v", in, err)
+	}
+	grant := func(n int64) {
+		leases.Grant(policy.LeaseCallAdmission, n)
+		f.Model.GrantLease(policy.LeaseCallAdmission, n)
+	}
+	padi := func(i int) []byte {
+		return Frame(Ether{Src: [6]byte{2, 0, 0x5e, 0, 0x53, byte(i)}, Broadcast: true}, PPPoE{Code: PADI})
+	}
+	var seq []string
+	now := uint64(10 * time.Second)
+	run := func(n int) {
+		for i := 0; i < n; i++ {
+			f.MustAt(t, now)
+			d, err := f.Decide(padi(len(seq)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			s := "admitted"
+			if d.Rejected {
+				s = d.Reason.String()
+			}
+			seq = append(seq, s)
+			now += uint64(time.Millisecond)
+		}
+	}
+	grant(250)
+	run(3) // two PADIs' cost, and 50 over
+	now += uint64(2 * time.Second)
+	run(1) // the local charges are gone; the lease's 50 are not enough
+	grant(50)
+	run(2)
+	want := []string{"admitted", "admitted", "session-charges", "session-charges", "admitted", "session-charges"}
+	if strings.Join(seq, " ") != strings.Join(want, " ") {
+		t.Errorf("PADIs: %v, want %v", seq, want)
+	}
+	if got := leases.Tokens(policy.LeaseCallAdmission); got != 0 || f.Model.LeaseTokens(policy.LeaseCallAdmission) != 0 {
+		t.Errorf("the lease holds %d (the model %d), want 0", got, f.Model.LeaseTokens(policy.LeaseCallAdmission))
+	}
+	if short := leases.Short(policy.LeaseCallAdmission); short != 3*100 {
+		t.Errorf("short %d, want the cost of the 3 PADIs the lease refused (300)", short)
 	}
 }
