@@ -29,6 +29,17 @@ type box struct {
 	// calls numbers the box's calls over the whole test: a Call-ID sent
 	// again within Timer B would be a retransmission, passed uncharged.
 	calls atomic.Uint64
+	// class is what the box's calls are, and frame makes its nth.
+	class cac.Class
+	frame func(i int, n uint64) []byte
+}
+
+// invite is the nth INVITE of box i, a new call of the account's.
+func invite(i int, n uint64) []byte {
+	src := netip.AddrFrom4([4]byte{198, 51, 100, byte(10 + i)})
+	return Frame(Ether{}, IPv4{Src: src}, UDP{Dst: 5060}, SIPRequest("INVITE", harness.ToNoTag).
+		With("Call-ID", fmt.Sprintf("fleet-%d-%d@%s", i, n, src)).
+		With("Via", fmt.Sprintf("SIP/2.0/UDP %s:5060;branch=z9hG4bK-%d-%d", src, i, n)))
 }
 
 // fleetConfig is the configuration of box i: a customer whose one
@@ -55,10 +66,17 @@ fleet:
 // startBoxes starts n boxes on the Redis at sock.
 func startBoxes(t *testing.T, n int, sock, onLost string) []*box {
 	t.Helper()
+	return startBoxesWith(t, n, func(iface string, i int) string { return fleetConfig(iface, sock, i, onLost, "") })
+}
+
+// startBoxesWith starts n boxes, box i with the configuration cfgOf
+// gives for its interface.
+func startBoxesWith(t *testing.T, n int, cfgOf func(iface string, i int) string) []*box {
+	t.Helper()
 	boxes := make([]*box, n)
 	for i := range boxes {
-		b := &box{tb: harness.NewTestbed(t)}
-		b.cfg = harness.WriteConfig(t, fleetConfig(b.tb.BoxIface, sock, i, onLost, ""))
+		b := &box{tb: harness.NewTestbed(t), class: cac.SIPInvite}
+		b.cfg = harness.WriteConfig(t, cfgOf(b.tb.BoxIface, i))
 		b.d = b.tb.StartDaemon(t, b.cfg)
 		p, err := loader.OpenShared(b.tb.State)
 		if err != nil {
@@ -77,7 +95,7 @@ func (b *box) admitted(t *testing.T) uint64 {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return st.Classes[cac.SIPInvite].Admitted
+	return st.Classes[b.class].Admitted
 }
 
 func total(t *testing.T, boxes []*box) uint64 {
@@ -110,7 +128,10 @@ func generate(t *testing.T, boxes []*box, d time.Duration, rate func(i int, at t
 					return err
 				}
 				addr := &unix.SockaddrLinklayer{Ifindex: ifi, Halen: 6}
-				src := netip.AddrFrom4([4]byte{198, 51, 100, byte(10 + i)})
+				frame := b.frame
+				if frame == nil {
+					frame = invite
+				}
 				owed := 0.0
 				for step := time.Duration(0); ; step += 5 * time.Millisecond {
 					at := time.Until(start.Add(step))
@@ -123,10 +144,7 @@ func generate(t *testing.T, boxes []*box, d time.Duration, rate func(i int, at t
 					}
 					owed += rate(i, elapsed) * 0.005
 					for ; owed >= 1; owed-- {
-						n := b.calls.Add(1)
-						f := Frame(Ether{}, IPv4{Src: src}, UDP{Dst: 5060}, SIPRequest("INVITE", harness.ToNoTag).
-							With("Call-ID", fmt.Sprintf("fleet-%d-%d@%s", i, n, src)).
-							With("Via", fmt.Sprintf("SIP/2.0/UDP %s:5060;branch=z9hG4bK-%d-%d", src, i, n)))
+						f := frame(i, b.calls.Add(1))
 						if err := unix.Sendto(fd, f, 0, addr); err != nil {
 							return fmt.Errorf("send: %w", err)
 						}
