@@ -13,9 +13,14 @@ import (
 
 // LimitView is one bucket in force, as `show limits -o json` prints it:
 // calls a second and the burst; both 0 for no limit.
+//
+// Fleet is a fleet-scope level (docs/design.md, "Fleet"): its rate is the
+// fleet's, kept in Redis and not in the fast path (show fleet has it), so
+// CPS and Burst are 0.
 type LimitView struct {
 	CPS   float64 `json:"cps"`
 	Burst float64 `json:"burst"`
+	Fleet bool    `json:"fleet"`
 }
 
 // LimitsView is every limit in force, per level (docs/design.md,
@@ -90,13 +95,16 @@ func limitView(l bpf.XdpCacLimit) LimitView {
 	if l.IntervalNs == 0 {
 		return LimitView{}
 	}
+	if l.IntervalNs == LeaseInterval {
+		return LimitView{Fleet: true}
+	}
 	round := func(v float64) float64 { return math.Round(v*1000) / 1000 }
 	return LimitView{CPS: round(1e9 / float64(l.IntervalNs)), Burst: round(float64(l.ToleranceNs)/float64(l.IntervalNs) + 1)}
 }
 
 // reserveCalls is a reserve in calls of a limit's interval.
 func reserveCalls(reserveNS uint64, l bpf.XdpCacLimit) float64 {
-	if l.IntervalNs == 0 {
+	if l.IntervalNs == 0 || l.IntervalNs == LeaseInterval {
 		return 0
 	}
 	return math.Round(float64(reserveNS)/float64(l.IntervalNs)*1000) / 1000

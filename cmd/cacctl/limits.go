@@ -41,8 +41,12 @@ func newShowLimitsCmd(g *globals) *cobra.Command {
 	return cmd
 }
 
-// rate prints a limit as "CPS/s burst B", or "-" for none.
+// rate prints a limit as "CPS/s burst B", "fleet" for a fleet-scope
+// one, or "-" for none.
 func rate(l maps.LimitView) string {
+	if l.Fleet {
+		return "fleet (show fleet)"
+	}
 	if l.CPS == 0 {
 		return "-"
 	}
