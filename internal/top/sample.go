@@ -30,6 +30,7 @@ type Sample struct {
 	daemon  bool // a cacctl run serves the state directory
 	agents  []agents.Row
 	egress  []agents.Egress
+	fleet   api.Fleet // the daemon's fleet view; not Configured without one
 }
 
 // Reader reads the samples of one state directory.
@@ -84,6 +85,9 @@ func (r *Reader) Read() (Sample, error) {
 		s.daemon = true
 		if v, err := c.Agents(); err == nil {
 			s.agents, s.egress = v.Targets, v.Egress
+		}
+		if v, err := c.Fleet(); err == nil {
+			s.fleet = v
 		}
 	}
 	return s, nil

@@ -9,6 +9,7 @@ import (
 
 	tea "charm.land/bubbletea/v2"
 	"github.com/charmbracelet/x/ansi"
+	"github.com/xdpcac/xdpcac/api"
 	"github.com/xdpcac/xdpcac/cac"
 	"github.com/xdpcac/xdpcac/cac/agents"
 	"github.com/xdpcac/xdpcac/maps"
@@ -264,5 +265,24 @@ func TestTopPlain(t *testing.T) {
 		if strings.HasSuffix(l, " ") || ansi.StringWidth(l) > onceWidth {
 			t.Errorf("padded or too wide: %q", l)
 		}
+	}
+}
+
+// TestChargesShowFleet: the charges view says the fleet's state and
+// lists each fleet-scope limit's lease on this box.
+func TestChargesShowFleet(t *testing.T) {
+	s := Sample{fleet: api.Fleet{Configured: true, Name: "west", Member: "box1", State: "lost", Members: 10, OnFleetLost: "local",
+		Limits: []api.FleetLimit{{Name: "customer/acme", CPS: 100, Tokens: 3, Granted: 1200, Spent: 1180, Expired: 17, DemandCPS: 20}}}}
+	b := chargesBody(s)
+	caption := strings.Join(b.caption, "\n")
+	if !strings.Contains(caption, "fleet west as box1: lost, 10 members") {
+		t.Errorf("caption: %s", caption)
+	}
+	last := b.fixed[len(b.fixed)-1]
+	if len(last.rows) != 1 || last.rows[0][0] != "customer/acme" || last.rows[0][2] != "3" || last.rows[0][4] != count(1180) {
+		t.Errorf("fleet table: %v", last.rows)
+	}
+	if b := chargesBody(Sample{}); len(b.fixed) != 0 {
+		t.Errorf("a sample without a fleet drew %d tables", len(b.fixed))
 	}
 }

@@ -281,6 +281,26 @@ func chargesBody(s Sample) viewBody {
 	if st := sessionsTable(s.snap); len(st.rows) > 0 {
 		b.fixed = append(b.fixed, st)
 	}
+	if f := s.fleet; f.Configured {
+		b.caption = append(b.caption, fmt.Sprintf("fleet %s as %s: %s, %d members, Redis round trip %s µs, on-fleet-lost %s",
+			f.Name, f.Member, f.State, f.Members, count(uint64(max(0, f.RedisRTTUS))), f.OnFleetLost))
+		ft := tableSpec{cols: []colSpec{
+			{title: "fleet limit", width: 18, flex: true},
+			{title: "cps", width: 8, right: true},
+			{title: "held", width: 8, right: true},
+			{title: "granted", width: 10, right: true},
+			{title: "spent", width: 10, right: true},
+			{title: "expired", width: 8, right: true},
+			{title: "demand/s", width: 9, right: true},
+		}}
+		for _, l := range f.Limits {
+			ft.rows = append(ft.rows, []string{l.Name, show.Num(l.CPS), strconv.FormatInt(l.Tokens, 10),
+				count(uint64(max(0, l.Granted))), count(uint64(max(0, l.Spent))), count(uint64(max(0, l.Expired))), show.Num(l.DemandCPS)})
+		}
+		if len(ft.rows) > 0 {
+			b.fixed = append(b.fixed, ft)
+		}
+	}
 	b.main = tableSpec{
 		cols: []colSpec{
 			{title: "bucket", width: 12},
