@@ -53,6 +53,12 @@ type Config struct {
 	// Fleet is the fleet this box shares its fleet-scope limits with;
 	// nil for none.
 	Fleet *Fleet
+	// CallAdmissionFleet is call-admission-scope: fleet, the call
+	// admission limit one budget for every box of the fleet
+	// (docs/design.md, "Fleet").
+	CallAdmissionFleet bool
+
+	callAdmissionScope *yaml.Node
 }
 
 // Interface is one interface to attach to.
@@ -250,16 +256,8 @@ func (c *Config) fields(d *decoder) fields {
 		"customers": func(p string, v *yaml.Node) {
 			d.sequence(v, p, func(p string, v *yaml.Node) { c.Customers = append(c.Customers, d.customer(p, v)) })
 		},
-		"call-admission": func(p string, v *yaml.Node) {
-			fleet, node := c.CallAdmission.Fleet, c.CallAdmission.scopeNode // either key may come first
-			c.CallAdmission = d.callAdmission(p, v)
-			c.CallAdmission.Fleet, c.CallAdmission.scopeNode = fleet, node
-		},
-		"call-admission-scope": func(p string, v *yaml.Node) {
-			var s string
-			d.oneOf(v, p, &s, "box", "fleet")
-			c.CallAdmission.Fleet, c.CallAdmission.scopeNode = s == "fleet", v
-		},
+		"call-admission":       func(p string, v *yaml.Node) { c.CallAdmission = d.callAdmission(p, v) },
+		"call-admission-scope": d.callAdmissionScope(c),
 		"cpu": func(p string, v *yaml.Node) {
 			d.mapping(v, p, fields{
 				"source": func(p string, v *yaml.Node) { d.cpuSource(v, p, &c.CPU.Source) },

@@ -149,6 +149,15 @@ func (d *decoder) scopeField(l *Limit) func(string, *yaml.Node) {
 	}
 }
 
+// callAdmissionScope is the call-admission-scope key.
+func (d *decoder) callAdmissionScope(c *Config) func(string, *yaml.Node) {
+	return func(p string, v *yaml.Node) {
+		var s string
+		d.oneOf(v, p, &s, "box", "fleet")
+		c.CallAdmissionFleet, c.callAdmissionScope = s == "fleet", v
+	}
+}
+
 // checkFleet refuses scope: fleet without a fleet to share the limit
 // with, or without a rate to share.
 func (c *Config) checkFleet(d *decoder) {
@@ -165,12 +174,12 @@ func (c *Config) checkFleet(d *decoder) {
 		check(cl.Limit)
 	}
 	check(c.Environment)
-	switch ca := c.CallAdmission; {
-	case !ca.Fleet:
+	switch n := c.callAdmissionScope; {
+	case !c.CallAdmissionFleet:
 	case c.Fleet == nil:
-		d.errorf(ca.scopeNode, "call-admission-scope", "scope: fleet needs a fleet: block naming the fleet and its Redis")
-	case ca.Limit == nil:
-		d.errorf(ca.scopeNode, "call-admission-scope", "scope: fleet needs `call admission limit`: without one there is no budget to share")
+		d.errorf(n, "call-admission-scope", "scope: fleet needs a fleet: block naming the fleet and its Redis")
+	case c.CallAdmission.Limit == nil:
+		d.errorf(n, "call-admission-scope", "scope: fleet needs `call admission limit`: without one there is no budget to share")
 	}
 	for _, cu := range c.Customers {
 		check(cu.Limit)
@@ -182,7 +191,7 @@ func (c *Config) checkFleet(d *decoder) {
 
 // HasFleet reports whether some level of c is fleet-scope.
 func (c *Config) HasFleet() bool {
-	fleet := c.Environment.Fleet || c.CallAdmission.Fleet
+	fleet := c.Environment.Fleet || c.CallAdmissionFleet
 	for _, cl := range c.Classes {
 		fleet = fleet || cl.Fleet
 	}

@@ -17,11 +17,6 @@ type CallAdmission struct {
 	CPULimit *uint8 // percent, new model
 	Charges  map[string]Charge
 	Load     *Charge // the multiplier is in Charge
-	// Fleet is call-admission-scope: fleet, the limit one budget for
-	// every box of the fleet (docs/design.md, "Fleet").
-	Fleet bool
-
-	scopeNode *yaml.Node
 }
 
 // Charge is what each admitted call of a type costs, and for how long.

@@ -109,7 +109,7 @@ func callAdmissionOf(cfg *config.Config) (CallAdmission, error) {
 	}
 	ca.OnStale = OnStale(max(s, 0))
 	ca.StaleAfterNS = uint64(cfg.StaleAfter)
-	ca.Fleet = in.Fleet && ca.Operational()
+	ca.Fleet = cfg.CallAdmissionFleet && ca.Operational()
 	return ca, nil
 }
 
