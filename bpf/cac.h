@@ -190,6 +190,9 @@ struct cac_reject_key {
 	__u8 rule;
 	__u16 account;
 	__u32 second; /* the second of the coarse monotonic clock it counts */
+	/* The CPU that counts in the record: each CPU keeps records of its
+	 * own, which no other CPU writes, and the daemon merges them. */
+	__u32 cpu;
 };
 
 struct cac_reject {
@@ -201,6 +204,14 @@ struct cac_reject {
 	__u32 _pad;
 };
 
+
+/* A CPU's scratch for the reject it records (reject.h): the key and a
+ * new record are built here, not on the stack. */
+struct cac_reject_scratch {
+	struct cac_reject_key key;
+	__u32 _pad;
+	struct cac_reject rec;
+};
 
 /* An LPM key: IPv4 is mapped into IPv6 (::ffff:a.b.c.d), one trie for both. */
 struct cac_prefix {

@@ -382,13 +382,27 @@ struct {
 	__type(value, struct cac_stats);
 } stats SEC(".maps");
 
-/* The reject records, by source, class, reason and second (reject.h). */
+/* The reject records, by source, class, reason, second and CPU
+ * (reject.h). A plain hash, preallocated: the daemon empties it every
+ * second and it is sized for four seconds of every CPU's budget of new
+ * records, so nothing needs pushing out, and a lookup writes nothing. */
 struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 65536);
 	__type(key, struct cac_reject_key);
 	__type(value, struct cac_reject);
 } rejects SEC(".maps");
+
+/* A CPU's scratch for the reject it records: its key and a new record
+ * are built here rather than on the stack of refused_again, which
+ * admit_call calls at the end of the deepest call chain (docs/design.md,
+ * "The verifier's budget"). */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct cac_reject_scratch);
+} reject_scratch SEC(".maps");
 
 /* A CPU's budget of new reject records this second, so that a flood on
  * one interface leaves the others theirs. */

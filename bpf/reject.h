@@ -2,19 +2,23 @@
 /*
  * Reject records (docs/design.md, "Reject records"): every reject is
  * counted in the record of its source, class, reason and second, a key
- * that names the second it falls in. The fast path only ever adds to the
- * record of the second it read from the clock, making it if it is not
- * there; it never reads a count back nor resets one. The daemon takes the
- * records of finished seconds out of the table (lookup and delete) and
- * writes them to its log, so nobody resets a count another CPU is adding
- * to, and a record never waits for its source to be rejected again. A
- * flood from one source costs a lookup and an atomic add per packet.
+ * that names the second it falls in, and the CPU that counts it. The fast
+ * path only ever adds to the record of the second it read from the clock,
+ * making it if it is not there; it never reads a count back nor resets
+ * one. Each CPU has records of its own, so a flood from one source spread
+ * over CPUs writes no line another CPU writes: a lookup and a plain add
+ * per packet, no atomic. The daemon takes the records of finished seconds
+ * out of the table (lookup and delete), merges the CPUs' records of one
+ * key and writes them to its log, so nobody resets a count a CPU is
+ * adding to, and a record never waits for its source to be rejected
+ * again.
  */
 #pragma once
 
 #include "maps.h"
 #include "source.h"
 #include "stats.h"
+#include "where.h"
 
 /*
  * New records per CPU per second. A flood from spoofed sources would
@@ -46,35 +50,44 @@ static const struct cac_class_limits full_source = {
 	.ipv6_prefix = 128,
 };
 
-/* add_reject adds one reject to a record found in the table. */
+/* add_reject adds one reject to a record found in the table. Only this
+ * CPU writes a record of its key, and a program runs to its end on its
+ * CPU before the next starts there: a plain add loses nothing. */
 static __always_inline void add_reject(struct cac_reject *r, __u64 now)
 {
-	__sync_fetch_and_add(&r->count, 1);
+	r->count++;
 	r->last_ns = now;
 }
 
 /*
- * new_record makes key's record with one reject in it, or adds the reject
- * to the record another CPU made of the same key meanwhile (the insert is
- * refused as existing, and the count must not be lost). It returns 0, or
- * -1 when the table took the reject in no record.
+ * new_record makes the record of the scratch's key with one reject in
+ * it. It returns 0, or -1 when the table took the reject in no record.
+ * The insert of a key of this CPU finds none there (no other CPU makes
+ * one), so a refusal means a full table; should it find one all the
+ * same, the reject is added to it rather than lost.
  */
-static __always_inline int new_record(struct cac_reject_key *key, struct cac_reject *rec)
+static __always_inline int new_record(struct xdp_md *ctx, struct cac_reject_scratch *s, __u64 now)
 {
-	if (bpf_map_update_elem(&rejects, key, rec, BPF_NOEXIST) == 0)
+	struct cac_reject *rec = &s->rec;
+	rec->second = s->key.second;
+	rec->count = 1;
+	rec->first_ns = now;
+	rec->last_ns = now;
+	rec->ifindex = ctx->ingress_ifindex;
+	if (bpf_map_update_elem(&rejects, &s->key, rec, BPF_NOEXIST) == 0)
 		return 0;
-	struct cac_reject *r = bpf_map_lookup_elem(&rejects, key);
+	struct cac_reject *r = bpf_map_lookup_elem(&rejects, &s->key);
 	if (!r)
 		return -1;
-	add_reject(r, rec->last_ns);
+	add_reject(r, now);
 	return 0;
 }
 
 /* user_rule_found returns the kind of the authentication rule user_scratch
- * holds, and its account's index above the low byte. A global function:
- * inlined in admit_call, its branches cost the verifier 58,000
- * instructions on 6.18 (docs/design.md, "The verifier's budget"). */
-__noinline __u32 user_rule_found(void)
+ * holds, and its account's index above the low byte. Inlined in
+ * refused_again, which is verified once: a call of its own there would be
+ * a fourth frame on the deepest chain, which 6.1 rounds to 32 bytes. */
+static __always_inline __u32 user_rule_found(void)
 {
 	__u32 zero = 0;
 	/* A policy without user rules names none, whatever a request judged
@@ -88,55 +101,60 @@ __noinline __u32 user_rule_found(void)
 	return (us->kind & 0xff) | (us->account.account & 0xffff) << 8;
 }
 
-/* record_reject counts one reject in its record. With user, a SIP request
- * out of dialog is recorded with the authentication rule user_scratch
- * holds (sip_user.h): user_account filled it for this very request, as it
- * does for every such request admit_call judges while the policy has user
- * rules, and maps.WritePolicy empties it when a policy has none. */
-static __always_inline void record_reject(struct xdp_md *ctx, struct frame *f, __u32 class,
-					  int reason, __u64 now, int user)
+/* record_reject counts one reject of class for reason in its record, of
+ * the frame whose source where names (where_source, where.h). With user,
+ * a SIP request out of dialog is recorded with the authentication rule
+ * user_scratch holds (sip_user.h): user_account filled it for this very
+ * request, as it does for every such request admit_call judges while the
+ * policy has user rules, and maps.WritePolicy empties it when a policy
+ * has none. Inlined in one global function, refused_again (verdict.h);
+ * the key and a new record are built in reject_scratch. */
+static __always_inline void record_reject(struct xdp_md *ctx, __u64 where, __u32 class, __u32 reason, __u64 now,
+					  __u32 user)
 {
-	struct cac_reject_key key = {};
-	struct cac_class_limits fs = full_source;
-	if (!source_of(f, class, &fs, &key.source))
+	__u32 zero = 0;
+	struct cac_reject_scratch *s = bpf_map_lookup_elem(&reject_scratch, &zero);
+	if (!s)
 		return;
-	key.reason = reason;
+	struct cac_reject_key *key = &s->key;
+	struct frame f = where_frame(ctx, where);
+	f.vlans = where_vlans(where);
+	f.len = ctx->data_end - ctx->data;
+	if (!source_of(&f, class, (struct cac_class_limits *)&full_source, &key->source))
+		return;
+	key->reason = reason;
+	key->rule = 0;
+	key->account = 0;
 	if (user && class >= CAC_CLASS_SIP_INVITE && class <= CAC_CLASS_SIP_OTHER) {
 		__u32 r = user_rule_found();
-		key.rule = r & 0xff;
-		key.account = r >> 8;
+		key->rule = r & 0xff;
+		key->account = r >> 8;
 	}
 	__u64 second = now / 1000000000ULL;
-	key.second = second;
-	struct cac_reject rec = {
-		.second = second,
-		.count = 1,
-		.first_ns = now,
-		.last_ns = now,
-		.ifindex = ctx->ingress_ifindex,
-	};
+	key->second = second;
+	key->cpu = bpf_get_smp_processor_id();
 
 	struct reject_budget *budget = this_cpu_budget(second);
 	if (!budget)
 		return;
 	if (budget->used < REJECT_NEW_PER_SECOND) {
-		struct cac_reject *r = bpf_map_lookup_elem(&rejects, &key);
+		struct cac_reject *r = bpf_map_lookup_elem(&rejects, key);
 		if (r) {
 			add_reject(r, now);
 			return;
 		}
 		budget->used++;
-		if (new_record(&key, &rec) == 0)
+		if (new_record(ctx, s, now) == 0)
 			return;
 	}
 	/* Out of new records this second (or the table took none): count it
 	 * with other sources. */
-	__builtin_memset(&key.source, 0, sizeof(key.source));
-	key.source.class = class;
-	key.source.family = CAC_SOURCE_OTHERS;
-	struct cac_reject *r = bpf_map_lookup_elem(&rejects, &key);
+	__builtin_memset(&key->source, 0, sizeof(key->source));
+	key->source.class = class;
+	key->source.family = CAC_SOURCE_OTHERS;
+	struct cac_reject *r = bpf_map_lookup_elem(&rejects, key);
 	if (r)
 		add_reject(r, now);
-	else if (new_record(&key, &rec) != 0)
+	else if (new_record(ctx, s, now) != 0)
 		lost_reject_record();
 }

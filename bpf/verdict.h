@@ -20,9 +20,23 @@
 #include "sessions.h"
 #include "session_note.h"
 
+/* refused_again records a reject for reason (class above it): of a first
+ * packet admit_call refused, of a retransmission refused again, or of an
+ * INVITE refused for capacity before admit_call; with user, named by the
+ * authentication rule user_account found for it. A function of its own,
+ * so that the record's key and value have a frame of their own. */
+__noinline int refused_again(struct xdp_md *ctx, __u64 where, __u32 reason, __u32 user)
+{
+	__u32 class = code_arg(reason);
+	reason = code_of(reason);
+	if (reason < CAC_NUM_REASONS && class < CAC_NUM_CLASSES)
+		record_reject(ctx, where_source(where), class, reason, now_ns(), user & 1);
+	return 0;
+}
+
 /*
- * admit_call admits or rejects one first packet and records a reject. It
- * is a global function, so the verifier checks the admission pipeline once
+ * admit_call admits or rejects one first packet; its caller records a
+ * reject (refused_again). It is a global function, so the verifier checks the admission pipeline once
  * instead of once for every way through the parsers; where packs the
  * class, where the source is and the slot of limits in force (admit_pack,
  * where.h; a BPF function has five arguments).
@@ -43,32 +57,13 @@ __noinline int admit_call(struct xdp_md *ctx, __u64 where)
 	/* Either of its two buckets holds a malformed frame for one reason. */
 	if (reason != ADMITTED && class == CAC_CLASS_MALFORMED)
 		reason = CAC_REASON_MALFORMED;
+	/* Under authentication rules, user_scratch names the rule that held
+	 * this very request. */
 	if (reason != ADMITTED)
-		record_reject(ctx, &f, class, reason, now, 1);
+		refused_again(ctx, where_pack(f.l3off, f.family, f.vlans, 0, 0, 0), code_pack(reason, class), 1);
 	return reason;
 }
 
-/* refused_again records the reject of a retransmission refused again for
- * reason (class above it), or of an INVITE refused for capacity before
- * admit_call, as admit_call records one it judged; with user, named by
- * the authentication rule user_account found for it. A function of its
- * own, so that admit_call stays one path. */
-__noinline int refused_again(struct xdp_md *ctx, __u64 where, __u32 reason, __u32 user)
-{
-	__u32 class = code_arg(reason);
-	reason = code_of(reason);
-	struct frame f = {
-		.data = (void *)(long)ctx->data,
-		.data_end = (void *)(long)ctx->data_end,
-		.len = ctx->data_end - ctx->data,
-		.l3off = where_l3off(where),
-		.family = where_family(where),
-		.vlans = where_vlans(where),
-	};
-	if (reason < CAC_NUM_REASONS && class < CAC_NUM_CLASSES)
-		record_reject(ctx, &f, class, reason, now_ns(), user & 1);
-	return 0;
-}
 
 /* agent_stamp stamps the last request of the agent a frame comes from,
  * for a request that asks no limit. where packs l3off and family; a

@@ -334,6 +334,7 @@ type XdpCacRejectKey struct {
 	Rule    uint8
 	Account uint16
 	Second  uint32
+	Cpu     uint32
 }
 
 type XdpCacRejectRecord uint32
@@ -342,6 +343,13 @@ const (
 	XdpCacRejectRecordREJECT_NEW_PER_SECOND XdpCacRejectRecord = 1024
 	XdpCacRejectRecordCAC_SOURCE_OTHERS     XdpCacRejectRecord = 255
 )
+
+type XdpCacRejectScratch struct {
+	_   structs.HostLayout
+	Key XdpCacRejectKey
+	Pad uint32
+	Rec XdpCacReject
+}
 
 type XdpCacResultFlag uint32
 
@@ -529,6 +537,7 @@ const (
 	XdpMapRefused           = "refused"
 	XdpMapRefusedBudget     = "refused_budget"
 	XdpMapRejectBudget      = "reject_budget"
+	XdpMapRejectScratch     = "reject_scratch"
 	XdpMapRejects           = "rejects"
 	XdpMapSessionBudget     = "session_budget"
 	XdpMapSessionLimits     = "session_limits"
@@ -627,6 +636,7 @@ type XdpMapSpecs struct {
 	Refused           *ebpf.MapSpec `ebpf:"refused"`
 	RefusedBudget     *ebpf.MapSpec `ebpf:"refused_budget"`
 	RejectBudget      *ebpf.MapSpec `ebpf:"reject_budget"`
+	RejectScratch     *ebpf.MapSpec `ebpf:"reject_scratch"`
 	Rejects           *ebpf.MapSpec `ebpf:"rejects"`
 	SessionBudget     *ebpf.MapSpec `ebpf:"session_budget"`
 	SessionLimits     *ebpf.MapSpec `ebpf:"session_limits"`
@@ -701,6 +711,7 @@ type XdpMaps struct {
 	Refused           *ebpf.Map `ebpf:"refused"`
 	RefusedBudget     *ebpf.Map `ebpf:"refused_budget"`
 	RejectBudget      *ebpf.Map `ebpf:"reject_budget"`
+	RejectScratch     *ebpf.Map `ebpf:"reject_scratch"`
 	Rejects           *ebpf.Map `ebpf:"rejects"`
 	SessionBudget     *ebpf.Map `ebpf:"session_budget"`
 	SessionLimits     *ebpf.Map `ebpf:"session_limits"`
@@ -750,6 +761,7 @@ func (m *XdpMaps) Close() error {
 		m.Refused,
 		m.RefusedBudget,
 		m.RejectBudget,
+		m.RejectScratch,
 		m.Rejects,
 		m.SessionBudget,
 		m.SessionLimits,

@@ -147,6 +147,10 @@ func keptOrEgress(a Attachment, o Options, dir string, objs *bpf.XdpObjects) (Ad
 // it adds. A map this version adds is pinned before the program that uses
 // it runs: the pins are whole whatever happens after.
 func loadUpgrade(a Attachment, dir string, p *Pinned, missing []string, target *ebpf.Program) (*bpf.XdpObjects, error) {
+	missing, err := reshape(p, missing)
+	if err != nil {
+		return nil, err
+	}
 	objs, err := loadAgainst(p, target)
 	if errors.Is(err, ebpf.ErrMapIncompatible) {
 		return nil, fmt.Errorf("%s: a map pinned in %s has another shape than this version of xdpcac uses (%w); upgrading would lose its state, so nothing was changed: keep the running version, or start afresh with cacctl detach and attach", a, dir, err)

@@ -179,6 +179,8 @@ var addedMaps = map[string]bool{
 	bpf.XdpMapSessionsTaken: true, bpf.XdpMapSessionsFreed: true,
 	// Fleet.
 	bpf.XdpMapLeases: true,
+	// Reject records of each CPU.
+	bpf.XdpMapRejectScratch: true,
 }
 
 // openUpgrade is Open for an upgrade: a map of addedMaps that the
@@ -214,6 +216,9 @@ func upgradePins(dir string, objs *bpf.XdpObjects, missing []string) error {
 	return eachMap(&objs.XdpMaps, func(name string, field **ebpf.Map) error {
 		if !want[name] {
 			return nil
+		}
+		if err := unpinReshaped(dir, name); err != nil {
+			return err
 		}
 		if err := pinFresh(*field, filepath.Join(dir, name)); err != nil {
 			return fmt.Errorf("pin %s, a map this version adds: %w", name, err)

@@ -103,20 +103,46 @@ func NameRules(pm PolicyMaps, recs []Reject) error {
 	return nil
 }
 
+// cpuRecords merges the records each CPU keeps of one source, class,
+// reason and second into one record (bpf/reject.h), in the order the first
+// of each came.
+type cpuRecords struct {
+	out []Reject
+	at  map[bpf.XdpCacRejectKey]int
+}
+
+func (c *cpuRecords) add(k bpf.XdpCacRejectKey, r bpf.XdpCacReject) {
+	k.Cpu = 0
+	i, ok := c.at[k]
+	if !ok {
+		if c.at == nil {
+			c.at = map[bpf.XdpCacRejectKey]int{}
+		}
+		c.at[k] = len(c.out)
+		c.out = append(c.out, RejectOf(k, r))
+		return
+	}
+	m := &c.out[i]
+	m.Count += r.Count
+	m.FirstNS = min(m.FirstNS, r.FirstNs)
+	m.LastNS = max(m.LastNS, r.LastNs)
+}
+
 // ReadRejects returns the records the rejects table holds: those of the
-// seconds the daemon has not taken out yet, the current one included.
+// seconds the daemon has not taken out yet, the current one included,
+// each CPU's records of a key merged into one.
 func ReadRejects(m *ebpf.Map) ([]Reject, error) {
-	var out []Reject
+	var recs cpuRecords
 	var k bpf.XdpCacRejectKey
 	var r bpf.XdpCacReject
 	it := m.Iterate()
 	for it.Next(&k, &r) {
-		out = append(out, RejectOf(k, r))
+		recs.add(k, r)
 	}
 	if err := it.Err(); err != nil {
 		return nil, fmt.Errorf("read rejects: %w", err)
 	}
-	return out, nil
+	return recs.out, nil
 }
 
 // RejectFinished reports whether the fast path is done with the records of
@@ -128,7 +154,8 @@ func RejectFinished(second, now uint64) bool { return second+2 <= now/1_000_000_
 
 // SweepRejects takes the records of finished seconds out of the table and
 // returns them, each once: a record is looked up and deleted in one step,
-// so it is either in the table or in what this returns, never in both.
+// so it is either in the table or in what this returns, never in both. A
+// second's records of one key from several CPUs come back as one.
 // now is the fast path's clock (control.MonotonicCoarse; a test's clock
 // for a program loaded with one). all takes every record, the current
 // second's too: only for a table no program writes to any more.
@@ -149,15 +176,15 @@ func SweepRejects(m *ebpf.Map, now uint64, all bool) ([]Reject, error) {
 	if err := it.Err(); err != nil {
 		return nil, fmt.Errorf("sweep rejects: %w", err)
 	}
-	out := make([]Reject, 0, len(keys))
+	var recs cpuRecords
 	for _, k := range keys {
 		if err := m.LookupAndDelete(&k, &r); err != nil {
 			if errors.Is(err, ebpf.ErrKeyNotExist) {
 				continue // another sweeper took it
 			}
-			return out, fmt.Errorf("sweep rejects: %w", err)
+			return recs.out, fmt.Errorf("sweep rejects: %w", err)
 		}
-		out = append(out, RejectOf(k, r))
+		recs.add(k, r)
 	}
-	return out, nil
+	return recs.out, nil
 }

@@ -18,7 +18,9 @@ import (
 	"github.com/xdpcac/xdpcac/tests/testenv"
 )
 
-// BenchmarkSourceTable reports what a tracked source costs in memory, and
+// BenchmarkSourceTable reports what a tracked source and a dialog of the
+// dialog table cost in memory (both tables preallocated, so the charge is
+// the table's size whatever it holds), and
 // what an admitted PADI costs with 1,048,576 sources tracked against the
 // same PADI with one source tracked, in the same run.
 func BenchmarkSourceTable(b *testing.B) {
@@ -30,6 +32,7 @@ func BenchmarkSourceTable(b *testing.B) {
 			b.Fatal(err)
 		}
 		spec.Maps[bpf.XdpMapSources].MaxEntries = tracked
+		spec.Maps[bpf.XdpMapDialogs].MaxEntries = tracked
 		var objs bpf.XdpObjects
 		if err := spec.LoadAndAssign(&objs, nil); err != nil {
 			b.Fatal(err)
@@ -78,7 +81,10 @@ func BenchmarkSourceTable(b *testing.B) {
 	mem := memlock(b, full.Sources)
 	fmt.Fprintf(os.Stdout, "\nper-source table of %d sources: %d bytes locked, %.1f bytes per source\n", tracked, mem, float64(mem)/tracked)
 	fmt.Fprintf(os.Stdout, "admitted PADI with %d sources tracked vs one: %.2f× (median of %d rounds)\n", tracked, median(ratios), rounds)
+	dialogs := memlock(b, full.Dialogs)
+	fmt.Fprintf(os.Stdout, "dialog table of %d dialogs: %d bytes locked, %.1f bytes per dialog\n", tracked, dialogs, float64(dialogs)/tracked)
 	b.ReportMetric(float64(mem)/tracked, "bytes/source")
+	b.ReportMetric(float64(dialogs)/tracked, "bytes/dialog")
 	b.ReportMetric(median(ratios), "full-x-one")
 }
 

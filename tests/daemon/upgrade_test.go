@@ -1,14 +1,17 @@
 package daemon
 
 import (
+	"encoding/binary"
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/link"
 	"github.com/xdpcac/xdpcac/bpf"
 	"github.com/xdpcac/xdpcac/loader"
+	"github.com/xdpcac/xdpcac/maps"
 	"github.com/xdpcac/xdpcac/tests/harness"
 )
 
@@ -28,6 +31,20 @@ func attachedForUpgrade(t *testing.T) (tb *harness.Testbed, cfg string, a loader
 	return tb, cfg, a, a.Dir(tb.State)
 }
 
+// oldVersionOnLink stands another program, an older version's, on the
+// pinned link of the attachment in dir.
+func oldVersionOnLink(t *testing.T, dir string) {
+	t.Helper()
+	l, err := link.LoadPinnedLink(filepath.Join(dir, "link"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	if err := l.Update(harness.PassProgram(t, "old_version")); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // TestUpgradeAddsMaps: an attachment of a version before the L2TP tunnel
 // table has no pin of it. The reading commands still work on it, and an
 // upgrade makes the table, pins it beside the others and switches the
@@ -38,14 +55,7 @@ func TestUpgradeAddsMaps(t *testing.T) {
 
 	// Stand in the older version: another program on the link, and no
 	// pin of the table it did not have.
-	l, err := link.LoadPinnedLink(filepath.Join(dir, "link"), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	if err := l.Update(harness.PassProgram(t, "old_version")); err != nil {
-		t.Fatal(err)
-	}
+	oldVersionOnLink(t, dir)
 	pin := filepath.Join(dir, bpf.XdpMapL2tpTunnels)
 	if err := os.Remove(pin); err != nil {
 		t.Fatal(err)
@@ -58,11 +68,21 @@ func TestUpgradeAddsMaps(t *testing.T) {
 	if err != nil || got != loader.Upgraded {
 		t.Fatalf("adopt: %v, %v; want upgraded", got, err)
 	}
+	runningUses(t, tb, pin)
+	if s := tb.Stats(t).Classes["pppoe-padi"]; s.Seen != 1 {
+		t.Errorf("counters after the upgrade: %+v, want the 1 PADI of before", s)
+	}
+}
+
+// runningUses checks that the program on the box's interface uses the map
+// pinned at pin, and returns the map.
+func runningUses(t *testing.T, tb *harness.Testbed, pin string) *ebpf.Map {
+	t.Helper()
 	m, err := ebpf.LoadPinnedMap(pin, nil)
 	if err != nil {
-		t.Fatalf("the upgrade pinned no tunnel table: %v", err)
+		t.Fatalf("the upgrade pinned no %s: %v", filepath.Base(pin), err)
 	}
-	defer m.Close()
+	t.Cleanup(func() { m.Close() })
 	info, err := m.Info()
 	if err != nil {
 		t.Fatal(err)
@@ -78,14 +98,49 @@ func TestUpgradeAddsMaps(t *testing.T) {
 		t.Fatal(err)
 	}
 	ids, _ := pinfo.MapIDs()
-	uses := false
 	for _, id := range ids {
-		uses = uses || id == mapID
+		if id == mapID {
+			return m
+		}
 	}
-	if !uses {
-		t.Errorf("the running program (maps %v) does not use the pinned tunnel table %d", ids, mapID)
+	t.Fatalf("the running program (maps %v) does not use the pinned %s %d", ids, filepath.Base(pin), mapID)
+	return nil
+}
+
+// TestUpgradeReshapesRejects: a version before each CPU kept reject
+// records of its own pinned a rejects table with a shorter key, an LRU.
+// An upgrade makes the table afresh, pins it in the old one's place and
+// switches to this version, which records rejects in it.
+func TestUpgradeReshapesRejects(t *testing.T) {
+	tb, _, a, dir := attachedForUpgrade(t)
+	oldVersionOnLink(t, dir)
+	pin := filepath.Join(dir, bpf.XdpMapRejects)
+	old, err := ebpf.NewMap(&ebpf.MapSpec{Type: ebpf.LRUHash, KeySize: 32, ValueSize: 40, MaxEntries: 1024})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer old.Close()
+	if err := os.Remove(pin); err != nil {
+		t.Fatal(err)
+	}
+	if err := old.Pin(pin); err != nil {
+		t.Fatal(err)
+	}
+
+	got, err := loader.Adopt(a, loader.Options{StateDir: tb.State})
+	if err != nil || got != loader.Upgraded {
+		t.Fatalf("adopt: %v, %v; want upgraded", got, err)
+	}
+	m := runningUses(t, tb, pin)
+	if m.Type() != ebpf.Hash || m.KeySize() != uint32(binary.Size(bpf.XdpCacRejectKey{})) {
+		t.Errorf("the pinned rejects table is a %v with %d-byte keys, want this version's", m.Type(), m.KeySize())
 	}
 	if s := tb.Stats(t).Classes["pppoe-padi"]; s.Seen != 1 {
 		t.Errorf("counters after the upgrade: %+v, want the 1 PADI of before", s)
+	}
+	tb.Until(t, "class", 10*time.Second) // burst 3: the fourth is rejected
+	recs, err := maps.ReadRejects(m)
+	if err != nil || len(recs) != 1 || recs[0].Count != 1 {
+		t.Errorf("reject records after the upgrade: %+v, %v; want the one PADI rejected", recs, err)
 	}
 }

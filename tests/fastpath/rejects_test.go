@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/xdpcac/xdpcac/bpf"
 	"github.com/xdpcac/xdpcac/cac"
 	"github.com/xdpcac/xdpcac/cac/policy"
 	"github.com/xdpcac/xdpcac/maps"
@@ -138,4 +139,65 @@ func TestRejectRecordBudget(t *testing.T) {
 		t.Errorf("%d records of their own, %d rejects in other sources, %d in all; want 1024, %d, %d",
 			own, others, total, sources-1024, sources)
 	}
+}
+
+// TestRejectRecordsPerCPU: each CPU counts a source's rejects in a record
+// of its own, which no other CPU writes, and whoever reads the table gets
+// one record of the source, class, reason and second: the counts added,
+// the first of the firsts and the last of the lasts.
+func TestRejectRecordsPerCPU(t *testing.T) {
+	if runtime.NumCPU() < 2 {
+		t.Skip("needs two CPUs")
+	}
+	runtime.LockOSThread() // ends with the test, pinned as it is
+	f := harness.NewFastPath(t, false)
+	var p policy.Policy
+	p.Levels[cac.SIPInvite] = harness.MustRate(t, 0.001, 1)
+	f.SetPolicy(t, p)
+	src := netip.MustParseAddr("203.0.113.7")
+	onCPU := func(cpu int, at time.Duration, n int) {
+		t.Helper()
+		var set unix.CPUSet
+		set.Set(cpu)
+		if err := unix.SchedSetaffinity(0, &set); err != nil {
+			t.Fatal(err)
+		}
+		if err := f.At(uint64(at)); err != nil {
+			t.Fatal(err)
+		}
+		for range n {
+			if err := f.Check(harness.InviteFrom(src, f.NextCall())); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	onCPU(0, 1100*time.Millisecond, 4) // one admitted, then 3 rejected
+	onCPU(1, 1200*time.Millisecond, 5)
+	onCPU(0, 1300*time.Millisecond, 1)
+
+	var k bpf.XdpCacRejectKey
+	var r bpf.XdpCacReject
+	counts := map[uint32]uint64{}
+	for it := f.Objs.Rejects.Iterate(); it.Next(&k, &r); {
+		counts[k.Cpu] += r.Count
+	}
+	if len(counts) != 2 || counts[0] != 4 || counts[1] != 5 {
+		t.Errorf("raw records by CPU: %v, want 4 on CPU 0 and 5 on CPU 1", counts)
+	}
+	want := maps.Reject{Count: 9, FirstNS: uint64(1100 * time.Millisecond), LastNS: uint64(1300 * time.Millisecond)}
+	check := func(what string, recs []maps.Reject) {
+		t.Helper()
+		if len(recs) != 1 || recs[0].Count != want.Count || recs[0].FirstNS != want.FirstNS || recs[0].LastNS != want.LastNS {
+			t.Errorf("%s: %+v, want one record of 9 rejects from 1.1 s to 1.3 s", what, recs)
+		}
+	}
+	recs, err := maps.ReadRejects(f.Objs.Rejects)
+	if err != nil {
+		t.Fatal(err)
+	}
+	check("read", recs)
+	if recs, err = maps.SweepRejects(f.Objs.Rejects, uint64(3*time.Second), false); err != nil {
+		t.Fatal(err)
+	}
+	check("swept", recs)
 }

@@ -1,0 +1,56 @@
+package loader
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+
+	"github.com/cilium/ebpf"
+	"github.com/xdpcac/xdpcac/bpf"
+)
+
+// reshapedMaps are maps whose shape a version changed while what they
+// hold lasts seconds: an upgrade from a pin of another shape makes the map
+// afresh and pins it in place of the old one, which the old program keeps
+// writing until the link switches. The rejects table took the CPU into its
+// key (docs/design.md, "Reject records"); the records of the last seconds
+// in the old table are lost, their rejects still counted in the stats.
+var reshapedMaps = map[string]bool{bpf.XdpMapRejects: true}
+
+// reshape closes the pinned maps of p that this version uses in another
+// shape, leaves them nil and names them in missing, for loadUpgrade to
+// make afresh.
+func reshape(p *Pinned, missing []string) ([]string, error) {
+	spec, err := bpf.LoadXdp()
+	if err != nil {
+		return nil, err
+	}
+	err = eachMap(&p.XdpMaps, func(name string, field **ebpf.Map) error {
+		m, want := *field, spec.Maps[name]
+		if m == nil || !reshapedMaps[name] || want == nil {
+			return nil
+		}
+		if m.Type() == want.Type && m.KeySize() == want.KeySize && m.ValueSize() == want.ValueSize {
+			return nil
+		}
+		m.Close()
+		*field = nil
+		missing = append(missing, name)
+		return nil
+	})
+	return missing, err
+}
+
+// unpinReshaped removes the pin in dir of a map of reshapedMaps, so that
+// the one made afresh can be pinned there.
+func unpinReshaped(dir, name string) error {
+	if !reshapedMaps[name] {
+		return nil
+	}
+	if err := os.Remove(filepath.Join(dir, name)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("remove the pin of %s, a map this version reshaped: %w", name, err)
+	}
+	return nil
+}
