@@ -11,10 +11,11 @@ import (
 // for one program (BPF_COMPLEXITY_LIMIT_INSNS).
 const verifierBudget = 1_000_000
 
-// TestVerifierHeadroom keeps a tenth of the verifier's budget free for each
-// program (the XDP program and the egress program), so
-// that a change to the parsers or the admission pipeline that would soon
-// make the program unloadable shows here first, with the figure.
+// TestVerifierHeadroom keeps a quarter of the verifier's budget free for
+// each program (the XDP program and the egress program) on every kernel
+// it runs on (make kernels runs it on 6.1 too), so that the SIP parsing
+// still to come has room, and a change that would soon make the program
+// unloadable shows here first, with the figure.
 func TestVerifierHeadroom(t *testing.T) {
 	f := harness.NewFastPath(t, false)
 	e := newEgress(t, f)
@@ -31,8 +32,8 @@ func TestVerifierHeadroom(t *testing.T) {
 			t.Skip("this kernel does not report verified instructions")
 		}
 		t.Logf("%s verified in %d instructions of %d", p.name, n, verifierBudget)
-		if n > verifierBudget*9/10 {
-			t.Errorf("%s verified in %d instructions: less than a tenth of the budget of %d is left", p.name, n, verifierBudget)
+		if n > verifierBudget*3/4 {
+			t.Errorf("%s verified in %d instructions: less than a quarter of the budget of %d is left", p.name, n, verifierBudget)
 		}
 	}
 }
