@@ -6,6 +6,8 @@
 #   sudo make test  everything CI runs: packages, generate check, vet, all tests,
 #                   the kernel floor
 #   sudo make bench fast-path cost against an empty XDP program
+#   sudo make bench-flood  receiving-CPU time per frame of a live veth flood,
+#                   against an XDP floor, nftables and iptables
 #   sudo make demo  storms against the filter on a testbed, with live counts
 #   sudo make soak  floods flat out with applies and restarts for XDPCAC_SOAK (default 10m)
 #   sudo make fuzz  every fuzz target for FUZZTIME (default 30s)
@@ -14,10 +16,10 @@
 GO ?= go
 # Debian packages: tests/provision.sh installs what the tests need (the
 # Vagrantfile provisions its VM with the same script); the benchmarks also
-# compare against nftables on a veth.
-BENCH_PACKAGES := nftables ethtool
+# compare against nftables and iptables on a veth.
+BENCH_PACKAGES := nftables iptables ethtool
 
-.PHONY: all build deps generate check-generate vet check test bench soak fuzz kernels demo clean
+.PHONY: all build deps generate check-generate vet check test bench bench-flood soak fuzz kernels demo clean
 .PHONY: deb
 
 all: build
@@ -78,6 +80,11 @@ test: deps check-generate vet $(PROMTOOL)
 bench:
 	$(MAKE) deps EXTRA_PACKAGES="$(BENCH_PACKAGES)"
 	XDPCAC_REQUIRE_BPF=1 $(GO) test -count=1 -run '^$$' -bench 'FastPath|SourceTable|Flood|Fleet' -benchtime 1x ./tests/bench/
+
+# bench-flood: BENCHMARKS.md, "Receiving CPU per frame". A few minutes.
+bench-flood:
+	$(MAKE) deps EXTRA_PACKAGES="$(BENCH_PACKAGES)"
+	XDPCAC_REQUIRE_BPF=1 $(GO) test -count=1 -run '^$$' -bench 'ReceiveCPU' -benchtime 1x -timeout 60m ./tests/bench/
 
 # fuzz runs every fuzz target for FUZZTIME each; the seed corpora under
 # testdata/fuzz run in make test as plain tests. FuzzXDP holds the real
