@@ -23,32 +23,10 @@ import (
 // traffic generator that needs no user-space copy per packet.
 func generator(b *testing.B, ifindex, randomAt int) *ebpf.Program {
 	b.Helper()
-	insns := asm.Instructions{
-		asm.Mov.Reg(asm.R6, asm.R1),
-		asm.LoadMem(asm.R7, asm.R6, 0, asm.Word), // data
-		asm.LoadMem(asm.R8, asm.R6, 4, asm.Word), // data_end
-	}
 	if randomAt > 0 {
-		insns = append(insns,
-			asm.Mov.Reg(asm.R2, asm.R7),
-			asm.Add.Imm(asm.R2, int32(randomAt+4)),
-			asm.JGT.Reg(asm.R2, asm.R8, "send"),
-			asm.FnGetPrandomU32.Call(),
-			asm.StoreMem(asm.R7, int16(randomAt), asm.R0, asm.Word),
-		)
+		return spoofGen(b, ifindex, spoofWord, randomAt)
 	}
-	insns = append(insns,
-		asm.Mov.Imm(asm.R1, int32(ifindex)).WithSymbol("send"),
-		asm.Mov.Imm(asm.R2, 0),
-		asm.FnRedirect.Call(),
-		asm.Return(),
-	)
-	p, err := ebpf.NewProgram(&ebpf.ProgramSpec{Name: "flood_gen", Type: ebpf.XDP, License: "MIT", Instructions: insns})
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { p.Close() })
-	return p
+	return spoofGen(b, ifindex, spoofNone, 0)
 }
 
 // flood sends n copies of frame from the peer end in live-frame mode and
