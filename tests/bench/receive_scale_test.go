@@ -222,12 +222,15 @@ func BenchmarkReceiveScale(b *testing.B) {
 	reportScale(b, order, control, ones, twos, n, rounds)
 }
 
+// A setup of the box side, brought up and taken down once a round, as
+// BenchmarkReceiveCPU's rcvSetup.
 type scaleSetup struct {
 	up, down func()
 	rows     []scaleRow
 }
 
-// cpus is how many CPUs this process may run on.
+// cpus is one more than the highest online CPU: the benchmark floods
+// from CPUs 0 and 1, so it needs that to be 2 or more.
 func cpus(b *testing.B) int {
 	b.Helper()
 	s, err := os.ReadFile("/sys/devices/system/cpu/online")
