@@ -213,6 +213,14 @@ struct cac_reject_scratch {
 	struct cac_reject rec;
 };
 
+/* A CPU's index of the SIP message it is reading (sip_index.h): where the
+ * classifier's walk over the header lines found the values of the first
+ * Call-ID, CSeq and Via, so that nothing walks the lines again. */
+struct cac_sip_index {
+	__u64 key;   /* the message it is of (sip_index_key); 0: none */
+	__u64 found; /* as sip_find_txn returns them */
+};
+
 /* An LPM key: IPv4 is mapped into IPv6 (::ffff:a.b.c.d), one trie for both. */
 struct cac_prefix {
 	__u32 prefixlen;

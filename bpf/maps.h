@@ -404,6 +404,14 @@ struct {
 	__type(value, struct cac_reject_scratch);
 } reject_scratch SEC(".maps");
 
+/* A CPU's index of the SIP message it reads (sip_index.h). */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct cac_sip_index);
+} sip_index SEC(".maps");
+
 /* A CPU's budget of new reject records this second, so that a flood on
  * one interface leaves the others theirs. */
 struct {

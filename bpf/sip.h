@@ -7,108 +7,9 @@
 #pragma once
 
 #include "sip_msg.h"
+#include "sip_line.h"
 #include "sip_to.h"
-
-/*
- * The searches below are global functions: the verifier checks each once,
- * with unknown arguments, instead of once per path of its caller. That is
- * what keeps a bounded scan of 2 KiB within its budget on every kernel.
- * Each one checks its own arguments again for the same reason.
- */
-
-/*
- * sip_header_at looks at the header line starting at h. It returns the
- * offset just past the colon of a To header ("To" or compact "t", any case,
- * spaces allowed before the colon), SIP_NO_TO at the blank line that ends
- * the headers, and 0 for any other header.
- */
-static __always_inline long sip_header_at(struct sip_msg *m, __u64 h)
-{
-	int c = sip_byte(m, h);
-	if (c == '\r' || c == '\n')
-		return SIP_NO_TO;
-	if ((c | 0x20) != 't')
-		return 0;
-	__u64 j = h + 1;
-	c = sip_byte(m, j);
-	if ((c | 0x20) == 'o')
-		j++;
-	c = sip_skip_sp(m, &j);
-	return c == ':' ? (long)(j + 1) : 0;
-}
-
-/* Marks the offset of a To header's value in sip_next_line's result. */
-#define SIP_TO_FOUND (1L << 32)
-
-/* sip_ended is what a search that found no further header line says: the
- * whole message was within the bounds, or it was not. */
-static __always_inline long sip_ended(__u64 mlen)
-{
-	return mlen <= SIP_SCAN_MAX ? SIP_END : SIP_BOUND;
-}
-
-/* sip_line_after returns the result of sip_next_line for a newline at nl. */
-static __always_inline long sip_line_after(struct sip_msg *m, __u64 nl)
-{
-	if (nl + 1 >= m->len)
-		return sip_ended(m->len);
-	if (nl + 1 >= SIP_SCAN_MAX)
-		return SIP_BOUND;
-	long v = sip_header_at(m, nl + 1);
-	if (v < 0)
-		return v;
-	return v ? SIP_TO_FOUND | v : (long)(nl + 1);
-}
-
-/* sip_next_line_tail is sip_next_line for the last bytes, fewer than 8 before
- * the message ends or past SIP_SCAN_MAX: one byte at a time. */
-__noinline long sip_next_line_tail(CAC_CTX *ctx, __u64 moff, __u64 mlen, __u64 off)
-{
-	struct sip_msg m = sip_msg_of(ctx, moff, mlen);
-
-	for (int i = 0; i < 9; i++) {
-		if (off >= mlen)
-			return sip_ended(mlen);
-		if (off >= SIP_SCAN_MAX)
-			return SIP_BOUND;
-		if (sip_byte(&m, off) == '\n')
-			return sip_line_after(&m, off);
-		off++;
-	}
-	return SIP_BOUND;
-}
-
-/*
- * sip_next_line finds the line after the first newline at or past off and
- * returns what sip_header_at makes of it: SIP_TO_FOUND | the To value's
- * offset, SIP_NO_TO at the blank line, or the line's offset for any other
- * header. When there is no further line before SIP_SCAN_MAX it returns
- * SIP_END if the whole message is shorter than that, SIP_BOUND if not: so
- * the answer does not depend on where the words fall. Whole words first; off
- * only grows by 8 there, one verifier state a step.
- */
-__noinline long sip_next_line(CAC_CTX *ctx, __u64 moff, __u64 mlen, __u64 off)
-{
-	struct sip_msg m = sip_msg_of(ctx, moff, mlen);
-
-	/* Callers pass off below SIP_SCAN_MAX + SIP_TO_MAX. */
-	if (moff > SIP_MSG_OFF_MAX || off > SIP_SCAN_MAX + SIP_TO_MAX)
-		return SIP_BOUND;
-
-	for (int i = 0; i < SIP_SCAN_MAX / 8 + 1; i++) {
-		if (off >= SIP_SCAN_MAX || off + 8 > mlen)
-			break;
-		__u64 w;
-		if (!sip_load_word(&m, moff + off, &w))
-			return SIP_BOUND;
-		__u64 x = w ^ WORD_NEWLINES;
-		__u64 zero = (x - WORD_ONES) & ~x & WORD_HIGHS;
-		if (zero)
-			return sip_line_after(&m, off + first_byte(zero));
-		off += 8;
-	}
-	return sip_next_line_tail(ctx, moff, mlen, off);
-}
+#include "sip_txn.h"
 
 /* What sip_to_headers found. */
 #define SIP_DIALOG 1  /* To headers, every one tagged, and every header seen */
@@ -122,33 +23,45 @@ __noinline long sip_next_line(CAC_CTX *ctx, __u64 moff, __u64 mlen, __u64 off)
  * first, sipgo and PJSIP the last), so the reading that charges wins: one
  * untagged To makes it a new dialog. The request line is skipped: headers
  * start after a newline.
+ *
+ * On its way it notes the first Call-ID, CSeq and Via for sip_find_txn
+ * (sip_index.h). Stopped by an untagged To, it goes on for them when txn
+ * asks, as for an INVITE; a walk that stops there without them leaves no
+ * index, and whoever needs it walks.
  */
-__noinline int sip_to_headers(CAC_CTX *ctx, __u64 moff, __u64 mlen, __u32 fragmented)
+__noinline int sip_to_headers(CAC_CTX *ctx, __u64 moff, __u64 mlen, __u32 fragmented, __u32 txn)
 {
-	__u64 off = 0;
+	__u64 off = 0, found = 0;
 	/* seen (SIP_DIALOG) and many are only ever or-ed in and returned,
 	 * never branched on: the verifier need not tell their values apart,
-	 * so each line costs one state, not four. */
+	 * so each line costs one state, not four. found is what a global
+	 * function returned, likewise. */
 	__u32 seen = 0, many = 0;
 
 	for (int line = 0; line <= SIP_MAX_LINES; line++) {
 		if (line == SIP_MAX_LINES)
-			return many;
+			return sip_indexed(moff, mlen, found, many);
 		long r = sip_next_line(ctx, moff, mlen, off);
 		if (r == SIP_NO_TO || (r == SIP_END && !fragmented))
-			return seen | many;
+			return sip_indexed(moff, mlen, found, seen | many);
 		if (r < 0)
-			return many;
+			return sip_indexed(moff, mlen, found, many);
 		/* Either way off is the same 16 bits to the verifier, so
 		 * the two paths meet as one state at the next line. */
 		off = r & 0xffff;
-		if (r & SIP_TO_FOUND) {
-			many |= seen << 1; /* SIP_TO_MANY */
-			barrier_var(many);
-			if (!sip_to_tagged(ctx, moff, mlen, off))
-				return many;
-			seen = SIP_DIALOG;
+		if (!(r & SIP_TO_FOUND)) {
+			found = txn_note(ctx, moff, mlen, off, found);
+			continue;
 		}
+		many |= seen << 1; /* SIP_TO_MANY */
+		barrier_var(many);
+		if (!sip_to_tagged(ctx, moff, mlen, off)) {
+			if (!txn)
+				return many;
+			found = sip_find_txn_from(ctx, moff, mlen, (__u64)(line + 1) << 16 | off, found);
+			return sip_indexed(moff, mlen, found, many);
+		}
+		seen = SIP_DIALOG;
 	}
 	return many;
 }
@@ -226,6 +139,8 @@ static __always_inline int classify_sip(CAC_CTX *ctx, struct frame *f, struct ud
 	struct sip_msg m = {.data = f->data, .data_end = f->data_end, .off = u->off, .len = u->len};
 	int class, odd = 0;
 
+	sip_index_clear(); /* of the message this CPU read before */
+
 	__u32 skip = sip_leading_crlf(ctx, m.off, m.len);
 	if (skip == u->len && !u->fragmented)
 		return RESULT(CAC_KIND_OTHER, 0); /* a keep-alive */
@@ -269,7 +184,7 @@ static __always_inline int classify_sip(CAC_CTX *ctx, struct frame *f, struct ud
 		return RESULT(CAC_KIND_OTHER, 0); /* not text a SIP server reads */
 	}
 
-	int to = sip_to_headers(ctx, m.off, m.len, u->fragmented);
+	int to = sip_to_headers(ctx, m.off, m.len, u->fragmented, class == CAC_CLASS_SIP_INVITE);
 	if (to & SIP_TO_MANY)
 		odd = RESULT_ODD;
 	if (to & SIP_DIALOG)

@@ -8,6 +8,8 @@
 #pragma once
 
 #include "sip_msg.h"
+#include "sip_line.h"
+#include "sip_index.h"
 
 #define FNV_OFFSET 0xcbf29ce484222325ULL
 #define FNV_PRIME 0x100000001b3ULL
@@ -42,11 +44,15 @@ __noinline __u64 callid_at(CAC_CTX *ctx, __u64 moff, __u64 mlen, __u64 h)
 /*
  * sip_find_callid returns the offset of the value of the first Call-ID
  * header within the bounds of sip_next_line, or 0. The request line is
- * skipped: headers start after a newline.
+ * skipped: headers start after a newline. The classifier's walk has most
+ * often found it already (sip_index.h).
  */
 __noinline __u64 sip_find_callid(CAC_CTX *ctx, __u64 moff, __u64 mlen)
 {
-	__u64 off = 0;
+	__u64 off = 0, found = sip_index_found(moff, mlen);
+
+	if (found != SIP_INDEX_MISS)
+		return found & 0xffff; /* sip_find_txn's Call-ID slot */
 
 	for (int line = 0; line < SIP_MAX_LINES; line++) {
 		long r = sip_next_line(ctx, moff, mlen, off);

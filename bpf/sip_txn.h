@@ -10,58 +10,97 @@
 #pragma once
 
 #include "sip_hdr.h"
+#include "sip_index.h"
 
 /* Which header txn_header_at found, in the order of their slots in
  * sip_find_txn's result. */
 enum { TXN_NONE, TXN_CALLID, TXN_CSEQ, TXN_VIA };
 
 /* txn_header_at returns the kind of the header line at h << 16 | the
- * offset of its value, or 0 for another header. A global function, one
- * call a line. */
-__noinline __u64 txn_header_at(CAC_CTX *ctx, __u64 moff, __u64 mlen, __u64 h)
+ * offset of its value, or 0 for another header. */
+static __always_inline __u64 txn_header_at(struct sip_msg *m, __u64 h)
 {
-	struct sip_msg m = sip_msg_of(ctx, moff, mlen);
 	__u64 v;
 
 	if (h > SIP_SCAN_MAX)
 		return 0;
-	if ((v = name_at(&m, h, "call-id", 7)) || (v = name_at(&m, h, "i", 1)))
+	if ((v = name_at(m, h, "call-id", 7)) || (v = name_at(m, h, "i", 1)))
 		return TXN_CALLID << 16 | v;
-	if ((v = name_at(&m, h, "cseq", 4)))
+	if ((v = name_at(m, h, "cseq", 4)))
 		return TXN_CSEQ << 16 | v;
-	if ((v = name_at(&m, h, "via", 3)) || (v = name_at(&m, h, "v", 1)))
+	if ((v = name_at(m, h, "via", 3)) || (v = name_at(m, h, "v", 1)))
 		return TXN_VIA << 16 | v;
 	return 0;
+}
+
+/* txn_complete reports whether found has all three slots. */
+static __always_inline int txn_complete(__u64 found)
+{
+	return (found & 0xffff) && (found & 0xffff0000) && (found & 0xffff00000000);
+}
+
+/*
+ * txn_note notes the header line at h in found, sip_find_txn's result: the
+ * offset of its value goes in the slot of its kind unless that slot is
+ * taken. A global function, one call a line, whose result the verifier
+ * knows nothing of: the walks that carry found stay one state a line.
+ */
+__noinline __u64 txn_note(CAC_CTX *ctx, __u64 moff, __u64 mlen, __u64 h, __u64 found)
+{
+	struct sip_msg m = sip_msg_of(ctx, moff, mlen);
+
+	if (txn_complete(found))
+		return found;
+	__u64 k = txn_header_at(&m, h);
+	__u64 kind = (k >> 16) & 3;
+	if (kind == TXN_NONE)
+		return found;
+	__u64 shift = (kind - 1) * 16;
+	if (!((found >> shift) & 0xffff))
+		found |= (k & 0xffff) << shift;
+	return found;
+}
+
+/*
+ * sip_find_txn_from goes on with a walk for sip_find_txn that has noted
+ * the lines before line in found and stopped at the header line whose
+ * value (or start) is at off (at packs line << 16 | off: a BPF function
+ * has five arguments): it walks the lines after it, To headers skipped,
+ * until all three slots are taken or the bounds of sip_next_line and
+ * SIP_MAX_LINES end it.
+ */
+__noinline __u64 sip_find_txn_from(CAC_CTX *ctx, __u64 moff, __u64 mlen, __u64 at, __u64 found)
+{
+	__u64 off = at & 0xffff, line = at >> 16;
+
+	if (off > SIP_SCAN_MAX + SIP_TO_MAX)
+		return found;
+	for (int i = 0; i < SIP_MAX_LINES; i++) {
+		if (line + i >= SIP_MAX_LINES || txn_complete(found))
+			break;
+		long r = sip_next_line(ctx, moff, mlen, off);
+		if (r < 0)
+			break;
+		off = r & 0xffff;
+		if (!(r & SIP_TO_FOUND))
+			found = txn_note(ctx, moff, mlen, off, found);
+	}
+	return found;
 }
 
 /*
  * sip_find_txn returns the value offsets of the first Call-ID, CSeq and
  * Via headers, 16 bits each from the lowest: a slot is 0 for a header not
  * found within the bounds. To headers are skipped, as sip_find_callid
- * skips them.
+ * skips them. The classifier's walk has most often found them already
+ * (sip_index.h).
  */
 __noinline __u64 sip_find_txn(CAC_CTX *ctx, __u64 moff, __u64 mlen)
 {
-	__u64 off = 0, found = 0;
-
-	for (int line = 0; line < SIP_MAX_LINES; line++) {
-		long r = sip_next_line(ctx, moff, mlen, off);
-		if (r < 0)
-			break;
-		off = r & 0xffff;
-		if (r & SIP_TO_FOUND)
-			continue;
-		__u64 h = txn_header_at(ctx, moff, mlen, off);
-		__u64 kind = (h >> 16) & 3;
-		if (kind == TXN_NONE)
-			continue;
-		__u64 shift = (kind - 1) * 16;
-		if (!((found >> shift) & 0xffff))
-			found |= (h & 0xffff) << shift;
-		if ((found & 0xffff) && (found & 0xffff0000) && (found & 0xffff00000000))
-			break;
-	}
-	return found;
+	__u64 found = sip_index_found(moff, mlen);
+	if (found != SIP_INDEX_MISS)
+		return found;
+	return sip_find_txn_from(ctx, moff, mlen, 0, 0);
 }
 
 /* txn_mix folds one more header's hash into a transaction's. */

@@ -427,6 +427,12 @@ const (
 	XdpCacSipEventKindCAC_SIP_SESSION        XdpCacSipEventKind = 4
 )
 
+type XdpCacSipIndex struct {
+	_     structs.HostLayout
+	Key   uint64
+	Found uint64
+}
+
 type XdpCacSource struct {
 	_      structs.HostLayout
 	Class  uint8
@@ -546,6 +552,7 @@ const (
 	XdpMapSessionsTaken     = "sessions_taken"
 	XdpMapSettings          = "settings"
 	XdpMapSipEvents         = "sip_events"
+	XdpMapSipIndex          = "sip_index"
 	XdpMapSipRejectBudget   = "sip_reject_budget"
 	XdpMapSources           = "sources"
 	XdpMapStats             = "stats"
@@ -645,6 +652,7 @@ type XdpMapSpecs struct {
 	SessionsTaken     *ebpf.MapSpec `ebpf:"sessions_taken"`
 	Settings          *ebpf.MapSpec `ebpf:"settings"`
 	SipEvents         *ebpf.MapSpec `ebpf:"sip_events"`
+	SipIndex          *ebpf.MapSpec `ebpf:"sip_index"`
 	SipRejectBudget   *ebpf.MapSpec `ebpf:"sip_reject_budget"`
 	Sources           *ebpf.MapSpec `ebpf:"sources"`
 	Stats             *ebpf.MapSpec `ebpf:"stats"`
@@ -720,6 +728,7 @@ type XdpMaps struct {
 	SessionsTaken     *ebpf.Map `ebpf:"sessions_taken"`
 	Settings          *ebpf.Map `ebpf:"settings"`
 	SipEvents         *ebpf.Map `ebpf:"sip_events"`
+	SipIndex          *ebpf.Map `ebpf:"sip_index"`
 	SipRejectBudget   *ebpf.Map `ebpf:"sip_reject_budget"`
 	Sources           *ebpf.Map `ebpf:"sources"`
 	Stats             *ebpf.Map `ebpf:"stats"`
@@ -770,6 +779,7 @@ func (m *XdpMaps) Close() error {
 		m.SessionsTaken,
 		m.Settings,
 		m.SipEvents,
+		m.SipIndex,
 		m.SipRejectBudget,
 		m.Sources,
 		m.Stats,

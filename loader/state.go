@@ -181,6 +181,8 @@ var addedMaps = map[string]bool{
 	bpf.XdpMapLeases: true,
 	// Reject records of each CPU.
 	bpf.XdpMapRejectScratch: true,
+	// SIP in one pass.
+	bpf.XdpMapSipIndex: true,
 }
 
 // openUpgrade is Open for an upgrade: a map of addedMaps that the
