@@ -63,9 +63,14 @@ __noinline int invite_retransmit(struct xdp_md *ctx, __u64 msg, __u64 l3, __u64 
 		return RETRANSMIT_NONE;
 	struct cac_dialog *d = bpf_map_lookup_elem(&dialogs, &callid);
 	/* The count is a plain increment: two CPUs racing on it only let a
-	 * replay pass once more. */
-	if (d && d->txn == txn && now - d->invite_ns < CAC_TIMER_B_NS)
-		return d->retransmits++ < CAC_RETRANSMITS_MAX ? ADMITTED : RETRANSMIT_NONE;
+	 * replay pass once more. Past the allowance it is written no more,
+	 * so that a flood of copies leaves the entry's line shared. */
+	if (d && d->txn == txn && now - d->invite_ns < CAC_TIMER_B_NS) {
+		if (d->retransmits >= CAC_RETRANSMITS_MAX)
+			return RETRANSMIT_NONE;
+		d->retransmits++;
+		return ADMITTED;
+	}
 	struct cac_refused *r = bpf_map_lookup_elem(&refused, &txn);
 	if (r && now - r->refused_ns < CAC_TIMER_B_NS && r->reason < CAC_NUM_REASONS)
 		return r->reason;

@@ -80,8 +80,11 @@ func (m *Model) retransmit(callid, txn, now uint64) (again, refused bool, reason
 		return false, false, 0
 	}
 	if d := m.dialogs[callid]; d != nil && d.txn == txn && now-d.inviteNS < TimerBNS {
+		if d.retransmits >= RetransmitsMax {
+			return false, false, 0
+		}
 		d.retransmits++
-		return d.retransmits <= RetransmitsMax, false, 0
+		return true, false, 0
 	}
 	if r, ok := m.refused.txns[txn]; ok && now-r.refusedNS < TimerBNS {
 		return true, true, r.reason
