@@ -91,13 +91,6 @@ static __always_inline int sip_response(struct sip_msg *m)
 	return RESULT_SIP_RESPONSE(code);
 }
 
-/* Bytes of a word that fold to lower case: letters of a method. */
-#define FOLD(n) (0x2020202020202020ULL >> (64 - 8 * (n)))
-#define BYTES(n) (~0ULL >> (64 - 8 * (n)))
-/* Eight bytes as a little-endian load reads them. */
-#define W8(a, b, c, d, e, f, g, h)                                                                 \
-	((__u64)(a) | (__u64)(b) << 8 | (__u64)(c) << 16 | (__u64)(d) << 24 | (__u64)(e) << 32 |  \
-	 (__u64)(f) << 40 | (__u64)(g) << 48 | (__u64)(h) << 56)
 /* Method names in lower case, as a word of the message reads them. */
 #define W_INVITE W8('i', 'n', 'v', 'i', 't', 'e', ' ', 0)
 #define W_OPTIONS W8('o', 'p', 't', 'i', 'o', 'n', 's', ' ')

@@ -122,3 +122,11 @@ static __always_inline __u32 first_byte(__u64 m)
 	__u64 bit = m & -m;
 	return ((bit >> 7) * 0x0001020304050607ULL) >> 56;
 }
+
+/* Bytes of a word that fold to lower case: letters of a method. */
+#define FOLD(n) (0x2020202020202020ULL >> (64 - 8 * (n)))
+#define BYTES(n) (~0ULL >> (64 - 8 * (n)))
+/* Eight bytes as a little-endian load reads them. */
+#define W8(a, b, c, d, e, f, g, h)                                                                 \
+	((__u64)(a) | (__u64)(b) << 8 | (__u64)(c) << 16 | (__u64)(d) << 24 | (__u64)(e) << 32 |  \
+	 (__u64)(f) << 40 | (__u64)(g) << 48 | (__u64)(h) << 56)

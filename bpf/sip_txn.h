@@ -16,19 +16,48 @@
  * sip_find_txn's result. */
 enum { TXN_NONE, TXN_CALLID, TXN_CSEQ, TXN_VIA };
 
+/* Header names in lower case, as a word of the message reads them. */
+#define W_CALLID W8('c', 'a', 'l', 'l', '-', 'i', 'd', 0)
+#define W_CSEQ W8('c', 's', 'e', 'q', 0, 0, 0, 0)
+#define W_VIA W8('v', 'i', 'a', 0, 0, 0, 0, 0)
+
+/* name_in_word is name_at for a name of n bytes whose word, folded, is
+ * name, and w the folded word at h: every byte folded as name_at folds
+ * it, and none past the message's end taken. */
+static __always_inline __u64 name_in_word(struct sip_msg *m, __u64 h, __u64 w, __u64 name, __u32 n)
+{
+	if (h + n > m->len || (w & BYTES(n)) != name)
+		return 0;
+	__u64 j = h + n;
+	return sip_skip_sp(m, &j) == ':' ? j + 1 : 0;
+}
+
 /* txn_header_at returns the kind of the header line at h << 16 | the
- * offset of its value, or 0 for another header. */
+ * offset of its value, or 0 for another header. The names are matched
+ * a word at a time: a byte at a time, through its bounds checks, this was
+ * a tenth of a rejected INVITE's cost. The last bytes of a frame, where
+ * no word fits, are matched a byte at a time. */
 static __always_inline __u64 txn_header_at(struct sip_msg *m, __u64 h)
 {
-	__u64 v;
+	__u64 v, w;
 
 	if (h > SIP_SCAN_MAX)
 		return 0;
-	if ((v = name_at(m, h, "call-id", 7)) || (v = name_at(m, h, "i", 1)))
+	if (!sip_load_word(m, m->off + h, &w)) {
+		if ((v = name_at(m, h, "call-id", 7)) || (v = name_at(m, h, "i", 1)))
+			return TXN_CALLID << 16 | v;
+		if ((v = name_at(m, h, "cseq", 4)))
+			return TXN_CSEQ << 16 | v;
+		if ((v = name_at(m, h, "via", 3)) || (v = name_at(m, h, "v", 1)))
+			return TXN_VIA << 16 | v;
+		return 0;
+	}
+	w |= FOLD(8);
+	if ((v = name_in_word(m, h, w, W_CALLID, 7)) || (v = name_in_word(m, h, w, 'i', 1)))
 		return TXN_CALLID << 16 | v;
-	if ((v = name_at(m, h, "cseq", 4)))
+	if ((v = name_in_word(m, h, w, W_CSEQ, 4)))
 		return TXN_CSEQ << 16 | v;
-	if ((v = name_at(m, h, "via", 3)) || (v = name_at(m, h, "v", 1)))
+	if ((v = name_in_word(m, h, w, W_VIA, 3)) || (v = name_in_word(m, h, w, 'v', 1)))
 		return TXN_VIA << 16 | v;
 	return 0;
 }
