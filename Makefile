@@ -7,7 +7,7 @@
 #                   the kernel floor
 #   sudo make bench fast-path cost against an empty XDP program
 #   sudo make bench-flood  receiving-CPU time per frame of a live veth flood,
-#                   against an XDP floor, nftables and iptables
+#                   against an XDP floor, nftables and iptables, and on two CPUs
 #   sudo make demo  storms against the filter on a testbed, with live counts
 #   sudo make soak  floods flat out with applies and restarts for XDPCAC_SOAK (default 10m)
 #   sudo make fuzz  every fuzz target for FUZZTIME (default 30s)
@@ -81,10 +81,11 @@ bench:
 	$(MAKE) deps EXTRA_PACKAGES="$(BENCH_PACKAGES)"
 	XDPCAC_REQUIRE_BPF=1 $(GO) test -count=1 -run '^$$' -bench 'FastPath|SourceTable|Flood|Fleet' -benchtime 1x ./tests/bench/
 
-# bench-flood: BENCHMARKS.md, "Receiving CPU per frame". A few minutes.
+# bench-flood: BENCHMARKS.md, "Receiving CPU per frame" and "Receiving CPU
+# on two queues". A few minutes.
 bench-flood:
 	$(MAKE) deps EXTRA_PACKAGES="$(BENCH_PACKAGES)"
-	XDPCAC_REQUIRE_BPF=1 $(GO) test -count=1 -run '^$$' -bench 'ReceiveCPU' -benchtime 1x -timeout 60m ./tests/bench/
+	XDPCAC_REQUIRE_BPF=1 $(GO) test -count=1 -run '^$$' -bench 'ReceiveCPU|ReceiveScale' -benchtime 1x -timeout 60m ./tests/bench/
 
 # fuzz runs every fuzz target for FUZZTIME each; the seed corpora under
 # testdata/fuzz run in make test as plain tests. FuzzXDP holds the real

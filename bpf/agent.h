@@ -50,8 +50,11 @@ __noinline __u32 agent_at(struct xdp_md *ctx, __u32 l3off, __u32 family)
 static __always_inline void agent_saw(__u32 agent, __u64 now)
 {
 	__u64 *seen = bpf_map_lookup_elem(&agent_seen, &agent);
-	if (seen)
-		*seen = now; /* one aligned word: a reader sees the old time or the new */
+	/* One aligned word: a reader sees the old time or the new. Written
+	 * only when the coarse clock has moved, so that a flood from one
+	 * agent on two CPUs writes its line once a tick, not every frame. */
+	if (seen && *seen != now)
+		*seen = now;
 }
 
 /* sip_event_out hands a SIP message to user space, and counts one the

@@ -179,7 +179,8 @@ __noinline int l2tp_from_lac(struct xdp_md *ctx, __u64 where, __u32 op)
 		l2tp_forget(&k, t->peer_id);
 		return L2TP_UNKNOWN;
 	}
-	t->seen_ns = now;
+	if (t->seen_ns != now) /* once a tick of the coarse clock, not every copy */
+		t->seen_ns = now;
 	__u16 ns = bpf_ntohs(m.c->ns);
 	__u16 ahead = ns - t->next_ns;
 
