@@ -341,7 +341,7 @@ func reportReceiveCPU(b *testing.B, order []string, setups []rcvSetup, results m
 	ratio := func(a, c string) []float64 {
 		var v []float64
 		for i := range results[a] {
-			if c == "" {
+			if c == "" || i >= len(results[c]) { // no floor, or XDPCAC_RCV_ONLY left it out
 				v = append(v, math.NaN())
 				continue
 			}
