@@ -79,7 +79,7 @@ test: deps check-generate vet $(PROMTOOL)
 
 bench:
 	$(MAKE) deps EXTRA_PACKAGES="$(BENCH_PACKAGES)"
-	XDPCAC_REQUIRE_BPF=1 $(GO) test -count=1 -run '^$$' -bench 'FastPath|SourceTable|Flood|Fleet' -benchtime 1x ./tests/bench/
+	XDPCAC_REQUIRE_BPF=1 $(GO) test -count=1 -run '^$$' -bench 'FastPath|SourceTable|Flood|Fleet|CallCost' -benchtime 1x ./tests/bench/
 
 # bench-flood: BENCHMARKS.md, "Receiving CPU per frame" and "Receiving CPU
 # on two queues". A few minutes.
