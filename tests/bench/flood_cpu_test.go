@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
-	"net/netip"
 	"os"
 	"os/exec"
 	"regexp"
@@ -15,7 +14,6 @@ import (
 	"time"
 
 	"github.com/cilium/ebpf"
-	. "github.com/xdpcac/xdpcac/internal/pkt"
 	"github.com/xdpcac/xdpcac/tests/harness"
 	"github.com/xdpcac/xdpcac/tests/testenv"
 )
@@ -55,94 +53,19 @@ func BenchmarkReceiveCPU(b *testing.B) {
 	testenv.RequireTool(b, "nft", "nftables")
 	testenv.RequireTool(b, "iptables", "iptables")
 	testenv.RequireTool(b, "ethtool", "ethtool")
-	n := uint32(4_000_000)
-	if s := os.Getenv("XDPCAC_RCV_FRAMES"); s != "" {
-		v, err := strconv.ParseUint(s, 10, 32)
-		if err != nil {
-			b.Fatal(err)
-		}
-		n = uint32(v)
-	}
-	tb := &harness.Testbed{Box: testenv.Netns(b), Peer: testenv.Netns(b), State: harness.StateDir(b)}
-	tb.BoxIface, tb.PeerIfc = testenv.Veth(b, tb.Box, tb.Peer)
-	box, bif := tb.Box, tb.BoxIface
-	var peerIndex int
-	if err := testenv.Do(tb.Peer, func() error {
-		var err error
-		peerIndex, err = testenv.InterfaceIndex(tb.PeerIfc)
-		return err
-	}); err != nil {
-		b.Fatal(err)
-	}
-	// NAPI on the box veth (GRO on), threaded: its kernel thread does all
-	// of the receiving, and is pinned to CPU 1 before every row.
-	testenv.Run(b, box, "ethtool", "-K", bif, "gro", "on")
-	testenv.Run(b, box, "sh", "-c", "echo 1 > /sys/class/net/"+bif+"/threaded")
-
-	mac := testenv.HardwareAddr(b, box, bif)
-	src4, dst4 := netip.MustParseAddr("198.51.100.1"), netip.MustParseAddr("203.0.113.1")
-	src6, dst6 := netip.MustParseAddr("2001:db8::1:1"), netip.MustParseAddr("2001:db8::2")
-	eth := Ether{Dst: mac}
-	v4 := IPv4{Src: src4, Dst: dst4, ID: ipv4ID}
-	v6 := IPv6{Src: src6, Dst: dst6}
-	invite := SIPRequest("INVITE", harness.ToNoTag)
-	frames := map[string][]byte{
-		"padi":    Frame(Ether{Broadcast: true}, PPPoE{Code: PADI}),
-		"icrq":    Frame(eth, v4, UDP{Dst: 1701}, L2TP{MsgType: ICRQ}),
-		"invite4": Frame(eth, v4, UDP{Src: 5060, Dst: 5060}, invite),
-		"invite6": Frame(eth, v6, UDP{Src: 5060, Dst: 5060}, invite),
-		"other":   Frame(eth, v4, UDP{Src: 40000, Dst: 53}, Raw(strings.Repeat("\x00", 33))),
-	}
-	one := spoofGen(b, peerIndex, spoofNone, 0)
-	spoofed := map[string]*ebpf.Program{
-		"padi":    spoofGen(b, peerIndex, spoofWord, 8),     // source MAC, bytes 2–5
-		"icrq":    spoofGen(b, peerIndex, spoofV4, 14),      // 198.51.100.0/24
-		"invite4": spoofGen(b, peerIndex, spoofV4, 14),      // 198.51.100.0/24
-		"invite6": spoofGen(b, peerIndex, spoofWord, 14+20), // source, its low 32 bits
-	}
+	rb := newRcvBench(b, testenv.Veth)
+	tb, box, bif, n := rb.tb, rb.tb.Box, rb.tb.BoxIface, rb.n
 	row := func(prefix, frame, floor string, spoof bool, matched func() uint64) rcvRow {
-		r := rcvRow{name: prefix + "/" + frame, floor: floor, frame: frames[frame], gen: one, matched: matched}
+		w := rcvRow{name: prefix + "/" + frame, floor: floor, frame: rb.frames[frame], gen: rb.gen(frame, spoof), matched: matched}
 		if floor != "" {
-			r.floor = "floor/" + floor
+			w.floor = "floor/" + floor
 		}
 		if spoof {
-			r.name += "-spoofed"
-			r.gen = spoofed[frame]
+			w.name += "-spoofed"
 		}
-		return r
+		return w
 	}
-
-	var active func() // the down of the setup that is up, for a failure's cleanup
-	b.Cleanup(func() {
-		if active != nil {
-			active()
-		}
-	})
-	xdp := func(p *ebpf.Program) func() {
-		return func() {
-			if err := setXDP(box, bif, p.FD()); err != nil {
-				b.Fatal(err)
-			}
-		}
-	}
-	noXDP := func() { setXDP(box, bif, -1) }
-	cacctl := func(args ...string) {
-		args = append([]string{"--netns", box, "--state-dir", tb.State}, args...)
-		if out, err := exec.Command(harness.CacctlBin, args...).CombinedOutput(); err != nil {
-			b.Fatalf("cacctl %s: %v: %s", strings.Join(args, " "), err, out)
-		}
-	}
-	attach := func(cfg string) func() {
-		file := harness.WriteConfig(b, cfg)
-		return func() { cacctl("attach", bif, "--config", file) }
-	}
-	// detach runs in the cleanup too, where it must not stop the rest.
-	detach := func() {
-		args := []string{"--netns", box, "--state-dir", tb.State, "detach", bif}
-		if out, err := exec.Command(harness.CacctlBin, args...).CombinedOutput(); err != nil {
-			b.Errorf("cacctl %s: %v: %s", strings.Join(args, " "), err, out)
-		}
-	}
+	xdp, noXDP, attach, detach := rb.xdp, rb.noXDP, rb.attach, rb.detach
 	classSeen := func(class string) func() uint64 {
 		return func() uint64 {
 			out, err := exec.Command(harness.CacctlBin, "--state-dir", tb.State, "show", "stats", "-o", "json").Output()
@@ -158,7 +81,6 @@ func BenchmarkReceiveCPU(b *testing.B) {
 			return st.Classes[class].Seen
 		}
 	}
-	const rejecting = "classes:\n  pppoe-padi: {cps: 1, burst: 1}\n  l2tp-icrq: {cps: 1, burst: 1}\n  sip-invite: {cps: 1, burst: 1}\n"
 	const big = "{cps: 1000000000, burst: 1000000000, per-source: {cps: 1000000000, burst: 1000000000}}"
 	const admitting = "classes:\n  pppoe-padi: " + big + "\n  l2tp-icrq: " + big + "\n  sip-invite: " + big + "\n"
 
@@ -250,8 +172,7 @@ func BenchmarkReceiveCPU(b *testing.B) {
 	for b.Loop() {
 		for r := 0; r < rounds; r++ {
 			for _, s := range setups {
-				s.up()
-				active = s.down
+				rb.up(s.up, s.down)
 				for _, row := range s.rows {
 					if only != nil && !only.MatchString(row.name) {
 						continue
@@ -267,8 +188,7 @@ func BenchmarkReceiveCPU(b *testing.B) {
 						b.Fatalf("%s: the rule matched only %.1f%% of %d frames", row.name, 100*sm.matched, sm.received)
 					}
 				}
-				s.down()
-				active = nil
+				rb.down()
 			}
 		}
 	}

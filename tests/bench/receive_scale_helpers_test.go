@@ -21,7 +21,7 @@ import (
 // vethQueues is testenv.Veth with two rx and two tx queues on each end:
 // veth makes a NAPI instance, and with threaded NAPI a kernel thread, for
 // every rx queue. Deleting the namespaces removes the pair.
-func vethQueues(b *testing.B, nsA, nsB string) (string, string) {
+func vethQueues(b testing.TB, nsA, nsB string) (string, string) {
 	b.Helper()
 	a, p := testenv.Unique("xca"), testenv.Unique("xcb")
 	q := []string{"numtxqueues", "2", "numrxqueues", "2"}

@@ -2,16 +2,13 @@ package bench
 
 import (
 	"fmt"
-	"net/netip"
 	"os"
-	"os/exec"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/cilium/ebpf"
-	. "github.com/xdpcac/xdpcac/internal/pkt"
 	"github.com/xdpcac/xdpcac/tests/harness"
 	"github.com/xdpcac/xdpcac/tests/testenv"
 )
@@ -73,83 +70,16 @@ func BenchmarkReceiveScale(b *testing.B) {
 	if cpus(b) < 2 {
 		testenv.CannotRun(b, "needs two CPUs")
 	}
-	n := uint32(4_000_000)
-	if s := os.Getenv("XDPCAC_RCV_FRAMES"); s != "" {
-		v, err := strconv.ParseUint(s, 10, 32)
-		if err != nil {
-			b.Fatal(err)
-		}
-		n = uint32(v)
-	}
-	tb := &harness.Testbed{Box: testenv.Netns(b), Peer: testenv.Netns(b), State: harness.StateDir(b)}
-	tb.BoxIface, tb.PeerIfc = vethQueues(b, tb.Box, tb.Peer)
-	box, bif := tb.Box, tb.BoxIface
-	var peerIndex int
-	if err := testenv.Do(tb.Peer, func() error {
-		var err error
-		peerIndex, err = testenv.InterfaceIndex(tb.PeerIfc)
-		return err
-	}); err != nil {
-		b.Fatal(err)
-	}
-	// As in BenchmarkReceiveCPU: NAPI (GRO on) to take redirected frames,
-	// threaded, so that all of a queue's receiving runs in its thread.
-	testenv.Run(b, box, "ethtool", "-K", bif, "gro", "on")
-	testenv.Run(b, box, "sh", "-c", "echo 1 > /sys/class/net/"+bif+"/threaded")
-
-	mac := testenv.HardwareAddr(b, box, bif)
-	eth := Ether{Dst: mac}
-	v4 := IPv4{Src: netip.MustParseAddr("198.51.100.1"), Dst: netip.MustParseAddr("203.0.113.1"), ID: ipv4ID}
-	frames := map[string][]byte{
-		"padi":    Frame(Ether{Broadcast: true}, PPPoE{Code: PADI}),
-		"icrq":    Frame(eth, v4, UDP{Dst: 1701}, L2TP{MsgType: ICRQ}),
-		"invite4": Frame(eth, v4, UDP{Src: 5060, Dst: 5060}, SIPRequest("INVITE", harness.ToNoTag)),
-		"other":   Frame(eth, v4, UDP{Src: 40000, Dst: 53}, Raw(strings.Repeat("\x00", 33))),
-	}
-	one := spoofGen(b, peerIndex, spoofNone, 0)
-	spoofed := map[string]*ebpf.Program{
-		"padi":    spoofGen(b, peerIndex, spoofWord, 8), // source MAC, bytes 2–5
-		"icrq":    spoofGen(b, peerIndex, spoofV4, 14),  // 198.51.100.0/24
-		"invite4": spoofGen(b, peerIndex, spoofV4, 14),
-	}
+	rb := newRcvBench(b, vethQueues)
+	tb, bif, n := rb.tb, rb.tb.BoxIface, rb.n
 	row := func(prefix, frame string, spoof bool) scaleRow {
-		r := scaleRow{name: prefix + "/" + frame, frame: frames[frame], gen: one}
+		w := scaleRow{name: prefix + "/" + frame, frame: rb.frames[frame], gen: rb.gen(frame, spoof)}
 		if spoof {
-			r.name += "-spoofed"
-			r.gen = spoofed[frame]
+			w.name += "-spoofed"
 		}
-		return r
+		return w
 	}
-
-	var active func() // the down of the setup that is up, for a failure's cleanup
-	b.Cleanup(func() {
-		if active != nil {
-			active()
-		}
-	})
-	xdp := func(p *ebpf.Program) func() {
-		return func() {
-			if err := setXDP(box, bif, p.FD()); err != nil {
-				b.Fatal(err)
-			}
-		}
-	}
-	noXDP := func() { setXDP(box, bif, -1) }
-	const rejecting = "classes:\n  pppoe-padi: {cps: 1, burst: 1}\n  l2tp-icrq: {cps: 1, burst: 1}\n  sip-invite: {cps: 1, burst: 1}\n"
-	cfg := harness.WriteConfig(b, rejecting)
-	attach := func() {
-		args := []string{"--netns", box, "--state-dir", tb.State, "attach", bif, "--config", cfg}
-		if out, err := exec.Command(harness.CacctlBin, args...).CombinedOutput(); err != nil {
-			b.Fatalf("cacctl %s: %v: %s", strings.Join(args, " "), err, out)
-		}
-	}
-	// detach runs in the cleanup too, where it must not stop the rest.
-	detach := func() {
-		args := []string{"--netns", box, "--state-dir", tb.State, "detach", bif}
-		if out, err := exec.Command(harness.CacctlBin, args...).CombinedOutput(); err != nil {
-			b.Errorf("cacctl %s: %v: %s", strings.Join(args, " "), err, out)
-		}
-	}
+	xdp, noXDP, attach, detach := rb.xdp, rb.noXDP, rb.attach(rejecting), rb.detach
 
 	setups := []scaleSetup{
 		// Controls: nothing shared on the receive path but what the kernel
@@ -178,8 +108,7 @@ func BenchmarkReceiveScale(b *testing.B) {
 	for b.Loop() {
 		for r := 0; r < rounds; r++ {
 			for _, s := range setups {
-				s.up()
-				active = s.down
+				rb.up(s.up, s.down)
 				for _, row := range s.rows {
 					pids := queueThreads(b, tb.Peer, row.gen, row.frame, bif)
 					// One CPU, two, two, one (two, one, one, two in the
@@ -205,8 +134,7 @@ func BenchmarkReceiveScale(b *testing.B) {
 						order = append(order, row.name)
 					}
 				}
-				s.down()
-				active = nil
+				rb.down()
 			}
 		}
 	}
