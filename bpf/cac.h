@@ -343,13 +343,22 @@ struct cac_sip_event {
 };
 
 
-/* A dialog whose INVITE the filter admitted, by the hash of its Call-ID,
- * with the INVITE's transaction (sip_txn.h) for its retransmissions. */
+/* A dialog whose INVITE the filter admitted, or the server opened, with
+ * the INVITE's transaction (sip_txn.h) for its retransmissions: one way
+ * of a set of the dialog table (dialog.h). */
 struct cac_dialog {
-	__u64 invite_ns;   /* when the INVITE was admitted */
+	__u64 callid;      /* the hash of its Call-ID; 0: a free way */
+	__u64 invite_ns;   /* when the INVITE was admitted or sent */
 	__u64 txn;         /* the hash of its Call-ID, CSeq and top Via; 0: none */
 	__u32 retransmits; /* passed uncharged so far */
 	__u32 pad;
+};
+
+/* The dialogs whose Call-ID hashes to one set: a set is one element of
+ * the dialog table, two cache lines. */
+enum cac_dialog_ways { CAC_DIALOG_WAYS = 4 };
+struct cac_dialog_set {
+	struct cac_dialog way[CAC_DIALOG_WAYS];
 };
 
 /* An INVITE transaction the filter refused, by its hash: a retransmission
@@ -421,6 +430,7 @@ struct cac_exported {
 	enum cac_sip_event_kind sip_event_kind;
 	enum cac_reject_record reject_record;
 	enum cac_retransmit retransmit;
+	enum cac_dialog_ways dialog_ways;
 	enum cac_l2tp_dir l2tp_dir;
 	enum cac_l2tp_bound l2tp_bound;
 	enum cac_egress_reason egress_reason;

@@ -3,9 +3,13 @@
  * Dialogs (docs/design.md, "Dialogs"). A To tag is anyone's to write, so
  * the filter learns the dialogs it admitted, by the hash of their INVITE's
  * Call-ID: an in-dialog request of a known dialog passes uncharged, one of
- * an unknown dialog is held by the sip-indialog limits. The table is an
- * LRU of dialog-table entries: a full one forgets its least recently used
- * dialog, whose requests are then held like a stranger's.
+ * an unknown dialog is held by the sip-indialog limits.
+ *
+ * The table is an array of sets of CAC_DIALOG_WAYS dialogs; a Call-ID's
+ * hash names its set. A new dialog takes a free way of its set, or else
+ * the way of the set's oldest INVITE, whose requests are then held like a
+ * stranger's. A lookup writes nothing, so a flood of a known dialog's
+ * requests leaves its lines shared between CPUs.
  *
  * Each dialog keeps its INVITE's transaction too, for its retransmissions
  * (invite.h).
@@ -17,10 +21,68 @@
 #include "maps.h"
 #include "sip_hdr.h"
 
-/* dialog_known reports whether callid names a dialog the filter admitted;
- * the lookup keeps it among the recently used. A global function: its key
- * stays off the stack of the program's deepest call chain. */
+/* The dialog table's sets less one, a power of two less one: the loader
+ * sets it with the table's size (bpf.SizeDialogs). */
+volatile const __u32 dialog_mask = 16383;
+
+/* dialog_set is the set of a Call-ID's hash. The FNV hash's low bits see
+ * only the low bits of each word it took in, so the index is taken from
+ * the high half of a multiply of both halves folded together: every bit
+ * of the hash moves it. */
+static __always_inline struct cac_dialog_set *dialog_set(__u64 callid)
+{
+	__u64 x = (callid ^ (callid >> 32)) * 0x9e3779b97f4a7c15ULL;
+	__u32 i = (__u32)(x >> 32) & dialog_mask;
+	return bpf_map_lookup_elem(&dialogs, &i);
+}
+
+/* dialog_way is the way of s that holds callid, or else the way a new
+ * dialog of callid takes: the first free one, or else the one of the
+ * oldest INVITE (the first of them). The caller tells the two apart by
+ * the way's callid. */
+static __always_inline struct cac_dialog *dialog_way(struct cac_dialog_set *s, __u64 callid)
+{
+	struct cac_dialog *v = &s->way[0];
+	for (int w = 0; w < CAC_DIALOG_WAYS; w++) {
+		struct cac_dialog *d = &s->way[w];
+		if (d->callid == callid)
+			return d;
+		if (v->callid && (!d->callid || d->invite_ns < v->invite_ns))
+			v = d;
+	}
+	return v;
+}
+
+/* dialog_find is the dialog of callid, or NULL. */
+static __always_inline struct cac_dialog *dialog_find(__u64 callid)
+{
+	if (!callid)
+		return NULL;
+	struct cac_dialog_set *s = dialog_set(callid);
+	if (!s)
+		return NULL;
+	struct cac_dialog *d = dialog_way(s, callid);
+	return d->callid == callid ? d : NULL;
+}
+
+/* dialog_write makes way d the dialog of callid. Two CPUs may write one
+ * set at once, and a reader may see a way half written: the Call-ID goes
+ * in last, so a way names a Call-ID only once someone admitted it (or the
+ * server sent it), and a torn way at worst pairs a Call-ID with another
+ * INVITE's transaction, whose copies are then charged as new calls. */
+static __always_inline void dialog_write(struct cac_dialog *d, __u64 callid, __u64 now, __u64 txn)
+{
+	d->invite_ns = now;
+	d->txn = txn;
+	d->retransmits = 0;
+	asm volatile("" ::: "memory");
+	d->callid = callid;
+}
+
+/* dialog_known reports whether callid names a dialog the filter admitted.
+ * A global function: its lookup key stays off the stack of the program's
+ * deepest call chain. */
 __noinline int dialog_known(__u64 callid)
 {
-	return callid && bpf_map_lookup_elem(&dialogs, &callid) != NULL;
+	return dialog_find(callid) != NULL;
 }

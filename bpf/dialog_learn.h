@@ -9,20 +9,24 @@
 #include "bpf_helpers.h"
 #include "cac.h"
 #include "maps.h"
+#include "dialog.h"
 
 /*
- * egress_learn puts a dialog the server opened in the table, every field
- * but the time zero. A dialog the table holds already keeps its entry and
- * what was recorded in it: a proxy sends out the INVITE the filter
- * admitted with the same Call-ID, and a retransmission changes nothing.
- * The lookup keeps it among the recently used. A global function, so that
- * key and value stay off the program's own frame.
+ * egress_learn puts a dialog the server opened in the table, with no
+ * transaction. A dialog the table holds already keeps its entry and what
+ * was recorded in it: a proxy sends out the INVITE the filter admitted
+ * with the same Call-ID, and a retransmission changes nothing. A global
+ * function, so that its key stays off the program's own frame.
  */
 __noinline int egress_learn(__u64 callid, __u64 now)
 {
-	struct cac_dialog d = {.invite_ns = now};
-	if (!callid || bpf_map_lookup_elem(&dialogs, &callid))
+	if (!callid)
 		return 0;
-	bpf_map_update_elem(&dialogs, &callid, &d, BPF_NOEXIST);
+	struct cac_dialog_set *s = dialog_set(callid);
+	if (!s)
+		return 0;
+	struct cac_dialog *d = dialog_way(s, callid);
+	if (d->callid != callid)
+		dialog_write(d, callid, now, 0);
 	return 0;
 }

@@ -61,7 +61,7 @@ __noinline int invite_retransmit(struct xdp_md *ctx, __u64 msg, __u64 l3, __u64 
 	__u64 txn = msg_txn(ctx, msg, l3, &callid);
 	if (!txn)
 		return RETRANSMIT_NONE;
-	struct cac_dialog *d = bpf_map_lookup_elem(&dialogs, &callid);
+	struct cac_dialog *d = dialog_find(callid);
 	/* The count is a plain increment: two CPUs racing on it only let a
 	 * replay pass once more. Past the allowance it is written no more,
 	 * so that a flood of copies leaves the entry's line shared. */
@@ -83,14 +83,16 @@ __noinline int invite_retransmit(struct xdp_md *ctx, __u64 msg, __u64 l3, __u64 
 __noinline int invite_admitted(struct xdp_md *ctx, __u64 msg, __u64 l3, __u64 now)
 {
 	__u64 callid;
-	struct cac_dialog d = {.invite_ns = now};
-	d.txn = msg_txn(ctx, msg, l3, &callid);
+	__u64 txn = msg_txn(ctx, msg, l3, &callid);
 	if (!callid)
 		return 0;
-	struct cac_dialog *old = bpf_map_lookup_elem(&dialogs, &callid);
-	if (old && d.txn && old->txn == d.txn && now - old->invite_ns < CAC_TIMER_B_NS)
+	struct cac_dialog_set *s = dialog_set(callid);
+	if (!s)
 		return 0;
-	bpf_map_update_elem(&dialogs, &callid, &d, BPF_ANY);
+	struct cac_dialog *d = dialog_way(s, callid);
+	if (d->callid == callid && txn && d->txn == txn && now - d->invite_ns < CAC_TIMER_B_NS)
+		return 0;
+	dialog_write(d, callid, now, txn);
 	return 0;
 }
 

@@ -27,13 +27,14 @@ struct {
 	__type(value, struct cac_ports);
 } udp_ports SEC(".maps");
 
-/* The dialogs the filter admitted or the server opened, by the hash of
- * their Call-ID (dialog.h); an LRU forgets the least recently used. */
+/* The dialogs the filter admitted or the server opened, in sets of
+ * CAC_DIALOG_WAYS by the hash of their Call-ID (dialog.h). An array: 32
+ * bytes a dialog, where a hash map's elements cost three times that. */
 struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, 65536); /* the loader sets the configured size */
-	__type(key, __u64);         /* hash of the Call-ID */
-	__type(value, struct cac_dialog);
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 16384); /* sets; the loader sets the configured size, and dialog_mask */
+	__type(key, __u32);
+	__type(value, struct cac_dialog_set);
 } dialogs SEC(".maps");
 
 /* The L2TP tunnels whose sequence numbers the filter translates, two

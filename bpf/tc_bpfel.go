@@ -29,12 +29,16 @@ type TcCacBucket struct {
 	TatNs uint64
 }
 
-type TcCacDialog struct {
-	_           structs.HostLayout
-	InviteNs    uint64
-	Txn         uint64
-	Retransmits uint32
-	Pad         uint32
+type TcCacDialogSet struct {
+	_   structs.HostLayout
+	Way [4]struct {
+		_           structs.HostLayout
+		Callid      uint64
+		InviteNs    uint64
+		Txn         uint64
+		Retransmits uint32
+		Pad         uint32
+	}
 }
 
 type TcCacEgressCounts struct {
@@ -125,6 +129,7 @@ const (
 	TcMapTestClock         = "test_clock"
 	TcMapUdpPorts          = "udp_ports"
 	TcProgTcDialogs        = "tc_dialogs"
+	TcVarDialogMask        = "dialog_mask"
 	TcVarUseTestClock      = "use_test_clock"
 )
 
@@ -202,6 +207,7 @@ type TcMapSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type TcVariableSpecs struct {
+	DialogMask   *ebpf.VariableSpec `ebpf:"dialog_mask"`
 	UseTestClock *ebpf.VariableSpec `ebpf:"use_test_clock"`
 }
 
@@ -274,6 +280,7 @@ func (m *TcMaps) Close() error {
 //
 // It can be passed to LoadTcObjects or ebpf.CollectionSpec.LoadAndAssign.
 type TcVariables struct {
+	DialogMask   *ebpf.Variable `ebpf:"dialog_mask"`
 	UseTestClock *ebpf.Variable `ebpf:"use_test_clock"`
 }
 

@@ -145,11 +145,23 @@ type XdpCacClassStats struct {
 
 type XdpCacDialog struct {
 	_           structs.HostLayout
+	Callid      uint64
 	InviteNs    uint64
 	Txn         uint64
 	Retransmits uint32
 	Pad         uint32
 }
+
+type XdpCacDialogSet struct {
+	_   structs.HostLayout
+	Way [4]XdpCacDialog
+}
+
+type XdpCacDialogWays uint32
+
+const (
+	XdpCacDialogWaysCAC_DIALOG_WAYS XdpCacDialogWays = 4
+)
 
 type XdpCacEgressCounts struct {
 	_           structs.HostLayout
@@ -562,6 +574,7 @@ const (
 	XdpMapUserAccounts1     = "user_accounts1"
 	XdpMapUserScratch       = "user_scratch"
 	XdpProgXdpCac           = "xdp_cac"
+	XdpVarDialogMask        = "dialog_mask"
 	XdpVarUseTestClock      = "use_test_clock"
 )
 
@@ -667,6 +680,7 @@ type XdpMapSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type XdpVariableSpecs struct {
+	DialogMask   *ebpf.VariableSpec `ebpf:"dialog_mask"`
 	UseTestClock *ebpf.VariableSpec `ebpf:"use_test_clock"`
 }
 
@@ -795,6 +809,7 @@ func (m *XdpMaps) Close() error {
 //
 // It can be passed to LoadXdpObjects or ebpf.CollectionSpec.LoadAndAssign.
 type XdpVariables struct {
+	DialogMask   *ebpf.Variable `ebpf:"dialog_mask"`
 	UseTestClock *ebpf.Variable `ebpf:"use_test_clock"`
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/xdpcac/xdpcac/cac"
 	"github.com/xdpcac/xdpcac/loader"
 )
 
@@ -60,7 +61,7 @@ func (d *Daemon) keepTableSizes(opts loader.Options) loader.Options {
 		d.log.Warn("per-source-table of the file differs from the table in force, which stays; detach every interface and start again to change it",
 			"in_force", sources, "file", opts.SourceTable)
 	}
-	if opts.DialogTable != 0 && opts.DialogTable != dialogs {
+	if opts.DialogTable != 0 && cac.DialogSets(opts.DialogTable) != cac.DialogSets(dialogs) {
 		d.log.Warn("dialog-table of the file differs from the table in force, which stays; detach every interface and start again to change it",
 			"in_force", dialogs, "file", opts.DialogTable)
 	}

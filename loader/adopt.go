@@ -9,6 +9,7 @@ import (
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/link"
 	"github.com/xdpcac/xdpcac/bpf"
+	"github.com/xdpcac/xdpcac/maps"
 )
 
 // Adopted says what Adopt did.
@@ -179,7 +180,7 @@ func loadAgainst(p *Pinned, target *ebpf.Program) (*bpf.XdpObjects, error) {
 	})
 	var dialogs uint32 // pins of a version before the dialog table have none
 	if p.Dialogs != nil {
-		dialogs = p.Dialogs.MaxEntries()
+		dialogs = maps.Dialogs(p.Dialogs)
 	}
 	return loadFor(p.Sources.MaxEntries(), dialogs, pinned, target)
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/cilium/ebpf"
+	"github.com/xdpcac/xdpcac/cac"
 	"github.com/xdpcac/xdpcac/maps"
 )
 
@@ -93,7 +94,7 @@ func TableSizes(stateDir string) (sources, dialogs uint32, err error) {
 		return 0, 0, err
 	}
 	defer p.Close()
-	return p.Sources.MaxEntries(), p.Dialogs.MaxEntries(), nil
+	return p.Sources.MaxEntries(), maps.Dialogs(p.Dialogs), nil
 }
 
 // CheckTableSizes is checkSizes before anything is attached or loaded:
@@ -109,7 +110,7 @@ func CheckTableSizes(stateDir string, o Options) error {
 	if o.SourceTable != 0 && o.SourceTable != sources {
 		return TableSizeError{Key: "per-source-table", InForce: sources, File: o.SourceTable}
 	}
-	if o.DialogTable != 0 && o.DialogTable != dialogs {
+	if o.DialogTable != 0 && cac.DialogSets(o.DialogTable) != cac.DialogSets(dialogs) {
 		return TableSizeError{Key: "dialog-table", InForce: dialogs, File: o.DialogTable}
 	}
 	return nil
@@ -126,7 +127,7 @@ func checkSizes(stateDir string, a Attachment, o Options) error {
 	if n := p.Sources.MaxEntries(); o.SourceTable != 0 && o.SourceTable != n {
 		return TableSizeError{Key: "per-source-table", InForce: n, File: o.SourceTable}
 	}
-	if n := p.Dialogs.MaxEntries(); o.DialogTable != 0 && o.DialogTable != n {
+	if n := maps.Dialogs(p.Dialogs); o.DialogTable != 0 && cac.DialogSets(o.DialogTable) != cac.DialogSets(n) {
 		return TableSizeError{Key: "dialog-table", InForce: n, File: o.DialogTable}
 	}
 	return nil

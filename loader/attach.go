@@ -101,7 +101,9 @@ func loadFor(sourceTable, dialogTable uint32, shared map[string]*ebpf.Map, targe
 		spec.Maps[bpf.XdpMapSources].MaxEntries = sourceTable
 	}
 	if dialogTable > 0 {
-		spec.Maps[bpf.XdpMapDialogs].MaxEntries = dialogTable
+		if err := maps.SizeDialogs(spec, dialogTable); err != nil {
+			return nil, err
+		}
 	}
 	if m := shared[bpf.XdpMapRejects]; m != nil {
 		spec.Maps[bpf.XdpMapRejects].MaxEntries = m.MaxEntries() // a pinned table, as it is

@@ -12,6 +12,7 @@ import (
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netns"
 	"github.com/xdpcac/xdpcac/bpf"
+	"github.com/xdpcac/xdpcac/maps"
 	"golang.org/x/sys/unix"
 )
 
@@ -101,7 +102,9 @@ func loadEgress(x *bpf.XdpMaps) (*bpf.TcObjects, error) {
 // and returns the XDP object's maps to load it with, one for every map the
 // egress program has: what one program learns is what the other reads.
 func EgressMaps(spec *ebpf.CollectionSpec, x *bpf.XdpMaps) (map[string]*ebpf.Map, error) {
-	spec.Maps[bpf.TcMapDialogs].MaxEntries = x.Dialogs.MaxEntries()
+	if err := maps.SizeDialogs(spec, maps.Dialogs(x.Dialogs)); err != nil {
+		return nil, err
+	}
 	replace := map[string]*ebpf.Map{}
 	err := eachMap(x, func(name string, field **ebpf.Map) error {
 		if _, ok := spec.Maps[name]; ok && *field != nil {

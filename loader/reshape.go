@@ -17,7 +17,12 @@ import (
 // writing until the link switches. The rejects table took the CPU into its
 // key (docs/design.md, "Reject records"); the records of the last seconds
 // in the old table are lost, their rejects still counted in the stats.
-var reshapedMaps = map[string]bool{bpf.XdpMapRejects: true}
+//
+// The dialog table became an array of sets (docs/design.md, "Dialogs"):
+// the dialogs up at an upgrade from a hash-map table are forgotten, and
+// their in-dialog requests held by the sip-indialog limits, as a dialog
+// evicted from a full table is.
+var reshapedMaps = map[string]bool{bpf.XdpMapRejects: true, bpf.XdpMapDialogs: true}
 
 // reshape closes the pinned maps of p that this version uses in another
 // shape, leaves them nil and names them in missing, for loadUpgrade to

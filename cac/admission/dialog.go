@@ -1,14 +1,21 @@
 package admission
 
-import "github.com/xdpcac/xdpcac/cac"
+import (
+	"github.com/xdpcac/xdpcac/cac"
+)
 
 // The dialog table of bpf/dialog.h: the dialogs whose INVITE the filter
-// admitted, by the hash of their Call-ID, each with its INVITE's
-// transaction. The fast path's table is an LRU; the model's forgets
-// nothing, so a test keeps within its size.
-type dialogTable map[uint64]*dialog
+// admitted or the server sent, each with its INVITE's transaction, in
+// sets of cac.DialogWays by the hash of their Call-ID. A new dialog takes
+// a free way of its set, or else the way of its oldest INVITE, as
+// dialog_way chooses.
+type dialogTable struct {
+	sets uint32
+	set  map[uint32]*[cac.DialogWays]dialog
+}
 
 type dialog struct {
+	callid      uint64
 	inviteNS    uint64
 	txn         uint64
 	retransmits uint32
@@ -20,13 +27,65 @@ const (
 	RetransmitsMax       = 10             // CAC_RETRANSMITS_MAX
 	RefusedNewPerSecond  = 512            // REFUSED_NEW_PER_SECOND, per CPU
 	nanosecondsPerSecond = 1_000_000_000
+	defaultDialogSets    = 16384 // the dialogs map's max_entries in bpf/maps.h
 )
 
-func (t dialogTable) known(callid uint64) bool { return callid != 0 && t[callid] != nil }
+// way is dialog_way: the way of callid's set that holds it, or else the
+// one a new dialog of callid takes.
+func (t *dialogTable) way(callid uint64) *dialog {
+	if t.set == nil {
+		if t.sets == 0 {
+			t.sets = defaultDialogSets
+		}
+		t.set = map[uint32]*[cac.DialogWays]dialog{}
+	}
+	i := cac.DialogSet(callid, t.sets)
+	s := t.set[i]
+	if s == nil {
+		s = new([cac.DialogWays]dialog)
+		t.set[i] = s
+	}
+	v := &s[0]
+	for w := range s {
+		d := &s[w]
+		if d.callid == callid {
+			return d
+		}
+		if v.callid != 0 && (d.callid == 0 || d.inviteNS < v.inviteNS) {
+			v = d
+		}
+	}
+	return v
+}
 
-// learnDialog remembers the dialog of an INVITE whose transaction is not
-// known.
-func (m *Model) learnDialog(callid, now uint64) { m.learnInvite(callid, 0, now) }
+// find is the dialog of callid, or nil.
+func (t *dialogTable) find(callid uint64) *dialog {
+	if callid == 0 {
+		return nil
+	}
+	if d := t.way(callid); d.callid == callid {
+		return d
+	}
+	return nil
+}
+
+func (t *dialogTable) known(callid uint64) bool { return t.find(callid) != nil }
+
+// SetDialogTable sizes the model's dialog table as the fast path's: sets
+// sets of cac.DialogWays (the dialogs map's max_entries). It forgets the
+// dialogs the table held.
+func (m *Model) SetDialogTable(sets uint32) { m.dialogs = dialogTable{sets: sets} }
+
+// learnDialog remembers the dialog of an INVITE the server sent, as
+// egress_learn does: a dialog the table holds keeps its entry.
+func (m *Model) learnDialog(callid, now uint64) {
+	if callid == 0 {
+		return
+	}
+	if d := m.dialogs.way(callid); d.callid != callid {
+		*d = dialog{callid: callid, inviteNS: now}
+	}
+}
 
 // learnInvite remembers an admitted INVITE's dialog and transaction, as
 // invite_admitted does.
@@ -34,14 +93,12 @@ func (m *Model) learnInvite(callid, txn, now uint64) {
 	if callid == 0 {
 		return
 	}
-	if m.dialogs == nil {
-		m.dialogs = dialogTable{}
-	}
+	d := m.dialogs.way(callid)
 	// A replay admitted again past its allowance leaves the entry be.
-	if d := m.dialogs[callid]; d != nil && txn != 0 && d.txn == txn && now-d.inviteNS < TimerBNS {
+	if d.callid == callid && txn != 0 && d.txn == txn && now-d.inviteNS < TimerBNS {
 		return
 	}
-	m.dialogs[callid] = &dialog{inviteNS: now, txn: txn}
+	*d = dialog{callid: callid, inviteNS: now, txn: txn}
 }
 
 // refusedTable is the fast path's table of refused INVITE transactions,
@@ -79,7 +136,7 @@ func (m *Model) retransmit(callid, txn, now uint64) (again, refused bool, reason
 	if txn == 0 {
 		return false, false, 0
 	}
-	if d := m.dialogs[callid]; d != nil && d.txn == txn && now-d.inviteNS < TimerBNS {
+	if d := m.dialogs.find(callid); d != nil && d.txn == txn && now-d.inviteNS < TimerBNS {
 		if d.retransmits >= RetransmitsMax {
 			return false, false, 0
 		}

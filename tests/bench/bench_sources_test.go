@@ -32,7 +32,9 @@ func BenchmarkSourceTable(b *testing.B) {
 			b.Fatal(err)
 		}
 		spec.Maps[bpf.XdpMapSources].MaxEntries = tracked
-		spec.Maps[bpf.XdpMapDialogs].MaxEntries = tracked
+		if err := maps.SizeDialogs(spec, tracked); err != nil {
+			b.Fatal(err)
+		}
 		var objs bpf.XdpObjects
 		if err := spec.LoadAndAssign(&objs, nil); err != nil {
 			b.Fatal(err)

@@ -112,26 +112,7 @@ func runningUses(t *testing.T, tb *harness.Testbed, pin string) *ebpf.Map {
 // An upgrade makes the table afresh, pins it in the old one's place and
 // switches to this version, which records rejects in it.
 func TestUpgradeReshapesRejects(t *testing.T) {
-	tb, _, a, dir := attachedForUpgrade(t)
-	oldVersionOnLink(t, dir)
-	pin := filepath.Join(dir, bpf.XdpMapRejects)
-	old, err := ebpf.NewMap(&ebpf.MapSpec{Type: ebpf.LRUHash, KeySize: 32, ValueSize: 40, MaxEntries: 1024})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer old.Close()
-	if err := os.Remove(pin); err != nil {
-		t.Fatal(err)
-	}
-	if err := old.Pin(pin); err != nil {
-		t.Fatal(err)
-	}
-
-	got, err := loader.Adopt(a, loader.Options{StateDir: tb.State})
-	if err != nil || got != loader.Upgraded {
-		t.Fatalf("adopt: %v, %v; want upgraded", got, err)
-	}
-	m := runningUses(t, tb, pin)
+	tb, m := upgradeOverOldPin(t, bpf.XdpMapRejects, &ebpf.MapSpec{Type: ebpf.LRUHash, KeySize: 32, ValueSize: 40, MaxEntries: 1024})
 	if m.Type() != ebpf.Hash || m.KeySize() != uint32(binary.Size(bpf.XdpCacRejectKey{})) {
 		t.Errorf("the pinned rejects table is a %v with %d-byte keys, want this version's", m.Type(), m.KeySize())
 	}
@@ -143,4 +124,40 @@ func TestUpgradeReshapesRejects(t *testing.T) {
 	if err != nil || len(recs) != 1 || recs[0].Count != 1 {
 		t.Errorf("reject records after the upgrade: %+v, %v; want the one PADI rejected", recs, err)
 	}
+}
+
+// TestUpgradeReshapesDialogs: a dialog table pinned by a version whose
+// table was an LRU hash map is made afresh as this version's array of
+// sets, and the program that runs after the upgrade uses it.
+func TestUpgradeReshapesDialogs(t *testing.T) {
+	_, m := upgradeOverOldPin(t, bpf.XdpMapDialogs, &ebpf.MapSpec{Type: ebpf.LRUHash, KeySize: 8, ValueSize: 24, MaxEntries: 1024})
+	if m.Type() != ebpf.Array || m.ValueSize() != uint32(binary.Size(bpf.XdpCacDialogSet{})) {
+		t.Errorf("the pinned dialog table is a %v of %d-byte values, want this version's array of sets", m.Type(), m.ValueSize())
+	}
+}
+
+// upgradeOverOldPin attaches, puts an older version on the link with the
+// map name pinned in the shape old, upgrades, and returns the map the
+// running program uses in its place.
+func upgradeOverOldPin(t *testing.T, name string, old *ebpf.MapSpec) (*harness.Testbed, *ebpf.Map) {
+	t.Helper()
+	tb, _, a, dir := attachedForUpgrade(t)
+	oldVersionOnLink(t, dir)
+	pin := filepath.Join(dir, name)
+	m, err := ebpf.NewMap(old)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	if err := os.Remove(pin); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Pin(pin); err != nil {
+		t.Fatal(err)
+	}
+	got, err := loader.Adopt(a, loader.Options{StateDir: tb.State})
+	if err != nil || got != loader.Upgraded {
+		t.Fatalf("adopt: %v, %v; want upgraded", got, err)
+	}
+	return tb, runningUses(t, tb, pin)
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/xdpcac/xdpcac/cac/policy"
 	. "github.com/xdpcac/xdpcac/internal/pkt"
 	"github.com/xdpcac/xdpcac/loader"
+	"github.com/xdpcac/xdpcac/maps"
 	"github.com/xdpcac/xdpcac/tests/harness"
 )
 
@@ -184,9 +185,9 @@ func TestEgressLearns(t *testing.T) {
 	// Call-ID, leaves its entry as it was.
 	inviteNS := func(id string) uint64 {
 		t.Helper()
-		var d bpf.TcCacDialog
-		if err := f.Objs.Dialogs.Lookup(classify.CallID(Frame(harness.WithCallID(SIPRequest("INVITE", harness.ToNoTag), "Call-ID: "+id))), &d); err != nil {
-			t.Fatalf("dialog %s: %v", id, err)
+		d, ok, err := maps.LookupDialog(f.Objs.Dialogs, classify.CallID(Frame(harness.WithCallID(SIPRequest("INVITE", harness.ToNoTag), "Call-ID: "+id))))
+		if err != nil || !ok {
+			t.Fatalf("dialog %s: %v, %v", id, ok, err)
 		}
 		return d.InviteNs
 	}
@@ -253,7 +254,11 @@ func egressFrame(rng *rand.Rand) []byte {
 // each, the dialog table holds exactly the Call-ID the twin learns, or
 // nothing. The seed is logged, and XDPCAC_DIFF_SEED replays it.
 func TestEgressDifferential(t *testing.T) {
-	f := harness.NewFastPathWith(t, false, func(s *ebpf.CollectionSpec) { s.Maps[bpf.XdpMapDialogs].MaxEntries = 256 })
+	f := harness.NewFastPathWith(t, false, func(s *ebpf.CollectionSpec) {
+		if err := maps.SizeDialogs(s, 256); err != nil {
+			t.Fatal(err)
+		}
+	})
 	e := newEgress(t, f)
 	rng := rand.New(rand.NewPCG(diffSeed(t), 0x2545f4914f6cdd1d))
 	learnt, failures := 0, 0
@@ -290,7 +295,7 @@ func TestEgressDifferential(t *testing.T) {
 		}
 		learnt += len(want)
 		for _, k := range got {
-			if err := f.Objs.Dialogs.Delete(k); err != nil {
+			if err := maps.ForgetDialog(f.Objs.Dialogs, k); err != nil {
 				t.Fatal(err)
 			}
 		}

@@ -6,12 +6,12 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/xdpcac/xdpcac/bpf"
 	"github.com/xdpcac/xdpcac/cac"
 	"github.com/xdpcac/xdpcac/cac/admission"
 	"github.com/xdpcac/xdpcac/cac/classify"
 	"github.com/xdpcac/xdpcac/cac/policy"
 	. "github.com/xdpcac/xdpcac/internal/pkt"
+	"github.com/xdpcac/xdpcac/maps"
 	"github.com/xdpcac/xdpcac/tests/harness"
 )
 
@@ -153,8 +153,8 @@ func TestTransactionHashes(t *testing.T) {
 			}
 			_, msg := classify.ClassifySIP(frame, f.Model.Ports)
 			callid, txn := classify.Txn(msg)
-			var d bpf.XdpCacDialog
-			if err := f.Objs.Dialogs.Lookup(callid, &d); err != nil {
+			d, ok, err := maps.LookupDialog(f.Objs.Dialogs, callid)
+			if err != nil || !ok {
 				t.Errorf("Call-ID of %d bytes (last %v): the program's dialog table has no %x: %v", n, last, callid, err)
 				continue
 			}

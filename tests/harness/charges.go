@@ -7,13 +7,13 @@ import (
 	"testing"
 
 	"github.com/cilium/ebpf"
-	"github.com/xdpcac/xdpcac/bpf"
 	"github.com/xdpcac/xdpcac/cac"
 	"github.com/xdpcac/xdpcac/cac/bucket"
 	"github.com/xdpcac/xdpcac/cac/config"
 	"github.com/xdpcac/xdpcac/cac/cpu"
 	"github.com/xdpcac/xdpcac/cac/policy"
 	. "github.com/xdpcac/xdpcac/internal/pkt"
+	"github.com/xdpcac/xdpcac/maps"
 )
 
 // PolicyOf is the policy of a cac.yaml given as text.
@@ -131,13 +131,8 @@ func Entries(t *testing.T, m *ebpf.Map) int {
 // DialogKeys are the Call-ID hashes in the dialog table.
 func DialogKeys(t testing.TB, m *ebpf.Map) []uint64 {
 	t.Helper()
-	var keys []uint64
-	var k uint64
-	it := m.Iterate()
-	for it.Next(&k, new(bpf.TcCacDialog)) {
-		keys = append(keys, k)
-	}
-	if err := it.Err(); err != nil {
+	keys, err := maps.DialogKeys(m)
+	if err != nil {
 		t.Fatal(err)
 	}
 	return keys

@@ -58,6 +58,7 @@ func NewFastPathWith(t testing.TB, malformedDrop bool, edit func(*ebpf.Collectio
 	if edit != nil {
 		edit(spec)
 	}
+	f.Model.SetDialogTable(spec.Maps[bpf.XdpMapDialogs].MaxEntries)
 	if err := spec.LoadAndAssign(&f.Objs, nil); err != nil {
 		var ve *ebpf.VerifierError
 		if errors.As(err, &ve) {
