@@ -22,7 +22,7 @@
 #include "sip_hdr.h"
 
 /* The dialog table's sets less one, a power of two less one: the loader
- * sets it with the table's size (bpf.SizeDialogs). */
+ * sets it with the table's size (maps.SizeDialogs). */
 volatile const __u32 dialog_mask = 16383;
 
 /* dialog_set is the set of a Call-ID's hash. The FNV hash's low bits see

@@ -16,6 +16,10 @@ func DialogSets(dialogs uint32) uint32 {
 	return 1 << bits.Len32(sets-1)
 }
 
+// SameDialogTable reports whether dialog tables of a and b dialogs are
+// one size: both round up to the same sets.
+func SameDialogTable(a, b uint32) bool { return DialogSets(a) == DialogSets(b) }
+
 // DialogSet is the set of a table of sets sets (a power of two) that the
 // Call-ID hash callid belongs to, as dialog_set computes it: the hash's
 // halves folded and multiplied, the high half of the product kept, so

@@ -61,7 +61,7 @@ func (d *Daemon) keepTableSizes(opts loader.Options) loader.Options {
 		d.log.Warn("per-source-table of the file differs from the table in force, which stays; detach every interface and start again to change it",
 			"in_force", sources, "file", opts.SourceTable)
 	}
-	if opts.DialogTable != 0 && cac.DialogSets(opts.DialogTable) != cac.DialogSets(dialogs) {
+	if opts.DialogTable != 0 && !cac.SameDialogTable(opts.DialogTable, dialogs) {
 		d.log.Warn("dialog-table of the file differs from the table in force, which stays; detach every interface and start again to change it",
 			"in_force", dialogs, "file", opts.DialogTable)
 	}

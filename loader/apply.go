@@ -110,7 +110,7 @@ func CheckTableSizes(stateDir string, o Options) error {
 	if o.SourceTable != 0 && o.SourceTable != sources {
 		return TableSizeError{Key: "per-source-table", InForce: sources, File: o.SourceTable}
 	}
-	if o.DialogTable != 0 && cac.DialogSets(o.DialogTable) != cac.DialogSets(dialogs) {
+	if o.DialogTable != 0 && !cac.SameDialogTable(o.DialogTable, dialogs) {
 		return TableSizeError{Key: "dialog-table", InForce: dialogs, File: o.DialogTable}
 	}
 	return nil
@@ -127,7 +127,7 @@ func checkSizes(stateDir string, a Attachment, o Options) error {
 	if n := p.Sources.MaxEntries(); o.SourceTable != 0 && o.SourceTable != n {
 		return TableSizeError{Key: "per-source-table", InForce: n, File: o.SourceTable}
 	}
-	if n := maps.Dialogs(p.Dialogs); o.DialogTable != 0 && cac.DialogSets(o.DialogTable) != cac.DialogSets(n) {
+	if n := maps.Dialogs(p.Dialogs); o.DialogTable != 0 && !cac.SameDialogTable(o.DialogTable, n) {
 		return TableSizeError{Key: "dialog-table", InForce: n, File: o.DialogTable}
 	}
 	return nil

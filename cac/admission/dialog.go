@@ -1,8 +1,6 @@
 package admission
 
-import (
-	"github.com/xdpcac/xdpcac/cac"
-)
+import "github.com/xdpcac/xdpcac/cac"
 
 // The dialog table of bpf/dialog.h: the dialogs whose INVITE the filter
 // admitted or the server sent, each with its INVITE's transaction, in

@@ -185,9 +185,9 @@ func TestEgressLearns(t *testing.T) {
 	// Call-ID, leaves its entry as it was.
 	inviteNS := func(id string) uint64 {
 		t.Helper()
-		d, ok, err := maps.LookupDialog(f.Objs.Dialogs, classify.CallID(Frame(harness.WithCallID(SIPRequest("INVITE", harness.ToNoTag), "Call-ID: "+id))))
-		if err != nil || !ok {
-			t.Fatalf("dialog %s: %v, %v", id, ok, err)
+		d, ok := harness.LookupDialog(t, f.Objs.Dialogs, classify.CallID(Frame(harness.WithCallID(SIPRequest("INVITE", harness.ToNoTag), "Call-ID: "+id))))
+		if !ok {
+			t.Fatalf("dialog %s: not in the table", id)
 		}
 		return d.InviteNs
 	}
@@ -295,9 +295,7 @@ func TestEgressDifferential(t *testing.T) {
 		}
 		learnt += len(want)
 		for _, k := range got {
-			if err := maps.ForgetDialog(f.Objs.Dialogs, k); err != nil {
-				t.Fatal(err)
-			}
+			harness.ForgetDialog(t, f.Objs.Dialogs, k)
 		}
 	}
 	t.Logf("%d frames, %d dialogs learnt", n, learnt)

@@ -11,7 +11,6 @@ import (
 	"github.com/xdpcac/xdpcac/cac/classify"
 	"github.com/xdpcac/xdpcac/cac/policy"
 	. "github.com/xdpcac/xdpcac/internal/pkt"
-	"github.com/xdpcac/xdpcac/maps"
 	"github.com/xdpcac/xdpcac/tests/harness"
 )
 
@@ -153,9 +152,9 @@ func TestTransactionHashes(t *testing.T) {
 			}
 			_, msg := classify.ClassifySIP(frame, f.Model.Ports)
 			callid, txn := classify.Txn(msg)
-			d, ok, err := maps.LookupDialog(f.Objs.Dialogs, callid)
-			if err != nil || !ok {
-				t.Errorf("Call-ID of %d bytes (last %v): the program's dialog table has no %x: %v", n, last, callid, err)
+			d, ok := harness.LookupDialog(t, f.Objs.Dialogs, callid)
+			if !ok {
+				t.Errorf("Call-ID of %d bytes (last %v): the program's dialog table has no %x", n, last, callid)
 				continue
 			}
 			if want := classify.FromSource(txn, classify.SourceOf(frame)); d.Txn != want {

@@ -13,7 +13,6 @@ import (
 	"github.com/xdpcac/xdpcac/cac/cpu"
 	"github.com/xdpcac/xdpcac/cac/policy"
 	. "github.com/xdpcac/xdpcac/internal/pkt"
-	"github.com/xdpcac/xdpcac/maps"
 )
 
 // PolicyOf is the policy of a cac.yaml given as text.
@@ -126,16 +125,6 @@ func Entries(t *testing.T, m *ebpf.Map) int {
 		t.Fatal(err)
 	}
 	return n
-}
-
-// DialogKeys are the Call-ID hashes in the dialog table.
-func DialogKeys(t testing.TB, m *ebpf.Map) []uint64 {
-	t.Helper()
-	keys, err := maps.DialogKeys(m)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return keys
 }
 
 // WithCallID is s with its Call-ID header line replaced by line.
