@@ -24,9 +24,9 @@ import (
 func generator(b *testing.B, ifindex, randomAt int) *ebpf.Program {
 	b.Helper()
 	if randomAt > 0 {
-		return spoofGen(b, ifindex, spoofWord, randomAt)
+		return spoofGen(b, ifindex, spoofWord, randomAt, 0)
 	}
-	return spoofGen(b, ifindex, spoofNone, 0)
+	return spoofGen(b, ifindex, spoofNone, 0, 0)
 }
 
 // flood sends n copies of frame from the peer end in live-frame mode and

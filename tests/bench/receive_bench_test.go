@@ -29,6 +29,20 @@ type rcvBench struct {
 	one     *ebpf.Program            // sends the frame as it is
 	spoofed map[string]*ebpf.Program // changes its source, by frame
 	active  func()                   // the down of the setup that is up, for a failure's cleanup
+
+	peerIndex int
+	spoofs    map[string]spoofing        // how spoofed maps each frame
+	paced     map[pacedGen]*ebpf.Program // generators that spin, made when first asked for
+}
+
+// How a spoofing generator changes a frame: spoofGen's kind and offset.
+type spoofing struct{ kind, off int }
+
+// A generator that spins before each frame: of a frame, spoofed or not.
+type pacedGen struct {
+	frame string
+	spoof bool
+	spin  int
 }
 
 // newRcvBench makes the testbed with veth (testenv.Veth, or vethQueues).
@@ -68,12 +82,17 @@ func newRcvBench(b *testing.B, veth func(testing.TB, string, string) (string, st
 		"invite6": Frame(eth, v6, UDP{Src: 5060, Dst: 5060}, invite),
 		"other":   Frame(eth, v4, UDP{Src: 40000, Dst: 53}, Raw(strings.Repeat("\x00", 33))),
 	}
-	r.one = spoofGen(b, peerIndex, spoofNone, 0)
-	r.spoofed = map[string]*ebpf.Program{
-		"padi":    spoofGen(b, peerIndex, spoofWord, 8),     // source MAC, bytes 2–5
-		"icrq":    spoofGen(b, peerIndex, spoofV4, 14),      // 198.51.100.0/24
-		"invite4": spoofGen(b, peerIndex, spoofV4, 14),      // 198.51.100.0/24
-		"invite6": spoofGen(b, peerIndex, spoofWord, 14+20), // source, its low 32 bits
+	r.peerIndex, r.paced = peerIndex, map[pacedGen]*ebpf.Program{}
+	r.spoofs = map[string]spoofing{
+		"padi":    {spoofWord, 8},       // source MAC, bytes 2–5
+		"icrq":    {spoofV4, 14},        // 198.51.100.0/24
+		"invite4": {spoofV4, 14},        // 198.51.100.0/24
+		"invite6": {spoofWord, 14 + 20}, // source, its low 32 bits
+	}
+	r.one = spoofGen(b, peerIndex, spoofNone, 0, 0)
+	r.spoofed = map[string]*ebpf.Program{}
+	for f, sp := range r.spoofs {
+		r.spoofed[f] = spoofGen(b, peerIndex, sp.kind, sp.off, 0)
 	}
 	b.Cleanup(func() {
 		if r.active != nil {
@@ -89,6 +108,28 @@ func (r *rcvBench) gen(frame string, spoof bool) *ebpf.Program {
 		return r.spoofed[frame]
 	}
 	return r.one
+}
+
+// pacedGen is the generator of a row of frame that counts to spin before
+// it sends each frame.
+func (r *rcvBench) pacedGen(frame string, spoof bool, spin int) *ebpf.Program {
+	if spin == 0 {
+		return r.gen(frame, spoof)
+	}
+	k := pacedGen{frame, spoof, spin}
+	if !spoof {
+		k.frame = "" // one generator sends any frame as it is
+	}
+	if p, ok := r.paced[k]; ok {
+		return p
+	}
+	sp := spoofing{spoofNone, 0}
+	if spoof {
+		sp = r.spoofs[frame]
+	}
+	p := spoofGen(r.b, r.peerIndex, sp.kind, sp.off, spin)
+	r.paced[k] = p
+	return p
 }
 
 // up brings a setup of the box side up; down takes it down.

@@ -31,8 +31,9 @@ const (
 const ipv4ID = 0x1000
 
 // spoofGen is generator (bench_flood_test.go) with the kinds of spoofing
-// above.
-func spoofGen(b *testing.B, ifindex, kind, off int) *ebpf.Program {
+// above. With spin > 0 it counts to spin before it sends each frame, to
+// offer a receiver no more than it can take (receive_paced_test.go).
+func spoofGen(b *testing.B, ifindex, kind, off, spin int) *ebpf.Program {
 	b.Helper()
 	end := off + 4
 	if kind == spoofV4 {
@@ -63,8 +64,17 @@ func spoofGen(b *testing.B, ifindex, kind, off int) *ebpf.Program {
 			asm.StoreMem(asm.R7, int16(off+4), asm.R1, asm.Byte), // and high byte
 		)
 	}
+	if spin > 0 {
+		insns = append(insns,
+			asm.Mov.Imm(asm.R1, 0).WithSymbol("send"),
+			asm.Add.Imm(asm.R1, 1).WithSymbol("spin"),
+			asm.JLT.Imm(asm.R1, int32(spin), "spin"),
+			asm.Mov.Imm(asm.R1, int32(ifindex)),
+		)
+	} else {
+		insns = append(insns, asm.Mov.Imm(asm.R1, int32(ifindex)).WithSymbol("send"))
+	}
 	insns = append(insns,
-		asm.Mov.Imm(asm.R1, int32(ifindex)).WithSymbol("send"),
 		asm.Mov.Imm(asm.R2, 0),
 		asm.FnRedirect.Call(),
 		asm.Return(),
