@@ -138,6 +138,10 @@ func BenchmarkReceiveCPU(b *testing.B) {
 	setups = append(setups, rcvSetup{up: xdp(floor), down: noXDP, rows: []rcvRow{
 		row("floor", "padi", "padi", false, nil), row("floor", "icrq", "icrq", false, nil),
 		row("floor", "invite4", "invite4", false, nil), row("floor", "invite6", "invite6", false, nil),
+		// What the spoofing generator's write into each frame costs a
+		// receiver that reads that line: the spoofed rows pay it too.
+		row("floor", "padi", "padi", true, nil), row("floor", "icrq", "icrq", true, nil),
+		row("floor", "invite4", "invite4", true, nil), row("floor", "invite6", "invite6", true, nil),
 	}})
 	setups = append(setups, rcvSetup{up: xdp(floorReadProg(b)), down: noXDP, rows: []rcvRow{
 		row("floor-read", "invite4", "invite4", false, nil), row("floor-read", "invite6", "invite6", false, nil),

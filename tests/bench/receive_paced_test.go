@@ -28,12 +28,13 @@ const (
 	paceStarved, paceGone = 1.15, 2.0
 )
 
-// bestPace probes the row at spins 0, 16, 32, 64, … and returns the one
+// bestPace probes the row at spins 0, 16, 24, 36, … (half as much again
+// each time) and returns the one
 // at which the receiver spent the least CPU per frame received.
 func bestPace(b *testing.B, tb *harness.Testbed, row rcvRow) int {
 	b.Helper()
 	best, bestNS := 0, 0.0
-	for spin := 0; spin <= paceMaxSpin; spin = max(16, 2*spin) {
+	for spin := 0; spin <= paceMaxSpin; spin = max(16, spin*3/2) {
 		s := measureRow(b, tb, row, row.pace(spin), paceProbe)
 		if spin == 0 || s.ns < bestNS {
 			best, bestNS = spin, s.ns
