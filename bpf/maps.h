@@ -394,6 +394,26 @@ struct {
 	__type(value, struct cac_reject);
 } rejects SEC(".maps");
 
+/* A CPU's slots of reject records (reject.h), each a key and its record,
+ * the shape of the scratch below: where a flood's records are counted
+ * without the hash of the table above. A slot is taken again only once
+ * the daemon has read the seconds it holds, which reject_swept says. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, CAC_REJECT_SLOTS);
+	__type(key, __u32);
+	__type(value, struct cac_reject_scratch);
+} reject_slots SEC(".maps");
+
+/* The last second whose records in reject_slots the daemon has read, on
+ * every CPU (maps.SweepRejects); only the daemon writes it. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u64);
+} reject_swept SEC(".maps");
+
 /* A CPU's scratch for the reject it records: its key and a new record
  * are built here rather than on the stack of refused_again, which
  * admit_call calls at the end of the deepest call chain (docs/design.md,

@@ -6,9 +6,13 @@
  * path only ever adds to the record of the second it read from the clock,
  * making it if it is not there; it never reads a count back nor resets
  * one. Each CPU has records of its own, so a flood from one source spread
- * over CPUs writes no line another CPU writes: a lookup and a plain add
- * per packet, no atomic. The daemon takes the records of finished seconds
- * out of the table (lookup and delete), merges the CPUs' records of one
+ * over CPUs writes no line another CPU writes: a plain add per packet, no
+ * atomic. A CPU keeps a record first in one of its slots (reject_slots),
+ * chosen by a fold of the key, where a flood's next rejects find it
+ * without the kernel's hash of the table; a record whose slot holds
+ * another goes to the table (rejects). The daemon takes the records of
+ * finished seconds out of the table (lookup and delete), reads those of
+ * the slots and says so in reject_swept, merges the CPUs' records of one
  * key and writes them to its log, so nobody resets a count a CPU is
  * adding to, and a record never waits for its source to be rejected
  * again.
@@ -83,6 +87,66 @@ static __always_inline int new_record(struct xdp_md *ctx, struct cac_reject_scra
 	return 0;
 }
 
+/* A reject key is REJECT_KEY_WORDS words, with no byte left unset. */
+#define REJECT_KEY_WORDS (sizeof(struct cac_reject_key) / sizeof(__u32))
+_Static_assert(sizeof(struct cac_reject_key) % sizeof(__u32) == 0, "a reject key is whole words");
+
+/* reject_slot_of is the slot of a key: its words folded with a multiply,
+ * the middle bits of the product. */
+static __always_inline __u32 reject_slot_of(struct cac_reject_key *key)
+{
+	__u32 *w = (__u32 *)key, h = 0;
+#pragma unroll
+	for (int i = 0; i < REJECT_KEY_WORDS; i++)
+		h = (h ^ w[i]) * 0x9e3779b1;
+	return (h >> 16) & (CAC_REJECT_SLOTS - 1);
+}
+
+static __always_inline int same_reject_key(struct cac_reject_key *a, struct cac_reject_key *b)
+{
+	__u32 *x = (__u32 *)a, *y = (__u32 *)b, d = 0;
+#pragma unroll
+	for (int i = 0; i < REJECT_KEY_WORDS; i++)
+		d |= x[i] ^ y[i];
+	return d == 0;
+}
+
+/*
+ * count_in_slot counts one reject of the scratch's key in its slot of this
+ * CPU and returns 1; or returns 0 when the slot holds another record.
+ * With make, a slot that is empty, or holds a second the daemon has read
+ * (reject_swept), takes a new record of the key: what the daemon has not
+ * read is never written over. A daemon that reads a slot while this
+ * writes it sees the old second or the new, and takes neither: the old is
+ * read already, the new not finished.
+ */
+static __always_inline int count_in_slot(struct xdp_md *ctx, struct cac_reject_scratch *s, __u64 now, int make)
+{
+	__u32 i = reject_slot_of(&s->key);
+	struct cac_reject_scratch *slot = bpf_map_lookup_elem(&reject_slots, &i);
+	if (!slot)
+		return 0;
+	if (slot->rec.count && same_reject_key(&slot->key, &s->key)) {
+		add_reject(&slot->rec, now);
+		return 1;
+	}
+	if (!make)
+		return 0;
+	if (slot->rec.count) {
+		__u32 zero = 0;
+		__u64 *swept = bpf_map_lookup_elem(&reject_swept, &zero);
+		if (!swept || slot->rec.second > *swept)
+			return 0;
+	}
+	slot->key = s->key;
+	slot->rec.second = s->key.second;
+	slot->rec.count = 1;
+	slot->rec.first_ns = now;
+	slot->rec.last_ns = now;
+	slot->rec.ifindex = ctx->ingress_ifindex;
+	return 1;
+}
+
 /* user_rule_found returns the kind of the authentication rule user_scratch
  * holds, and its account's index above the low byte. Inlined in
  * refused_again, which is verified once: a call of its own there would be
@@ -138,13 +202,15 @@ static __always_inline void record_reject(struct xdp_md *ctx, __u64 where, __u32
 	if (!budget)
 		return;
 	if (budget->used < REJECT_NEW_PER_SECOND) {
+		if (count_in_slot(ctx, s, now, 0))
+			return;
 		struct cac_reject *r = bpf_map_lookup_elem(&rejects, key);
 		if (r) {
 			add_reject(r, now);
 			return;
 		}
 		budget->used++;
-		if (new_record(ctx, s, now) == 0)
+		if (count_in_slot(ctx, s, now, 1) || new_record(ctx, s, now) == 0)
 			return;
 	}
 	/* Out of new records this second (or the table took none): count it
@@ -152,9 +218,11 @@ static __always_inline void record_reject(struct xdp_md *ctx, __u64 where, __u32
 	__builtin_memset(&key->source, 0, sizeof(key->source));
 	key->source.class = class;
 	key->source.family = CAC_SOURCE_OTHERS;
+	if (count_in_slot(ctx, s, now, 0))
+		return;
 	struct cac_reject *r = bpf_map_lookup_elem(&rejects, key);
 	if (r)
 		add_reject(r, now);
-	else if (new_record(ctx, s, now) != 0)
+	else if (!count_in_slot(ctx, s, now, 1) && new_record(ctx, s, now) != 0)
 		lost_reject_record();
 }

@@ -253,11 +253,13 @@ enum cac_agent_state {
 	AGENT_OUT_OF_SERVICE = 1, /* out of service in every realm it may be sent to */
 };
 
-/* Reject records (reject.h): a CPU's new records per second, and the
- * family of the record that counts, past them, every other source. */
+/* Reject records (reject.h): a CPU's new records per second, the family
+ * of the record that counts, past them, every other source, and a CPU's
+ * slots of records, a power of two. */
 enum cac_reject_record {
 	REJECT_NEW_PER_SECOND = 1024,
 	CAC_SOURCE_OTHERS = 0xff,
+	CAC_REJECT_SLOTS = 64,
 };
 
 /* INVITE retransmissions (invite.h): RFC 3261 Timer B (64 * T1), how long

@@ -354,6 +354,7 @@ type XdpCacRejectRecord uint32
 const (
 	XdpCacRejectRecordREJECT_NEW_PER_SECOND XdpCacRejectRecord = 1024
 	XdpCacRejectRecordCAC_SOURCE_OTHERS     XdpCacRejectRecord = 255
+	XdpCacRejectRecordCAC_REJECT_SLOTS      XdpCacRejectRecord = 64
 )
 
 type XdpCacRejectScratch struct {
@@ -556,6 +557,8 @@ const (
 	XdpMapRefusedBudget     = "refused_budget"
 	XdpMapRejectBudget      = "reject_budget"
 	XdpMapRejectScratch     = "reject_scratch"
+	XdpMapRejectSlots       = "reject_slots"
+	XdpMapRejectSwept       = "reject_swept"
 	XdpMapRejects           = "rejects"
 	XdpMapSessionBudget     = "session_budget"
 	XdpMapSessionLimits     = "session_limits"
@@ -657,6 +660,8 @@ type XdpMapSpecs struct {
 	RefusedBudget     *ebpf.MapSpec `ebpf:"refused_budget"`
 	RejectBudget      *ebpf.MapSpec `ebpf:"reject_budget"`
 	RejectScratch     *ebpf.MapSpec `ebpf:"reject_scratch"`
+	RejectSlots       *ebpf.MapSpec `ebpf:"reject_slots"`
+	RejectSwept       *ebpf.MapSpec `ebpf:"reject_swept"`
 	Rejects           *ebpf.MapSpec `ebpf:"rejects"`
 	SessionBudget     *ebpf.MapSpec `ebpf:"session_budget"`
 	SessionLimits     *ebpf.MapSpec `ebpf:"session_limits"`
@@ -734,6 +739,8 @@ type XdpMaps struct {
 	RefusedBudget     *ebpf.Map `ebpf:"refused_budget"`
 	RejectBudget      *ebpf.Map `ebpf:"reject_budget"`
 	RejectScratch     *ebpf.Map `ebpf:"reject_scratch"`
+	RejectSlots       *ebpf.Map `ebpf:"reject_slots"`
+	RejectSwept       *ebpf.Map `ebpf:"reject_swept"`
 	Rejects           *ebpf.Map `ebpf:"rejects"`
 	SessionBudget     *ebpf.Map `ebpf:"session_budget"`
 	SessionLimits     *ebpf.Map `ebpf:"session_limits"`
@@ -785,6 +792,8 @@ func (m *XdpMaps) Close() error {
 		m.RefusedBudget,
 		m.RejectBudget,
 		m.RejectScratch,
+		m.RejectSlots,
+		m.RejectSwept,
 		m.Rejects,
 		m.SessionBudget,
 		m.SessionLimits,

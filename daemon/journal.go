@@ -176,7 +176,7 @@ func (j *journal) follow() {
 // sweep writes the finished records of one table, or all of them; j.mu is
 // held.
 func (j *journal) sweep(t *journalTable, now uint64, all bool) {
-	recs, err := maps.SweepRejects(t.p.Rejects, now, all)
+	recs, err := maps.SweepRejects(maps.RejectTablesOf(&t.p.XdpMaps), now, all)
 	if err != nil {
 		j.log.Warn("sweep reject records", "interface", t.a.String(), "err", err)
 	}
@@ -251,7 +251,7 @@ func (j *journal) lines() []api.RejectLine {
 	out := append([]api.RejectLine(nil), j.recent...)
 	wall, mono := time.Now(), api.MonotonicNow()
 	for _, t := range j.tables {
-		recs, err := maps.ReadRejects(t.p.Rejects)
+		recs, err := maps.ReadRejects(maps.RejectTablesOf(&t.p.XdpMaps))
 		if err != nil {
 			j.log.Warn("read reject records", "interface", t.a.String(), "err", err)
 		}

@@ -276,7 +276,7 @@ func ReadAllStats(stateDir string) ([]AttachmentStats, error) {
 func ReadAllRejects(stateDir string) ([]maps.Reject, error) {
 	var out []maps.Reject
 	err := EachPinned(stateDir, func(p *Pinned) error {
-		r, err := maps.ReadRejects(p.Rejects)
+		r, err := maps.ReadRejects(maps.RejectTablesOf(&p.XdpMaps))
 		for i := range r {
 			r[i].Interface = p.Key() // its ifindex means something only in its namespace
 		}

@@ -1,8 +1,10 @@
 package maps
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"math"
 	"net"
 	"net/netip"
 	"strings"
@@ -128,14 +130,83 @@ func (c *cpuRecords) add(k bpf.XdpCacRejectKey, r bpf.XdpCacReject) {
 	m.LastNS = max(m.LastNS, r.LastNs)
 }
 
-// ReadRejects returns the records the rejects table holds: those of the
-// seconds the daemon has not taken out yet, the current one included,
-// each CPU's records of a key merged into one.
-func ReadRejects(m *ebpf.Map) ([]Reject, error) {
+// RejectTables are the maps an attachment counts its rejects in
+// (bpf/reject.h): the table, each CPU's slots, and the last second of the
+// slots the daemon has read. Slots and Swept are nil in the pins of a
+// version before the slots.
+type RejectTables struct {
+	Records, Slots, Swept *ebpf.Map
+}
+
+// RejectTablesOf are the reject maps of an attachment's maps.
+func RejectTablesOf(m *bpf.XdpMaps) RejectTables {
+	return RejectTables{Records: m.Rejects, Slots: m.RejectSlots, Swept: m.RejectSwept}
+}
+
+// RejectSlot is the slot of a CPU's reject_slots a record of k is counted
+// in: bpf/reject.h's reject_slot_of, the key's little-endian words folded
+// with a multiply.
+func RejectSlot(k bpf.XdpCacRejectKey) uint32 {
+	b, err := binary.Append(nil, binary.LittleEndian, k)
+	if err != nil {
+		panic(err) // a fixed-size struct always encodes
+	}
+	var h uint32
+	for i := 0; i+4 <= len(b); i += 4 {
+		h = (h ^ binary.LittleEndian.Uint32(b[i:])) * 0x9e3779b1
+	}
+	return h >> 16 & (uint32(bpf.XdpCacRejectRecordCAC_REJECT_SLOTS) - 1)
+}
+
+// swept is the last second whose slots the daemon has read.
+func (t RejectTables) swept() (uint64, error) {
+	var s uint64
+	if t.Swept == nil {
+		return 0, nil
+	}
+	if err := t.Swept.Lookup(uint32(0), &s); err != nil {
+		return 0, fmt.Errorf("read the swept second of the reject slots: %w", err)
+	}
+	return s, nil
+}
+
+// eachSlot calls fn with every CPU's record in every slot that holds one
+// of a second after swept and not after through.
+func (t RejectTables) eachSlot(swept, through uint64, fn func(bpf.XdpCacRejectKey, bpf.XdpCacReject)) error {
+	if t.Slots == nil {
+		return nil
+	}
+	var i uint32
+	var cpus []bpf.XdpCacRejectScratch
+	it := t.Slots.Iterate()
+	for it.Next(&i, &cpus) {
+		for _, s := range cpus {
+			if s.Rec.Count > 0 && s.Rec.Second > swept && s.Rec.Second <= through {
+				fn(s.Key, s.Rec)
+			}
+		}
+	}
+	if err := it.Err(); err != nil {
+		return fmt.Errorf("read the reject slots: %w", err)
+	}
+	return nil
+}
+
+// ReadRejects returns the records the tables hold: those of the seconds
+// the daemon has not taken out yet, the current one included, each CPU's
+// records of a key merged into one.
+func ReadRejects(t RejectTables) ([]Reject, error) {
 	var recs cpuRecords
+	swept, err := t.swept()
+	if err != nil {
+		return nil, err
+	}
+	if err := t.eachSlot(swept, math.MaxUint64, recs.add); err != nil {
+		return nil, err
+	}
 	var k bpf.XdpCacRejectKey
 	var r bpf.XdpCacReject
-	it := m.Iterate()
+	it := t.Records.Iterate()
 	for it.Next(&k, &r) {
 		recs.add(k, r)
 	}
@@ -152,20 +223,51 @@ func ReadRejects(m *ebpf.Map) ([]Reject, error) {
 // the one after it is over too.
 func RejectFinished(second, now uint64) bool { return second+2 <= now/1_000_000_000 }
 
-// SweepRejects takes the records of finished seconds out of the table and
-// returns them, each once: a record is looked up and deleted in one step,
-// so it is either in the table or in what this returns, never in both. A
-// second's records of one key from several CPUs come back as one.
-// now is the fast path's clock (control.MonotonicCoarse; a test's clock
-// for a program loaded with one). all takes every record, the current
-// second's too: only for a table no program writes to any more.
-func SweepRejects(m *ebpf.Map, now uint64, all bool) ([]Reject, error) {
+// SweepRejects takes the records of finished seconds out of the tables
+// and returns them, each once, a second's records of one key from several
+// CPUs as one. A record of the table is looked up and deleted in one
+// step, so it is either in the table or in what this returns, never in
+// both. The slots are read, and the last second read written to
+// reject_swept after them: the fast path writes over a slot only once
+// its second is there, so no slot is read twice nor written over unread.
+// One sweeper at a time: the daemon. now is the fast path's clock
+// (control.MonotonicCoarse; a test's clock for a program loaded with
+// one). all takes every record, the current second's too: only for
+// tables no program writes to any more.
+func SweepRejects(t RejectTables, now uint64, all bool) ([]Reject, error) {
+	var recs cpuRecords
+	swept, err := t.swept()
+	if err != nil {
+		return nil, err
+	}
+	through := uint64(0)
+	if sec := now / 1_000_000_000; sec >= 2 {
+		through = sec - 2 // RejectFinished
+	}
+	last := through
+	if all {
+		through, last = math.MaxUint64, swept
+	}
+	if through > swept {
+		err := t.eachSlot(swept, through, func(k bpf.XdpCacRejectKey, r bpf.XdpCacReject) {
+			recs.add(k, r)
+			last = max(last, r.Second)
+		})
+		if err != nil {
+			return nil, err
+		}
+		if last > swept {
+			if err := t.Swept.Update(uint32(0), last, ebpf.UpdateAny); err != nil {
+				return nil, fmt.Errorf("write the swept second of the reject slots: %w", err)
+			}
+		}
+	}
 	// Keys first, then the deletes: deleting while iterating would restart
 	// the walk.
 	var keys []bpf.XdpCacRejectKey
 	var k bpf.XdpCacRejectKey
 	var r bpf.XdpCacReject
-	it := m.Iterate()
+	it := t.Records.Iterate()
 	for it.Next(&k, &r) {
 		// A version that kept the second in the value alone left 0 in
 		// the key: such a record is finished, as no program adds to it.
@@ -174,13 +276,12 @@ func SweepRejects(m *ebpf.Map, now uint64, all bool) ([]Reject, error) {
 		}
 	}
 	if err := it.Err(); err != nil {
-		return nil, fmt.Errorf("sweep rejects: %w", err)
+		return recs.out, fmt.Errorf("sweep rejects: %w", err)
 	}
-	var recs cpuRecords
 	for _, k := range keys {
-		if err := m.LookupAndDelete(&k, &r); err != nil {
+		if err := t.Records.LookupAndDelete(&k, &r); err != nil {
 			if errors.Is(err, ebpf.ErrKeyNotExist) {
-				continue // another sweeper took it
+				continue // gone since the walk
 			}
 			return recs.out, fmt.Errorf("sweep rejects: %w", err)
 		}

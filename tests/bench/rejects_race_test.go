@@ -75,7 +75,7 @@ func TestRejectSweepRace(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 		now += uint64(50 * time.Millisecond)
 		setClock(now)
-		recs, err := maps.SweepRejects(f.Objs.Rejects, clock.Load(), false)
+		recs, err := maps.SweepRejects(maps.RejectTablesOf(&f.Objs.XdpMaps), clock.Load(), false)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -87,7 +87,7 @@ func TestRejectSweepRace(t *testing.T) {
 	for err := range errs {
 		t.Fatal(err)
 	}
-	rest, err := maps.SweepRejects(f.Objs.Rejects, clock.Load(), true)
+	rest, err := maps.SweepRejects(maps.RejectTablesOf(&f.Objs.XdpMaps), clock.Load(), true)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,7 +11,6 @@ import (
 	"github.com/cilium/ebpf/link"
 	"github.com/xdpcac/xdpcac/bpf"
 	"github.com/xdpcac/xdpcac/loader"
-	"github.com/xdpcac/xdpcac/maps"
 	"github.com/xdpcac/xdpcac/tests/harness"
 )
 
@@ -119,8 +118,8 @@ func TestUpgradeReshapesRejects(t *testing.T) {
 	if s := tb.Stats(t).Classes["pppoe-padi"]; s.Seen != 1 {
 		t.Errorf("counters after the upgrade: %+v, want the 1 PADI of before", s)
 	}
-	tb.Until(t, "class", 10*time.Second) // burst 3: the fourth is rejected
-	recs, err := maps.ReadRejects(m)
+	tb.Until(t, "class", 10*time.Second)         // burst 3: the fourth is rejected
+	recs, err := loader.ReadAllRejects(tb.State) // the table and the slots
 	if err != nil || len(recs) != 1 || recs[0].Count != 1 {
 		t.Errorf("reject records after the upgrade: %+v, %v; want the one PADI rejected", recs, err)
 	}

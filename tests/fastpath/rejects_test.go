@@ -49,7 +49,7 @@ func TestRejectRecords(t *testing.T) {
 	}
 	table := func() map[string]maps.Reject {
 		t.Helper()
-		recs, err := maps.ReadRejects(f.Objs.Rejects)
+		recs, err := maps.ReadRejects(maps.RejectTablesOf(&f.Objs.XdpMaps))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -57,7 +57,7 @@ func TestRejectRecords(t *testing.T) {
 	}
 	sweep := func(at time.Duration, all bool) map[string]maps.Reject {
 		t.Helper()
-		recs, err := maps.SweepRejects(f.Objs.Rejects, uint64(at), all)
+		recs, err := maps.SweepRejects(maps.RejectTablesOf(&f.Objs.XdpMaps), uint64(at), all)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -122,7 +122,7 @@ func TestRejectRecordBudget(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	recs, err := maps.ReadRejects(f.Objs.Rejects)
+	recs, err := maps.ReadRejects(maps.RejectTablesOf(&f.Objs.XdpMaps))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -175,12 +175,7 @@ func TestRejectRecordsPerCPU(t *testing.T) {
 	onCPU(1, 1200*time.Millisecond, 5)
 	onCPU(0, 1300*time.Millisecond, 1)
 
-	var k bpf.XdpCacRejectKey
-	var r bpf.XdpCacReject
-	counts := map[uint32]uint64{}
-	for it := f.Objs.Rejects.Iterate(); it.Next(&k, &r); {
-		counts[k.Cpu] += r.Count
-	}
+	counts := rawRejectCounts(t, f)
 	if len(counts) != 2 || counts[0] != 4 || counts[1] != 5 {
 		t.Errorf("raw records by CPU: %v, want 4 on CPU 0 and 5 on CPU 1", counts)
 	}
@@ -191,13 +186,48 @@ func TestRejectRecordsPerCPU(t *testing.T) {
 			t.Errorf("%s: %+v, want one record of 9 rejects from 1.1 s to 1.3 s", what, recs)
 		}
 	}
-	recs, err := maps.ReadRejects(f.Objs.Rejects)
+	recs, err := maps.ReadRejects(maps.RejectTablesOf(&f.Objs.XdpMaps))
 	if err != nil {
 		t.Fatal(err)
 	}
 	check("read", recs)
-	if recs, err = maps.SweepRejects(f.Objs.Rejects, uint64(3*time.Second), false); err != nil {
+	if recs, err = maps.SweepRejects(maps.RejectTablesOf(&f.Objs.XdpMaps), uint64(3*time.Second), false); err != nil {
 		t.Fatal(err)
 	}
 	check("swept", recs)
+}
+
+// rawRejectCounts adds up the rejects of the raw records, in the table and
+// in the slots, by the CPU of their keys; a slot's record must sit in the
+// copy of the CPU its key names.
+func rawRejectCounts(t *testing.T, f *harness.FastPath) map[uint32]uint64 {
+	t.Helper()
+	counts := map[uint32]uint64{}
+	var k bpf.XdpCacRejectKey
+	var r bpf.XdpCacReject
+	it := f.Objs.Rejects.Iterate()
+	for it.Next(&k, &r) {
+		counts[k.Cpu] += r.Count
+	}
+	if err := it.Err(); err != nil {
+		t.Fatal(err)
+	}
+	var i uint32
+	var cpus []bpf.XdpCacRejectScratch
+	sit := f.Objs.RejectSlots.Iterate()
+	for sit.Next(&i, &cpus) {
+		for cpu, s := range cpus {
+			if s.Rec.Count == 0 {
+				continue
+			}
+			if s.Key.Cpu != uint32(cpu) {
+				t.Errorf("slot %d of CPU %d holds a record of CPU %d", i, cpu, s.Key.Cpu)
+			}
+			counts[s.Key.Cpu] += s.Rec.Count
+		}
+	}
+	if err := sit.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return counts
 }

@@ -236,7 +236,7 @@ func TestUserRuleRejectRecords(t *testing.T) {
 		}
 	}
 	pm := maps.PolicyMapsOf(&f.Objs.XdpMaps)
-	recs, err := maps.ReadRejects(f.Objs.Rejects)
+	recs, err := maps.ReadRejects(maps.RejectTablesOf(&f.Objs.XdpMaps))
 	if err == nil {
 		err = maps.NameRules(pm, recs)
 	}
@@ -265,7 +265,7 @@ func TestUserRuleRejectRecords(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	recs, _ = maps.ReadRejects(f.Objs.Rejects)
+	recs, _ = maps.ReadRejects(maps.RejectTablesOf(&f.Objs.XdpMaps))
 	for _, r := range recs {
 		if r.Source == "192.0.2.1" && r.RuleKind != policy.RuleSource {
 			t.Errorf("a source account's record after an apply without user rules: %+v", r)
