@@ -91,14 +91,16 @@ static __always_inline int new_record(struct xdp_md *ctx, struct cac_reject_scra
 #define REJECT_KEY_WORDS (sizeof(struct cac_reject_key) / sizeof(__u32))
 _Static_assert(sizeof(struct cac_reject_key) % sizeof(__u32) == 0, "a reject key is whole words");
 
-/* reject_slot_of is the slot of a key: its words folded with a multiply,
- * the middle bits of the product. */
+/* reject_slot_of is the slot of a key: each word multiplied by an odd
+ * constant of its own, the products folded with xor, the middle bits of
+ * the sum. No product waits for another, so the words are folded side by
+ * side rather than one after the other, as a chain of multiplies would. */
 static __always_inline __u32 reject_slot_of(struct cac_reject_key *key)
 {
 	__u32 *w = (__u32 *)key, h = 0;
 #pragma unroll
 	for (int i = 0; i < REJECT_KEY_WORDS; i++)
-		h = (h ^ w[i]) * 0x9e3779b1;
+		h ^= w[i] * (0x9e3779b1 + 2 * i);
 	return (h >> 16) & (CAC_REJECT_SLOTS - 1);
 }
 

@@ -144,8 +144,8 @@ func RejectTablesOf(m *bpf.XdpMaps) RejectTables {
 }
 
 // RejectSlot is the slot of a CPU's reject_slots a record of k is counted
-// in: bpf/reject.h's reject_slot_of, the key's little-endian words folded
-// with a multiply.
+// in: bpf/reject.h's reject_slot_of, the key's little-endian words each
+// multiplied by a constant of its own and folded with xor.
 func RejectSlot(k bpf.XdpCacRejectKey) uint32 {
 	b, err := binary.Append(nil, binary.LittleEndian, k)
 	if err != nil {
@@ -153,7 +153,7 @@ func RejectSlot(k bpf.XdpCacRejectKey) uint32 {
 	}
 	var h uint32
 	for i := 0; i+4 <= len(b); i += 4 {
-		h = (h ^ binary.LittleEndian.Uint32(b[i:])) * 0x9e3779b1
+		h ^= binary.LittleEndian.Uint32(b[i:]) * (0x9e3779b1 + 2*uint32(i/4))
 	}
 	return h >> 16 & (uint32(bpf.XdpCacRejectRecordCAC_REJECT_SLOTS) - 1)
 }

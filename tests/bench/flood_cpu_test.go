@@ -172,6 +172,16 @@ func BenchmarkReceiveCPU(b *testing.B) {
 	if s := os.Getenv("XDPCAC_RCV_ONLY"); s != "" {
 		only = regexp.MustCompile(s)
 	}
+	// XDPCAC_RCV_SPIN runs every row paced at that spin alone, to profile
+	// one, say, rather than flat out and at the spin bestPace finds.
+	fixedSpin := -1
+	if s := os.Getenv("XDPCAC_RCV_SPIN"); s != "" {
+		v, err := strconv.Atoi(s)
+		if err != nil || v < 0 {
+			b.Fatalf("XDPCAC_RCV_SPIN=%q: want a count", s)
+		}
+		fixedSpin = v
+	}
 	// Every row twice a round: flat out, and paced (receive_paced_test.go).
 	const rounds = 3
 	flat, paced := map[string][]rcvSample{}, map[string][]rcvSample{}
@@ -187,11 +197,17 @@ func BenchmarkReceiveCPU(b *testing.B) {
 					if r == 0 {
 						order = append(order, row.name)
 					}
-					spin := bestPace(b, tb, row)
-					for _, m := range []struct {
+					type mode struct {
 						results map[string][]rcvSample
 						spin    int
-					}{{flat, 0}, {paced, spin}} {
+					}
+					modes := []mode{{flat, 0}, {paced, fixedSpin}}
+					if fixedSpin < 0 {
+						modes[1].spin = bestPace(b, tb, row)
+					} else {
+						modes = modes[1:]
+					}
+					for _, m := range modes {
 						sm := measureRow(b, tb, row, row.pace(m.spin), n)
 						sm.spin = m.spin
 						m.results[row.name] = append(m.results[row.name], sm)
