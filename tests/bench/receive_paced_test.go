@@ -29,19 +29,30 @@ const (
 )
 
 // bestPace probes the row at spins 0, 16, 24, 36, … (half as much again
-// each time) and returns the one
-// at which the receiver spent the least CPU per frame received.
+// each time), then around the cheapest of them in steps of a quarter, an
+// eighth and a sixteenth of it, and returns the spin at which the
+// receiver spent the least CPU per frame received. The cost falls steeply
+// on both sides of the pace the receiver just keeps up with, so the
+// finer steps matter.
 func bestPace(b *testing.B, tb *harness.Testbed, row rcvRow) int {
 	b.Helper()
 	best, bestNS := 0, 0.0
-	for spin := 0; spin <= paceMaxSpin; spin = max(16, spin*3/2) {
+	try := func(spin int) *rcvSample {
 		s := measureRow(b, tb, row, row.pace(spin), paceProbe)
 		if spin == 0 || s.ns < bestNS {
 			best, bestNS = spin, s.ns
 		}
-		if (s.lost < 0.01 && s.ns > paceStarved*bestNS) || s.ns > paceGone*bestNS {
+		return &s
+	}
+	for spin := 0; spin <= paceMaxSpin; spin = max(16, spin*3/2) {
+		if s := try(spin); (s.lost < 0.01 && s.ns > paceStarved*bestNS) || s.ns > paceGone*bestNS {
 			break
 		}
+	}
+	for div := 4; div <= 16 && best >= div; div *= 2 {
+		mid := best
+		try(mid - mid/div)
+		try(mid + mid/div)
 	}
 	return best
 }
