@@ -248,7 +248,7 @@ func SweepRejects(t RejectTables, now uint64, all bool) ([]Reject, error) {
 	if all {
 		through, last = math.MaxUint64, swept
 	}
-	if through > swept {
+	if t.Slots != nil && t.Swept != nil && through > swept {
 		err := t.eachSlot(swept, through, func(k bpf.XdpCacRejectKey, r bpf.XdpCacReject) {
 			recs.add(k, r)
 			last = max(last, r.Second)
