@@ -133,4 +133,10 @@ func TestRejectSlots(t *testing.T) {
 	if recs, err := maps.ReadRejects(tables); err != nil || len(recs) != 0 {
 		t.Errorf("after sweeping all: %+v, %v; want nothing", recs, err)
 	}
+	// The pins of a version before the slots have the table alone.
+	run(15100*time.Millisecond, c, 1)
+	old := maps.RejectTables{Records: f.Objs.Rejects}
+	if recs, err := maps.SweepRejects(old, uint64(20*time.Second), false); err != nil || len(recs) != 0 {
+		t.Errorf("a table without slots: %+v, %v; want nothing (the reject is in a slot)", recs, err)
+	}
 }
