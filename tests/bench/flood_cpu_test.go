@@ -48,7 +48,10 @@ type rcvSample struct {
 // figure is the thread's CPU time divided by the frames it received.
 // Every row is compared with the floor of its round: a hand-written XDP
 // program that reads what a filter of that frame must read and drops it.
-// BENCHMARKS.md, "Receiving CPU per frame", has the method.
+// Each row runs twice a round, flat out and paced (receive_paced_test.go),
+// and each way has a table of its own. BENCHMARKS.md, "Receiving CPU per
+// frame" and "Receiving CPU paced, and reject records in slots", has the
+// method.
 func BenchmarkReceiveCPU(b *testing.B) {
 	testenv.RequireBPF(b)
 	testenv.RequireTool(b, "nft", "nftables")
