@@ -22,8 +22,7 @@ type rcvRow struct {
 	name    string
 	floor   string // the row of the same round that this one is a ratio to
 	frame   []byte
-	gen     *ebpf.Program
-	pace    func(spin int) *ebpf.Program // gen, counting to spin before each frame
+	pace    func(spin int) *ebpf.Program // its generator, counting to spin before each frame (0: none)
 	matched func() uint64                // frames the rule matched so far; nil: no check
 }
 
@@ -60,7 +59,7 @@ func BenchmarkReceiveCPU(b *testing.B) {
 	rb := newRcvBench(b, testenv.Veth)
 	tb, box, bif, n := rb.tb, rb.tb.Box, rb.tb.BoxIface, rb.n
 	row := func(prefix, frame, floor string, spoof bool, matched func() uint64) rcvRow {
-		w := rcvRow{name: prefix + "/" + frame, floor: floor, frame: rb.frames[frame], gen: rb.gen(frame, spoof), matched: matched,
+		w := rcvRow{name: prefix + "/" + frame, floor: floor, frame: rb.frames[frame], matched: matched,
 			pace: func(spin int) *ebpf.Program { return rb.pacedGen(frame, spoof, spin) }}
 		if floor != "" {
 			w.floor = "floor/" + floor

@@ -32,14 +32,14 @@ type rcvBench struct {
 
 	peerIndex int
 	spoofs    map[string]spoofing        // how spoofed maps each frame
-	paced     map[pacedGen]*ebpf.Program // generators that spin, made when first asked for
+	paced     map[pacedKey]*ebpf.Program // generators that spin, made when first asked for
 }
 
 // How a spoofing generator changes a frame: spoofGen's kind and offset.
 type spoofing struct{ kind, off int }
 
 // A generator that spins before each frame: of a frame, spoofed or not.
-type pacedGen struct {
+type pacedKey struct {
 	frame string
 	spoof bool
 	spin  int
@@ -82,7 +82,7 @@ func newRcvBench(b *testing.B, veth func(testing.TB, string, string) (string, st
 		"invite6": Frame(eth, v6, UDP{Src: 5060, Dst: 5060}, invite),
 		"other":   Frame(eth, v4, UDP{Src: 40000, Dst: 53}, Raw(strings.Repeat("\x00", 33))),
 	}
-	r.peerIndex, r.paced = peerIndex, map[pacedGen]*ebpf.Program{}
+	r.peerIndex, r.paced = peerIndex, map[pacedKey]*ebpf.Program{}
 	r.spoofs = map[string]spoofing{
 		"padi":    {spoofWord, 8},       // source MAC, bytes 2–5
 		"icrq":    {spoofV4, 14},        // 198.51.100.0/24
@@ -116,7 +116,7 @@ func (r *rcvBench) pacedGen(frame string, spoof bool, spin int) *ebpf.Program {
 	if spin == 0 {
 		return r.gen(frame, spoof)
 	}
-	k := pacedGen{frame, spoof, spin}
+	k := pacedKey{frame, spoof, spin}
 	if !spoof {
 		k.frame = "" // one generator sends any frame as it is
 	}

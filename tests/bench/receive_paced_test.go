@@ -13,12 +13,12 @@ import (
 // two take turns at the lock of the pool's ring: on the NAPI thread that
 // lock is most of a slow row's time, and the slower the receiver, the more
 // frames are refused and the longer it waits (BENCHMARKS.md, "Receiving
-// CPU paced, and reject records in slots"). A NIC's driver gives a dropped frame back to a pool of its
-// own CPU, with no lock. Offered too little, on the other hand, the NAPI
-// thread sleeps between short polls and each frame carries a share of the
-// wake-ups. So each row is also measured paced: the generator counts to
-// spin before each frame, the spin whose probe flood cost the receiver
-// the least CPU per frame.
+// CPU paced, and reject records in slots"). A NIC's driver gives a dropped
+// frame back to a pool of its own CPU, with no lock. Offered too little,
+// on the other hand, the NAPI thread sleeps between short polls and each
+// frame carries a share of the wake-ups. So each row is also measured
+// paced: the generator counts to spin before each frame, the spin whose
+// probe flood cost the receiver the least CPU per frame.
 const (
 	paceProbe   = 300_000 // frames a probe flood
 	paceMaxSpin = 1 << 14 // the most a generator counts to before a frame
