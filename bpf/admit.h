@@ -178,9 +178,9 @@ static __always_inline int admit(struct xdp_md *ctx, struct frame *f, __u32 clas
 
 	/* The per-source table is looked up, never filled, before the
 	 * verdict: a source it does not know has a full bucket. */
-	struct cac_source src;
+	union source_words src; /* aligned for source_store */
 	int new_source = 0;
-	if (per_source && !acct && agent == NO_AGENT && source_of(f, class, cls, &src)) {
+	if (per_source && !acct && agent == NO_AGENT && source_of(f, class, cls, &src.s)) {
 		lv[L_SOURCE].limit = &cls->per_source;
 		lv[L_SOURCE].bucket = bpf_map_lookup_elem(&sources, &src);
 		new_source = !lv[L_SOURCE].bucket;

@@ -90,6 +90,12 @@ static __always_inline int new_record(struct xdp_md *ctx, struct cac_reject_scra
 /* A reject key is REJECT_KEY_WORDS words, with no byte left unset. */
 #define REJECT_KEY_WORDS (sizeof(struct cac_reject_key) / sizeof(__u32))
 _Static_assert(sizeof(struct cac_reject_key) % sizeof(__u32) == 0, "a reject key is whole words");
+/* The word of reason, rule and account, in that order from its low byte. */
+#define REJECT_KEY_REASON_WORD (__builtin_offsetof(struct cac_reject_key, reason) / sizeof(__u32))
+_Static_assert(__builtin_offsetof(struct cac_reject_key, reason) % sizeof(__u32) == 0 &&
+		       __builtin_offsetof(struct cac_reject_key, rule) == __builtin_offsetof(struct cac_reject_key, reason) + 1 &&
+		       __builtin_offsetof(struct cac_reject_key, account) == __builtin_offsetof(struct cac_reject_key, reason) + 2,
+	       "reason, rule and account fill one word");
 
 /* reject_slot_of is the slot of a key: each word multiplied by an odd
  * constant of its own, the products folded with xor, the middle bits of
@@ -188,14 +194,12 @@ static __always_inline void record_reject(struct xdp_md *ctx, __u64 where, __u32
 	f.len = ctx->data_end - ctx->data;
 	if (!source_of(&f, class, (struct cac_class_limits *)&full_source, &key->source))
 		return;
-	key->reason = reason;
-	key->rule = 0;
-	key->account = 0;
-	if (user && class >= CAC_CLASS_SIP_INVITE && class <= CAC_CLASS_SIP_OTHER) {
-		__u32 r = user_rule_found();
-		key->rule = r & 0xff;
-		key->account = r >> 8;
-	}
+	/* reason, rule and account in one word, as source_store writes the
+	 * source: the fold reads them as one. */
+	__u32 rule = 0;
+	if (user && class >= CAC_CLASS_SIP_INVITE && class <= CAC_CLASS_SIP_OTHER)
+		rule = user_rule_found();
+	((__u32 *)key)[REJECT_KEY_REASON_WORD] = (reason & 0xff) | (rule & 0xffffff) << 8;
 	__u64 second = now / 1000000000ULL;
 	key->second = second;
 	key->cpu = bpf_get_smp_processor_id();
@@ -217,9 +221,7 @@ static __always_inline void record_reject(struct xdp_md *ctx, __u64 where, __u32
 	}
 	/* Out of new records this second (or the table took none): count it
 	 * with other sources. */
-	__builtin_memset(&key->source, 0, sizeof(key->source));
-	key->source.class = class;
-	key->source.family = CAC_SOURCE_OTHERS;
+	source_store(&key->source, class, CAC_SOURCE_OTHERS, 0, 0, 0, 0);
 	if (count_in_slot(ctx, s, now, 0))
 		return;
 	struct cac_reject *r = bpf_map_lookup_elem(&rejects, key);
