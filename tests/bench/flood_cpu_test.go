@@ -148,6 +148,10 @@ func BenchmarkReceiveCPU(b *testing.B) {
 	setups = append(setups, rcvSetup{up: xdp(floorReadProg(b)), down: noXDP, rows: []rcvRow{
 		row("floor-read", "invite4", "invite4", false, nil), row("floor-read", "invite6", "invite6", false, nil),
 	}})
+	gcra, gcraRefused := floorGCRAProg(b)
+	setups = append(setups, rcvSetup{up: xdp(gcra), down: noXDP, rows: []rcvRow{
+		row("floor-gcra", "padi", "padi", false, gcraRefused),
+	}})
 	setups = append(setups, rcvSetup{up: xdp(empty), down: noXDP, rows: []rcvRow{row("empty", "other", "", false, nil)}})
 	var rejected, admitted []rcvRow
 	for _, f := range []struct{ frame, class string }{{"padi", "pppoe-padi"}, {"icrq", "l2tp-icrq"}, {"invite4", "sip-invite"}, {"invite6", "sip-invite"}} {

@@ -176,6 +176,80 @@ func floorInsns(readSIP bool) asm.Instructions {
 	)
 }
 
+// floorGCRAProg is the least any rate limit does with a PADI it refuses:
+// floorProg's Ethernet test, the coarse clock, one bucket's theoretical
+// arrival time compared with it (GCRA, as xdpcac and nftables keep a
+// limit), and a per-CPU count of the refusal. The bucket's time lies far
+// ahead, so every PADI is refused; anything else passes. It is the floor
+// of a refused PADI for a filter that keeps a limit at all: what xdpcac
+// does beyond it is classifying, its levels, and its reject record. The
+// function it returns reads how many it refused.
+func floorGCRAProg(b *testing.B) (*ebpf.Program, func() uint64) {
+	b.Helper()
+	newMap := func(typ ebpf.MapType) *ebpf.Map {
+		m, err := ebpf.NewMap(&ebpf.MapSpec{Type: typ, KeySize: 4, ValueSize: 8, MaxEntries: 1})
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { m.Close() })
+		return m
+	}
+	bucket, refused := newMap(ebpf.Array), newMap(ebpf.PerCPUArray)
+	if err := bucket.Put(uint32(0), uint64(1)<<62); err != nil {
+		b.Fatal(err)
+	}
+	const pass, drop = 2, 1
+	const padi = 0x6388 // 0x8863 as a little-endian load sees it
+	lookup := func(m *ebpf.Map) asm.Instructions {
+		return asm.Instructions{
+			asm.LoadMapPtr(asm.R1, m.FD()),
+			asm.Mov.Reg(asm.R2, asm.RFP),
+			asm.Add.Imm(asm.R2, -4),
+			asm.FnMapLookupElem.Call(),
+		}
+	}
+	insns := asm.Instructions{
+		asm.LoadMem(asm.R2, asm.R1, 0, asm.Word), // data
+		asm.LoadMem(asm.R3, asm.R1, 4, asm.Word), // data_end
+		asm.Mov.Reg(asm.R4, asm.R2),
+		asm.Add.Imm(asm.R4, 14),
+		asm.JGT.Reg(asm.R4, asm.R3, "pass"),
+		asm.LoadMem(asm.R5, asm.R2, 12, asm.Half),
+		asm.JNE.Imm(asm.R5, padi, "pass"),
+		asm.FnKtimeGetCoarseNs.Call(),
+		asm.Mov.Reg(asm.R6, asm.R0),
+		asm.StoreImm(asm.RFP, -4, 0, asm.Word),
+	}
+	insns = append(insns, lookup(bucket)...)
+	insns = append(insns,
+		asm.JEq.Imm(asm.R0, 0, "pass"),
+		asm.LoadMem(asm.R7, asm.R0, 0, asm.DWord),
+		asm.JLE.Reg(asm.R7, asm.R6, "pass"), // conforms: passed
+	)
+	insns = append(insns, lookup(refused)...)
+	counted := func() uint64 {
+		var perCPU []uint64
+		if err := refused.Lookup(uint32(0), &perCPU); err != nil {
+			b.Fatal(err)
+		}
+		var n uint64
+		for _, v := range perCPU {
+			n += v
+		}
+		return n
+	}
+	return xdpProg(b, "rcv_floor_gcra", append(insns,
+		asm.JEq.Imm(asm.R0, 0, "drop"),
+		asm.LoadMem(asm.R1, asm.R0, 0, asm.DWord),
+		asm.Add.Imm(asm.R1, 1),
+		asm.StoreMem(asm.R0, 0, asm.R1, asm.DWord),
+		asm.Mov.Imm(asm.R0, drop).WithSymbol("drop"),
+		asm.Return(),
+		asm.Mov.Imm(asm.R0, pass).WithSymbol("pass"),
+		asm.Return(),
+	)), counted
+}
+
 // emptyProg passes every frame.
 func emptyProg(b *testing.B) *ebpf.Program {
 	return xdpProg(b, "rcv_empty", asm.Instructions{asm.Mov.Imm(asm.R0, 2), asm.Return()})
