@@ -70,20 +70,21 @@ __noinline int level_step(struct cac_limit *l, struct cac_bucket *b, __u64 now, 
 	}
 }
 
-/* give_back returns what the first n levels took. */
-static __always_inline void give_back(struct level *lv, int n)
+/* give_back returns what the first n levels took, of the levels in force
+ * (a bit each, by index). */
+static __always_inline void give_back(struct level *lv, __u32 in, int n)
 {
 #pragma unroll
 	for (int j = 0; j < L_COUNT; j++) {
-		if (j < n)
+		if (j < n && (in & 1 << j))
 			level_step(lv[j].limit, lv[j].bucket, 0, STEP_GIVE_BACK, 0);
 	}
 }
 
 /* admit returns ADMITTED or the reason for a call of class under the
- * limits of slot; *now_out is the time it read. */
+ * limits of slot at now. */
 static __always_inline int admit(struct xdp_md *ctx, struct frame *f, __u32 class, __u32 slot, int with_agents,
-				 int with_user, __u64 *now_out)
+				 int with_user, __u64 now)
 {
 	__u32 zero = 0;
 	struct cac_limits *lim = bpf_map_lookup_elem(&limits, &slot);
@@ -100,8 +101,6 @@ static __always_inline int admit(struct xdp_md *ctx, struct frame *f, __u32 clas
 	struct cac_buckets *bk = bpf_map_lookup_elem(&buckets, &zero);
 	if (!bk)
 		return ADMITTED;
-	__u64 now = now_ns();
-	*now_out = now;
 
 	/* A known SIP peer is held by its agent's bucket instead of an
 	 * automatic one; its request is stamped whatever the verdict, even a
@@ -132,9 +131,18 @@ static __always_inline int admit(struct xdp_md *ctx, struct frame *f, __u32 clas
 	struct level lv[L_COUNT] = {
 		[L_CLASS] = {&lim->level[class], &bk->level[class]},
 	};
-	if (!malformed && !indialog)
+	/* The levels that may apply, a bit each: level_step passes the
+	 * others, and a call saved is a tenth of a refused PADI's own cost.
+	 * A scalar, so testing it forks no pointer's state for the verifier. */
+	__u32 in = 1 << L_CLASS;
+	/* Above them, in the same word for want of stack: the source is not
+	 * in the per-source table. */
+#define NEW_SOURCE (1 << L_COUNT)
+	if (!malformed && !indialog) {
 		lv[L_ENVIRONMENT] = (struct level){&lim->level[CAC_LEVEL_ENVIRONMENT],
 						   &bk->level[CAC_LEVEL_ENVIRONMENT]};
+		in |= 1 << L_ENVIRONMENT;
+	}
 	/* Trusted first: a stranger's call leaves the reserve of the shared
 	 * levels to the session agents, whose calls may take it. */
 	__u64 class_reserve = 0, env_reserve = 0;
@@ -167,6 +175,7 @@ static __always_inline int admit(struct xdp_md *ctx, struct frame *f, __u32 clas
 		lv[L_ACCOUNT].bucket = bpf_map_lookup_elem(&account_buckets, &a);
 		lv[L_CUSTOMER].limit = bpf_map_lookup_elem(&customer_limits, &cl);
 		lv[L_CUSTOMER].bucket = bpf_map_lookup_elem(&customer_buckets, &c);
+		in |= 1 << L_ACCOUNT | 1 << L_CUSTOMER;
 	}
 
 	if (agent != NO_AGENT) { /* never in-dialog: that returned above */
@@ -174,21 +183,23 @@ static __always_inline int admit(struct xdp_md *ctx, struct frame *f, __u32 clas
 		struct cac_agent *ag = bpf_map_lookup_elem(&agent_limits, &al);
 		lv[L_AGENT].limit = (void *)ag; /* the limit is its first member */
 		lv[L_AGENT].bucket = bpf_map_lookup_elem(&agent_buckets, &agent);
+		in |= 1 << L_AGENT;
 	}
 
 	/* The per-source table is looked up, never filled, before the
 	 * verdict: a source it does not know has a full bucket. */
 	union source_words src; /* aligned for source_store */
-	int new_source = 0;
 	if (per_source && !acct && agent == NO_AGENT && source_of(f, class, cls, &src.s)) {
 		lv[L_SOURCE].limit = &cls->per_source;
 		lv[L_SOURCE].bucket = bpf_map_lookup_elem(&sources, &src);
-		new_source = !lv[L_SOURCE].bucket;
+		in |= 1 << L_SOURCE;
+		if (!lv[L_SOURCE].bucket)
+			in |= NEW_SOURCE;
 	}
 
 #pragma unroll
 	for (int i = 0; i < L_COUNT; i++) {
-		if (!level_step(lv[i].limit, lv[i].bucket, now, STEP_CONFORMS, RESERVE(i)))
+		if ((in & 1 << i) && !level_step(lv[i].limit, lv[i].bucket, now, STEP_CONFORMS, RESERVE(i)))
 			return LEVEL_REASON(i);
 	}
 	/* The charge budget is checked with the buckets, before anything is
@@ -212,32 +223,32 @@ static __always_inline int admit(struct xdp_md *ctx, struct frame *f, __u32 clas
 	int taken = L_COUNT, reason = ADMITTED;
 #pragma unroll
 	for (int i = 0; i < L_COUNT; i++) {
-		if (!level_step(lv[i].limit, lv[i].bucket, now, STEP_TAKE, RESERVE(i))) {
+		if ((in & 1 << i) && !level_step(lv[i].limit, lv[i].bucket, now, STEP_TAKE, RESERVE(i))) {
 			taken = i;
 			reason = LEVEL_REASON(i);
 			break;
 		}
 	}
 	if (reason != ADMITTED) {
-		give_back(lv, taken); /* another CPU got there first */
+		give_back(lv, in, taken); /* another CPU got there first */
 		return reason;
 	}
 	if (charged) {
 		reason = charge_commit(ca, &cc);
 		if (reason != ADMITTED) {
-			give_back(lv, L_COUNT);
+			give_back(lv, in, L_COUNT);
 			return reason;
 		}
 
 	}
-	if (new_source) {
+	if (in & NEW_SOURCE) {
 		/* Admitted: the new source enters with one call taken. If another
 		 * CPU entered it first, this call takes from that bucket. */
 		struct cac_bucket b = {.tat_ns = now + cls->per_source.interval_ns};
 		if (bpf_map_update_elem(&sources, &src, &b, BPF_NOEXIST) == -EEXIST) {
 			struct cac_bucket *sb = bpf_map_lookup_elem(&sources, &src);
 			if (sb && !bucket_take(&cls->per_source, sb, now, 0)) {
-				give_back(lv, L_COUNT);
+				give_back(lv, in, L_COUNT);
 				charge_give_back(&cc);
 				return CAC_REASON_SOURCE;
 			}

@@ -20,28 +20,32 @@
 #include "sessions.h"
 #include "session_note.h"
 
-/* refused_again records a reject for reason (class above it): of a first
- * packet admit_call refused, of a retransmission refused again, or of an
- * INVITE refused for capacity before admit_call; with user, named by the
- * authentication rule user_account found for it. A function of its own,
- * so that the record's key and value have a frame of their own. */
-__noinline int refused_again(struct xdp_md *ctx, __u64 where, __u32 reason, __u32 user)
+/* refused_again records a reject for reason (class above it) at now: of a
+ * first packet admit_call refused, of a retransmission refused again, or
+ * of an INVITE refused for capacity before admit_call; with user, named by
+ * the authentication rule user_account found for it. A function of its
+ * own, so that the record's key and value have a frame of their own. now
+ * is the time of the verdict, so that the record counts in the second the
+ * buckets judged it in, and the clock is read once. */
+__noinline int refused_again(struct xdp_md *ctx, __u64 where, __u32 reason, __u32 user, __u64 now)
 {
 	__u32 class = code_arg(reason);
 	reason = code_of(reason);
 	if (reason < CAC_NUM_REASONS && class < CAC_NUM_CLASSES)
-		record_reject(ctx, where_source(where), class, reason, now_ns(), user & 1);
+		record_reject(ctx, where_source(where), class, reason, now, user & 1);
 	return 0;
 }
 
 /*
- * admit_call admits or rejects one first packet; its caller records a
- * reject (refused_again). It is a global function, so the verifier checks the admission pipeline once
- * instead of once for every way through the parsers; where packs the
- * class, where the source is and the slot of limits in force (admit_pack,
- * where.h; a BPF function has five arguments).
+ * admit_call admits or rejects one first packet at now; its caller
+ * records a reject (refused_again), so that no call chain under it is
+ * three frames deep. It is a global function, so the verifier checks the
+ * admission pipeline once instead of once for every way through the
+ * parsers; where packs the class, where the source is and the slot of
+ * limits in force (admit_pack, where.h; a BPF function has five
+ * arguments).
  */
-__noinline int admit_call(struct xdp_md *ctx, __u64 where)
+__noinline int admit_call(struct xdp_md *ctx, __u64 where, __u64 now)
 {
 	struct frame f = {
 		.data = (void *)(long)ctx->data,
@@ -52,15 +56,10 @@ __noinline int admit_call(struct xdp_md *ctx, __u64 where)
 		.family = admit_family(where),
 	};
 	__u32 class = admit_class(where);
-	__u64 now = 0;
-	int reason = admit(ctx, &f, class, admit_slot(where), admit_agents(where), admit_user(where), &now);
+	int reason = admit(ctx, &f, class, admit_slot(where), admit_agents(where), admit_user(where), now);
 	/* Either of its two buckets holds a malformed frame for one reason. */
 	if (reason != ADMITTED && class == CAC_CLASS_MALFORMED)
 		reason = CAC_REASON_MALFORMED;
-	/* Under authentication rules, user_scratch names the rule that held
-	 * this very request. */
-	if (reason != ADMITTED)
-		refused_again(ctx, where_pack(f.l3off, f.family, f.vlans, 0, 0, 0), code_pack(reason, class), 1);
 	return reason;
 }
 
@@ -229,13 +228,15 @@ static __always_inline int verdict(struct xdp_md *ctx, __u64 where, __u32 result
 	int sip = is_sip_request(class);
 	int agents = sip && (policy & POLICY_AGENTS);
 	int limited = (policy & POLICY_LIMITED(class)) || agents;
+	/* The time of the verdict, read once for all that judges it. */
+	__u64 now = limited ? now_ns() : 0;
 	__u64 txmsg = msg_pack(msgoff, msglen);
 	/* A retransmission of an INVITE transaction takes nothing: passed if
 	 * the filter admitted it, refused again if not (invite.h). Looked for
 	 * only where a limit would charge it. */
 	int again = RETRANSMIT_NONE;
 	if (limited && class == CAC_CLASS_SIP_INVITE)
-		again = invite_retransmit(ctx, txmsg, l3, now_ns());
+		again = invite_retransmit(ctx, txmsg, l3, now);
 	/* An ICRQ of a tunnel the filter translates: only the LAC's next
 	 * message is judged; a copy takes nothing (l2tp_lac.h). */
 	int tunnel = L2TP_UNKNOWN;
@@ -260,7 +261,7 @@ static __always_inline int verdict(struct xdp_md *ctx, __u64 where, __u32 result
 		else
 			st->l2tp_retransmits++;
 		reason = again;
-		refused_again(ctx, where_source(where), code_pack(reason, class), 0);
+		refused_again(ctx, where_source(where), code_pack(reason, class), 0, now ? now : now_ns());
 	} else if (limited) {
 		__u64 l3off = where_l3off(where), family = where_family(where), vlans = where_vlans(where);
 		/* The authentication rules are read here, not under
@@ -278,19 +279,24 @@ static __always_inline int verdict(struct xdp_md *ctx, __u64 where, __u32 result
 			if (took)
 				reason = ADMITTED;
 			else if (reason != ADMITTED)
-				refused_again(ctx, where_source(where), code_pack(reason, class), user);
+				refused_again(ctx, where_source(where), code_pack(reason, class), user, now);
 		}
 		if (reason == ADMITTED) {
-			reason = admit_call(ctx, admit_with_user(admit_pack(class, l3off, vlans, family, policy & POLICY_SLOT, agents), user));
+			reason = admit_call(ctx, admit_with_user(admit_pack(class, l3off, vlans, family, policy & POLICY_SLOT, agents), user),
+					    now);
 			if (reason != ADMITTED && took)
 				session_give_back(ctx, where);
+			/* Under authentication rules, user_scratch names the
+			 * rule that held this very request. */
+			if (reason != ADMITTED)
+				refused_again(ctx, where_source(where), code_pack(reason, class), 1, now);
 		}
 		/* A refused INVITE is remembered for its retransmissions. */
 		if (reason != ADMITTED && class == CAC_CLASS_SIP_INVITE)
-			invite_refused(ctx, txmsg, l3, now_ns(), reason);
+			invite_refused(ctx, txmsg, l3, now, reason);
 	}
 	if (reason == ADMITTED && class == CAC_CLASS_SIP_INVITE)
-		invite_admitted(ctx, txmsg, l3, now_ns());
+		invite_admitted(ctx, txmsg, l3, now ? now : now_ns());
 	if (reason == ADMITTED) {
 		cs->admitted++;
 		if (tunnel == L2TP_NEW || tunnel == L2TP_AHEAD)
