@@ -152,9 +152,9 @@ static __always_inline __u64 verdict_where(struct frame *f)
  * verdict admits or rejects a first packet, an in-dialog request or a
  * malformed frame, counts every watched frame, and returns what XDP does
  * with it. where is verdict_where's packing: l3off and family as the SIP
- * functions want them, VLANs, the message. (Inlined: as a global function it would put a
- * fourth frame of 96 bytes over admit_call's 336 on the deepest call
- * chain, past the 512 bytes of stack the verifier allows.)
+ * functions want them, VLANs, the message. (Inlined: as a global function
+ * it would put a frame of its own under admit_call's 352 bytes on the
+ * deepest call chain, past the 512 bytes of stack the verifier allows.)
  */
 static __always_inline int verdict(struct xdp_md *ctx, __u64 where, __u32 result)
 {
