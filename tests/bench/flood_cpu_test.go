@@ -148,6 +148,9 @@ func BenchmarkReceiveCPU(b *testing.B) {
 	setups = append(setups, rcvSetup{up: xdp(floorReadProg(b)), down: noXDP, rows: []rcvRow{
 		row("floor-read", "invite4", "invite4", false, nil), row("floor-read", "invite6", "invite6", false, nil),
 	}})
+	setups = append(setups, rcvSetup{up: xdp(floorLinesProg(b)), down: noXDP, rows: []rcvRow{
+		row("floor-lines", "invite4", "invite4", false, nil), row("floor-lines", "invite6", "invite6", false, nil),
+	}})
 	gcra, gcraRefused := floorGCRAProg(b)
 	setups = append(setups, rcvSetup{up: xdp(gcra), down: noXDP, rows: []rcvRow{
 		row("floor-gcra", "padi", "padi", false, gcraRefused),

@@ -1,0 +1,255 @@
+package bench
+
+import (
+	"testing"
+
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/asm"
+)
+
+// floorProg is the least a filter of these frames must do: Ethernet, then
+// PPPoE discovery (dropped), or IPv4 or IPv6, UDP, its destination port,
+// and a drop for 1701 and 5060; anything else passes.
+func floorProg(b *testing.B) *ebpf.Program {
+	return xdpProg(b, "rcv_floor", floorInsns("drop"))
+}
+
+// floorReadProg is floorProg that, for SIP (UDP 5060), also loads every
+// word of the datagram up to 2 KiB before it drops the frame: what a
+// filter that must see every header of a request reads at the least.
+func floorReadProg(b *testing.B) *ebpf.Program {
+	return xdpProg(b, "rcv_floor_read", floorInsns("read"))
+}
+
+// floorLinesProg is floorProg that, for SIP, also finds where the header
+// lines start, a word at a time as xdpcac's walk does, and looks at the
+// first letter of the line after the first newline of each word (a To
+// header's t): less than any filter that finds a To header wherever it
+// is must do, for it looks at no second newline of a word, no name past
+// its first letter and no value.
+func floorLinesProg(b *testing.B) *ebpf.Program {
+	return xdpProg(b, "rcv_floor_lines", floorInsns("lines"))
+}
+
+// floorInsns is the floor, with what it does for SIP: "drop", "read" or
+// "lines".
+func floorInsns(sip string) asm.Instructions {
+	const pass, drop = 2, 1
+	// Ethertypes and ports as a little-endian load of network order sees them.
+	swap := func(v uint16) int32 { return int32(v>>8 | v<<8&0xff00) }
+	insns := asm.Instructions{
+		asm.LoadMem(asm.R2, asm.R1, 0, asm.Word), // data
+		asm.LoadMem(asm.R3, asm.R1, 4, asm.Word), // data_end
+		asm.Mov.Reg(asm.R4, asm.R2),
+		asm.Add.Imm(asm.R4, 14),
+		asm.JGT.Reg(asm.R4, asm.R3, "pass"),
+		asm.LoadMem(asm.R5, asm.R2, 12, asm.Half),
+		asm.JEq.Imm(asm.R5, swap(0x8863), "drop"),
+		asm.JEq.Imm(asm.R5, swap(0x86dd), "v6"),
+		asm.JNE.Imm(asm.R5, swap(0x0800), "pass"),
+		// IPv4: the protocol, the header length, then the UDP header.
+		asm.Mov.Reg(asm.R4, asm.R2),
+		asm.Add.Imm(asm.R4, 14+20),
+		asm.JGT.Reg(asm.R4, asm.R3, "pass"),
+		asm.LoadMem(asm.R5, asm.R2, 14+9, asm.Byte),
+		asm.JNE.Imm(asm.R5, 17, "pass"),
+		asm.LoadMem(asm.R5, asm.R2, 14, asm.Byte),
+		asm.And.Imm(asm.R5, 0x0f),
+		asm.LSh.Imm(asm.R5, 2),
+		asm.JLT.Imm(asm.R5, 20, "pass"),
+		asm.Mov.Reg(asm.R4, asm.R2),
+		asm.Add.Imm(asm.R4, 14),
+		asm.Add.Reg(asm.R4, asm.R5), // the UDP header
+		asm.Ja.Label("udp"),
+		// IPv6: the next header, then the UDP header at a fixed offset.
+		asm.Mov.Reg(asm.R4, asm.R2).WithSymbol("v6"),
+		asm.Add.Imm(asm.R4, 14+40),
+		asm.JGT.Reg(asm.R4, asm.R3, "pass"),
+		asm.LoadMem(asm.R5, asm.R2, 14+6, asm.Byte),
+		asm.JNE.Imm(asm.R5, 17, "pass"),
+		asm.Mov.Reg(asm.R4, asm.R2),
+		asm.Add.Imm(asm.R4, 14+40),
+		asm.Mov.Reg(asm.R5, asm.R4).WithSymbol("udp"),
+		asm.Add.Imm(asm.R5, 8),
+		asm.JGT.Reg(asm.R5, asm.R3, "pass"),
+		asm.LoadMem(asm.R5, asm.R4, 2, asm.Half),
+		asm.JEq.Imm(asm.R5, swap(1701), "drop"),
+		asm.JEq.Imm(asm.R5, swap(5060), sip),
+		asm.Mov.Imm(asm.R0, pass).WithSymbol("pass"),
+		asm.Return(),
+		asm.Mov.Imm(asm.R0, drop).WithSymbol("drop"),
+		asm.Return(),
+	}
+	switch sip {
+	case "drop":
+		return insns
+	case "lines":
+		return append(insns, linesInsns(drop)...)
+	}
+	// R4 is the UDP header: fold every word after it into R7, at most
+	// 256 of them, and keep the sum alive by testing it.
+	return append(insns,
+		asm.Mov.Reg(asm.R6, asm.R4).WithSymbol("read"),
+		asm.Add.Imm(asm.R6, 8),
+		asm.Mov.Imm(asm.R7, 0),
+		asm.Mov.Imm(asm.R8, 0),
+		asm.Mov.Reg(asm.R9, asm.R6).WithSymbol("word"),
+		asm.Add.Imm(asm.R9, 8),
+		asm.JGT.Reg(asm.R9, asm.R3, "read_end"),
+		asm.LoadMem(asm.R5, asm.R6, 0, asm.DWord),
+		asm.Xor.Reg(asm.R7, asm.R5),
+		asm.Add.Imm(asm.R6, 8),
+		asm.Add.Imm(asm.R8, 1),
+		asm.JLT.Imm(asm.R8, 256, "word"),
+		asm.JEq.Imm(asm.R7, 0x5a5a, "pass").WithSymbol("read_end"),
+		asm.Mov.Imm(asm.R0, drop),
+		asm.Return(),
+	)
+}
+
+// linesInsns is floorLinesProg's part for SIP, from R4 the UDP header:
+// every word of the datagram, at most 256, and the word after it: the
+// bytes of the word that are newlines (those of w ^ 0x0a.. that are zero)
+// and, of those, the ones the next byte of which is a t in either case,
+// or-ed into R7. Without a branch that comes back together, so that the
+// verifier walks one path a word. R7 is tested, so that none of it can be
+// left out.
+func linesInsns(drop int32) asm.Instructions {
+	const ones, highs = 0x0101010101010101, -0x7f7f7f7f7f7f7f80 // 0x8080808080808080
+	// zeroBytes marks in R0 the zero bytes of R0, with R1 for scratch.
+	zeroBytes := asm.Instructions{
+		asm.Mov.Reg(asm.R1, asm.R0),
+		asm.LoadImm(asm.R2, ones, asm.DWord),
+		asm.Sub.Reg(asm.R1, asm.R2),
+		asm.Xor.Imm(asm.R0, -1),
+		asm.And.Reg(asm.R0, asm.R1),
+		asm.LoadImm(asm.R2, highs, asm.DWord),
+		asm.And.Reg(asm.R0, asm.R2),
+	}
+	insns := asm.Instructions{
+		asm.Mov.Reg(asm.R6, asm.R4).WithSymbol("lines"),
+		asm.Add.Imm(asm.R6, 8),
+		asm.Mov.Imm(asm.R7, 0),
+		asm.Mov.Imm(asm.R8, 0),
+		asm.Mov.Reg(asm.R9, asm.R6).WithSymbol("line_word"),
+		asm.Add.Imm(asm.R9, 16),
+		asm.JGT.Reg(asm.R9, asm.R3, "lines_end"),
+		asm.LoadMem(asm.R5, asm.R6, 0, asm.DWord),
+		asm.LoadMem(asm.R9, asm.R6, 8, asm.DWord),
+		// The newlines of the word, in R0, kept in R9's stead below.
+		asm.LoadImm(asm.R0, 0x0a0a0a0a0a0a0a0a, asm.DWord),
+		asm.Xor.Reg(asm.R0, asm.R5),
+	}
+	insns = append(insns, zeroBytes...)
+	insns = append(insns,
+		// The word one byte on: byte i is the message's byte after i.
+		asm.RSh.Imm(asm.R5, 8),
+		asm.LSh.Imm(asm.R9, 56),
+		asm.Or.Reg(asm.R5, asm.R9),
+		asm.Mov.Reg(asm.R9, asm.R0),
+		asm.LoadImm(asm.R0, 0x2020202020202020, asm.DWord),
+		asm.Or.Reg(asm.R0, asm.R5),
+		asm.LoadImm(asm.R2, 0x7474747474747474, asm.DWord),
+		asm.Xor.Reg(asm.R0, asm.R2),
+	)
+	insns = append(insns, zeroBytes...)
+	return append(insns,
+		asm.And.Reg(asm.R0, asm.R9),
+		asm.Or.Reg(asm.R7, asm.R0),
+		asm.Add.Imm(asm.R6, 8),
+		asm.Add.Imm(asm.R8, 1),
+		asm.JLT.Imm(asm.R8, 256, "line_word"),
+		asm.JEq.Imm(asm.R7, 0x5a5a, "pass").WithSymbol("lines_end"),
+		asm.Mov.Imm(asm.R0, drop),
+		asm.Return(),
+	)
+}
+
+// floorGCRAProg is the least any rate limit does with a PADI it refuses:
+// floorProg's Ethernet test, the coarse clock, one bucket's theoretical
+// arrival time compared with it (GCRA, as xdpcac and nftables keep a
+// limit), and a per-CPU count of the refusal. The bucket's time lies far
+// ahead, so every PADI is refused; anything else passes. It is the floor
+// of a refused PADI for a filter that keeps a limit at all: what xdpcac
+// does beyond it is classifying, its levels, and its reject record. The
+// function it returns reads how many it refused.
+func floorGCRAProg(b *testing.B) (*ebpf.Program, func() uint64) {
+	b.Helper()
+	newMap := func(typ ebpf.MapType) *ebpf.Map {
+		m, err := ebpf.NewMap(&ebpf.MapSpec{Type: typ, KeySize: 4, ValueSize: 8, MaxEntries: 1})
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { m.Close() })
+		return m
+	}
+	bucket, refused := newMap(ebpf.Array), newMap(ebpf.PerCPUArray)
+	if err := bucket.Put(uint32(0), uint64(1)<<62); err != nil {
+		b.Fatal(err)
+	}
+	const pass, drop = 2, 1
+	const padi = 0x6388 // 0x8863 as a little-endian load sees it
+	lookup := func(m *ebpf.Map) asm.Instructions {
+		return asm.Instructions{
+			asm.LoadMapPtr(asm.R1, m.FD()),
+			asm.Mov.Reg(asm.R2, asm.RFP),
+			asm.Add.Imm(asm.R2, -4),
+			asm.FnMapLookupElem.Call(),
+		}
+	}
+	insns := asm.Instructions{
+		asm.LoadMem(asm.R2, asm.R1, 0, asm.Word), // data
+		asm.LoadMem(asm.R3, asm.R1, 4, asm.Word), // data_end
+		asm.Mov.Reg(asm.R4, asm.R2),
+		asm.Add.Imm(asm.R4, 14),
+		asm.JGT.Reg(asm.R4, asm.R3, "pass"),
+		asm.LoadMem(asm.R5, asm.R2, 12, asm.Half),
+		asm.JNE.Imm(asm.R5, padi, "pass"),
+		asm.FnKtimeGetCoarseNs.Call(),
+		asm.Mov.Reg(asm.R6, asm.R0),
+		asm.StoreImm(asm.RFP, -4, 0, asm.Word),
+	}
+	insns = append(insns, lookup(bucket)...)
+	insns = append(insns,
+		asm.JEq.Imm(asm.R0, 0, "pass"),
+		asm.LoadMem(asm.R7, asm.R0, 0, asm.DWord),
+		asm.JLE.Reg(asm.R7, asm.R6, "pass"), // conforms: passed
+	)
+	insns = append(insns, lookup(refused)...)
+	counted := func() uint64 {
+		var perCPU []uint64
+		if err := refused.Lookup(uint32(0), &perCPU); err != nil {
+			b.Fatal(err)
+		}
+		var n uint64
+		for _, v := range perCPU {
+			n += v
+		}
+		return n
+	}
+	return xdpProg(b, "rcv_floor_gcra", append(insns,
+		asm.JEq.Imm(asm.R0, 0, "drop"),
+		asm.LoadMem(asm.R1, asm.R0, 0, asm.DWord),
+		asm.Add.Imm(asm.R1, 1),
+		asm.StoreMem(asm.R0, 0, asm.R1, asm.DWord),
+		asm.Mov.Imm(asm.R0, drop).WithSymbol("drop"),
+		asm.Return(),
+		asm.Mov.Imm(asm.R0, pass).WithSymbol("pass"),
+		asm.Return(),
+	)), counted
+}
+
+// emptyProg passes every frame.
+func emptyProg(b *testing.B) *ebpf.Program {
+	return xdpProg(b, "rcv_empty", asm.Instructions{asm.Mov.Imm(asm.R0, 2), asm.Return()})
+}
+
+func xdpProg(b *testing.B, name string, insns asm.Instructions) *ebpf.Program {
+	b.Helper()
+	p, err := ebpf.NewProgram(&ebpf.ProgramSpec{Name: name, Type: ebpf.XDP, License: "MIT", Instructions: insns})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { p.Close() })
+	return p
+}
