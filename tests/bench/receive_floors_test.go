@@ -86,34 +86,44 @@ func floorInsns(sip string) asm.Instructions {
 	case "lines":
 		return append(insns, linesInsns(drop)...)
 	}
-	// R4 is the UDP header: fold every word after it into R7, at most
-	// 256 of them, and keep the sum alive by testing it.
-	return append(insns,
-		asm.Mov.Reg(asm.R6, asm.R4).WithSymbol("read"),
+	// Every word of the datagram folded into R7.
+	return append(insns, datagramWords("read", 0, drop, asm.Instructions{
+		asm.Xor.Reg(asm.R7, asm.R5),
+	})...)
+}
+
+// datagramWords is a SIP floor's loop, from R4 the UDP header: at most 256
+// words of the datagram, each loaded into R5 for body while it and ahead
+// bytes after it are in the frame, body's findings kept in R7, which is
+// tested at the end so that none of it can be left out. body may use R0,
+// R1, R2, R5 and R9.
+func datagramWords(name string, ahead int32, drop int32, body asm.Instructions) asm.Instructions {
+	insns := asm.Instructions{
+		asm.Mov.Reg(asm.R6, asm.R4).WithSymbol(name),
 		asm.Add.Imm(asm.R6, 8),
 		asm.Mov.Imm(asm.R7, 0),
 		asm.Mov.Imm(asm.R8, 0),
-		asm.Mov.Reg(asm.R9, asm.R6).WithSymbol("word"),
-		asm.Add.Imm(asm.R9, 8),
-		asm.JGT.Reg(asm.R9, asm.R3, "read_end"),
+		asm.Mov.Reg(asm.R9, asm.R6).WithSymbol(name + "_word"),
+		asm.Add.Imm(asm.R9, 8+ahead),
+		asm.JGT.Reg(asm.R9, asm.R3, name+"_end"),
 		asm.LoadMem(asm.R5, asm.R6, 0, asm.DWord),
-		asm.Xor.Reg(asm.R7, asm.R5),
+	}
+	insns = append(insns, body...)
+	return append(insns,
 		asm.Add.Imm(asm.R6, 8),
 		asm.Add.Imm(asm.R8, 1),
-		asm.JLT.Imm(asm.R8, 256, "word"),
-		asm.JEq.Imm(asm.R7, 0x5a5a, "pass").WithSymbol("read_end"),
+		asm.JLT.Imm(asm.R8, 256, name+"_word"),
+		asm.JEq.Imm(asm.R7, 0x5a5a, "pass").WithSymbol(name+"_end"),
 		asm.Mov.Imm(asm.R0, drop),
 		asm.Return(),
 	)
 }
 
-// linesInsns is floorLinesProg's part for SIP, from R4 the UDP header:
-// every word of the datagram, at most 256, and the word after it: the
-// bytes of the word that are newlines (those of w ^ 0x0a.. that are zero)
-// and, of those, the ones the next byte of which is a t in either case,
-// or-ed into R7. Without a branch that comes back together, so that the
-// verifier walks one path a word. R7 is tested, so that none of it can be
-// left out.
+// linesInsns is floorLinesProg's part for SIP: of each word of the
+// datagram and the word after it, the bytes of the word that are newlines
+// (those of w ^ 0x0a.. that are zero) and, of those, the ones the next
+// byte of which is a t in either case, or-ed into R7. Without a branch
+// that comes back together, so that the verifier walks one path a word.
 func linesInsns(drop int32) asm.Instructions {
 	const ones, highs = 0x0101010101010101, -0x7f7f7f7f7f7f7f80 // 0x8080808080808080
 	// zeroBytes marks in R0 the zero bytes of R0, with R1 for scratch.
@@ -127,14 +137,6 @@ func linesInsns(drop int32) asm.Instructions {
 		asm.And.Reg(asm.R0, asm.R2),
 	}
 	insns := asm.Instructions{
-		asm.Mov.Reg(asm.R6, asm.R4).WithSymbol("lines"),
-		asm.Add.Imm(asm.R6, 8),
-		asm.Mov.Imm(asm.R7, 0),
-		asm.Mov.Imm(asm.R8, 0),
-		asm.Mov.Reg(asm.R9, asm.R6).WithSymbol("line_word"),
-		asm.Add.Imm(asm.R9, 16),
-		asm.JGT.Reg(asm.R9, asm.R3, "lines_end"),
-		asm.LoadMem(asm.R5, asm.R6, 0, asm.DWord),
 		asm.LoadMem(asm.R9, asm.R6, 8, asm.DWord),
 		// The newlines of the word, in R0, kept in R9's stead below.
 		asm.LoadImm(asm.R0, 0x0a0a0a0a0a0a0a0a, asm.DWord),
@@ -153,16 +155,10 @@ func linesInsns(drop int32) asm.Instructions {
 		asm.Xor.Reg(asm.R0, asm.R2),
 	)
 	insns = append(insns, zeroBytes...)
-	return append(insns,
+	return datagramWords("lines", 8, drop, append(insns,
 		asm.And.Reg(asm.R0, asm.R9),
 		asm.Or.Reg(asm.R7, asm.R0),
-		asm.Add.Imm(asm.R6, 8),
-		asm.Add.Imm(asm.R8, 1),
-		asm.JLT.Imm(asm.R8, 256, "line_word"),
-		asm.JEq.Imm(asm.R7, 0x5a5a, "pass").WithSymbol("lines_end"),
-		asm.Mov.Imm(asm.R0, drop),
-		asm.Return(),
-	)
+	))
 }
 
 // floorGCRAProg is the least any rate limit does with a PADI it refuses:
