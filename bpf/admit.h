@@ -131,9 +131,10 @@ static __always_inline int admit(struct xdp_md *ctx, struct frame *f, __u32 clas
 	struct level lv[L_COUNT] = {
 		[L_CLASS] = {&lim->level[class], &bk->level[class]},
 	};
-	/* The levels that may apply, a bit each: level_step passes the
-	 * others, and a call saved is a tenth of a refused PADI's own cost.
-	 * A scalar, so testing it forks no pointer's state for the verifier. */
+	/* The levels that may apply, a bit each: level_step would pass the
+	 * others, at the price of a call each (a refused PADI of a class
+	 * limit made five calls, three for levels that do not apply). A
+	 * scalar, so testing it forks no pointer's state for the verifier. */
 	__u32 in = 1 << L_CLASS;
 	/* Above them, in the same word for want of stack: the source is not
 	 * in the per-source table. */
