@@ -22,11 +22,10 @@ func floorReadProg(b *testing.B) *ebpf.Program {
 }
 
 // floorLinesProg is floorProg that, for SIP, also finds where the header
-// lines start, a word at a time as xdpcac's walk does, and looks at the
-// first letter of the line after the first newline of each word (a To
-// header's t): less than any filter that finds a To header wherever it
-// is must do, for it looks at no second newline of a word, no name past
-// its first letter and no value.
+// lines start, a word at a time as xdpcac's walk does, and whether each
+// line starts with a t (a To header's): less than any filter that finds
+// a To header wherever it is must do, for it reads no name past its first
+// letter and no value.
 func floorLinesProg(b *testing.B) *ebpf.Program {
 	return xdpProg(b, "rcv_floor_lines", floorInsns("lines"))
 }
