@@ -47,9 +47,12 @@ type rcvSample struct {
 // figure is the thread's CPU time divided by the frames it received.
 // Every row is compared with the floor of its round: a hand-written XDP
 // program that reads what a filter of that frame must read and drops it.
-// Each row runs twice a round, flat out and paced (receive_paced_test.go),
-// and each way has a table of its own. BENCHMARKS.md, "Receiving CPU per
-// frame" and "Receiving CPU paced, and reject records in slots", has the
+// Beside it, floors that do more of the job with nothing of xdpcac's
+// (receive_floors_test.go): a bare rate limit of PADI, and the search
+// for a To header's line in an INVITE. Each row runs twice a round, flat
+// out and paced (receive_paced_test.go), and each way has a table of its
+// own. BENCHMARKS.md, "Receiving CPU per frame", "Receiving CPU paced,
+// and reject records in slots" and "A refused PADI made cheaper", has the
 // method.
 func BenchmarkReceiveCPU(b *testing.B) {
 	testenv.RequireBPF(b)
