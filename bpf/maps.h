@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
 /*
- * Every map of the two programs, in one place. An attachment is one
- * interface's XDP program with its egress program; the loader gives every
- * attachment of a state directory the same maps but for the few that are
- * its own (loader.Shared), and the egress program the XDP program's maps
- * in place of its own, so that what one learns the other reads.
+ * Every map of the two programs, here and in reject_maps.h. An attachment
+ * is one interface's XDP program with its egress program; the loader gives
+ * every attachment of a state directory the same maps but for the few that
+ * are its own (loader.Shared), and the egress program the XDP program's
+ * maps in place of its own, so that what one learns the other reads.
  *
  * The egress program (tc_dialogs.c defines CAC_EGRESS) has only the first
  * group: an object carries every map it defines, and the loader would make
