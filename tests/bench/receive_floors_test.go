@@ -7,6 +7,26 @@ import (
 	"github.com/cilium/ebpf/asm"
 )
 
+// What an XDP program returns.
+const xdpDrop, xdpPass = 1, 2
+
+// netOrder is a 16-bit field of network order as a little-endian load
+// sees it: an Ethertype or a port.
+func netOrder(v uint16) int32 { return int32(v>>8 | v<<8&0xff00) }
+
+// etherType loads a frame's data and data_end into R2 and R3 and its
+// Ethertype into R5, or goes to "pass" for a frame too short to have one.
+func etherType() asm.Instructions {
+	return asm.Instructions{
+		asm.LoadMem(asm.R2, asm.R1, 0, asm.Word), // data
+		asm.LoadMem(asm.R3, asm.R1, 4, asm.Word), // data_end
+		asm.Mov.Reg(asm.R4, asm.R2),
+		asm.Add.Imm(asm.R4, 14),
+		asm.JGT.Reg(asm.R4, asm.R3, "pass"),
+		asm.LoadMem(asm.R5, asm.R2, 12, asm.Half),
+	}
+}
+
 // floorProg is the least a filter of these frames must do: Ethernet, then
 // PPPoE discovery (dropped), or IPv4 or IPv6, UDP, its destination port,
 // and a drop for 1701 and 5060; anything else passes.
@@ -33,19 +53,10 @@ func floorLinesProg(b *testing.B) *ebpf.Program {
 // floorInsns is the floor, with what it does for SIP: "drop", "read" or
 // "lines".
 func floorInsns(sip string) asm.Instructions {
-	const pass, drop = 2, 1
-	// Ethertypes and ports as a little-endian load of network order sees them.
-	swap := func(v uint16) int32 { return int32(v>>8 | v<<8&0xff00) }
-	insns := asm.Instructions{
-		asm.LoadMem(asm.R2, asm.R1, 0, asm.Word), // data
-		asm.LoadMem(asm.R3, asm.R1, 4, asm.Word), // data_end
-		asm.Mov.Reg(asm.R4, asm.R2),
-		asm.Add.Imm(asm.R4, 14),
-		asm.JGT.Reg(asm.R4, asm.R3, "pass"),
-		asm.LoadMem(asm.R5, asm.R2, 12, asm.Half),
-		asm.JEq.Imm(asm.R5, swap(0x8863), "drop"),
-		asm.JEq.Imm(asm.R5, swap(0x86dd), "v6"),
-		asm.JNE.Imm(asm.R5, swap(0x0800), "pass"),
+	insns := append(etherType(),
+		asm.JEq.Imm(asm.R5, netOrder(0x8863), "drop"),
+		asm.JEq.Imm(asm.R5, netOrder(0x86dd), "v6"),
+		asm.JNE.Imm(asm.R5, netOrder(0x0800), "pass"),
 		// IPv4: the protocol, the header length, then the UDP header.
 		asm.Mov.Reg(asm.R4, asm.R2),
 		asm.Add.Imm(asm.R4, 14+20),
@@ -72,21 +83,21 @@ func floorInsns(sip string) asm.Instructions {
 		asm.Add.Imm(asm.R5, 8),
 		asm.JGT.Reg(asm.R5, asm.R3, "pass"),
 		asm.LoadMem(asm.R5, asm.R4, 2, asm.Half),
-		asm.JEq.Imm(asm.R5, swap(1701), "drop"),
-		asm.JEq.Imm(asm.R5, swap(5060), sip),
-		asm.Mov.Imm(asm.R0, pass).WithSymbol("pass"),
+		asm.JEq.Imm(asm.R5, netOrder(1701), "drop"),
+		asm.JEq.Imm(asm.R5, netOrder(5060), sip),
+		asm.Mov.Imm(asm.R0, xdpPass).WithSymbol("pass"),
 		asm.Return(),
-		asm.Mov.Imm(asm.R0, drop).WithSymbol("drop"),
+		asm.Mov.Imm(asm.R0, xdpDrop).WithSymbol("drop"),
 		asm.Return(),
-	}
+	)
 	switch sip {
 	case "drop":
 		return insns
 	case "lines":
-		return append(insns, linesInsns(drop)...)
+		return append(insns, linesInsns()...)
 	}
 	// Every word of the datagram folded into R7.
-	return append(insns, datagramWords("read", 0, drop, asm.Instructions{
+	return append(insns, datagramWords("read", 0, asm.Instructions{
 		asm.Xor.Reg(asm.R7, asm.R5),
 	})...)
 }
@@ -96,7 +107,7 @@ func floorInsns(sip string) asm.Instructions {
 // bytes after it are in the frame, body's findings kept in R7, which is
 // tested at the end so that none of it can be left out. body may use R0,
 // R1, R2, R5 and R9.
-func datagramWords(name string, ahead int32, drop int32, body asm.Instructions) asm.Instructions {
+func datagramWords(name string, ahead int32, body asm.Instructions) asm.Instructions {
 	insns := asm.Instructions{
 		asm.Mov.Reg(asm.R6, asm.R4).WithSymbol(name),
 		asm.Add.Imm(asm.R6, 8),
@@ -113,7 +124,7 @@ func datagramWords(name string, ahead int32, drop int32, body asm.Instructions) 
 		asm.Add.Imm(asm.R8, 1),
 		asm.JLT.Imm(asm.R8, 256, name+"_word"),
 		asm.JEq.Imm(asm.R7, 0x5a5a, "pass").WithSymbol(name+"_end"),
-		asm.Mov.Imm(asm.R0, drop),
+		asm.Mov.Imm(asm.R0, xdpDrop),
 		asm.Return(),
 	)
 }
@@ -123,7 +134,7 @@ func datagramWords(name string, ahead int32, drop int32, body asm.Instructions) 
 // (those of w ^ 0x0a.. that are zero) and, of those, the ones the next
 // byte of which is a t in either case, or-ed into R7. Without a branch
 // that comes back together, so that the verifier walks one path a word.
-func linesInsns(drop int32) asm.Instructions {
+func linesInsns() asm.Instructions {
 	const ones, highs = 0x0101010101010101, -0x7f7f7f7f7f7f7f80 // 0x8080808080808080
 	// zeroBytes marks in R0 the zero bytes of R0, with R1 for scratch.
 	zeroBytes := asm.Instructions{
@@ -154,7 +165,7 @@ func linesInsns(drop int32) asm.Instructions {
 		asm.Xor.Reg(asm.R0, asm.R2),
 	)
 	insns = append(insns, zeroBytes...)
-	return datagramWords("lines", 8, drop, append(insns,
+	return datagramWords("lines", 8, append(insns,
 		asm.And.Reg(asm.R0, asm.R9),
 		asm.Or.Reg(asm.R7, asm.R0),
 	))
@@ -182,8 +193,6 @@ func floorGCRAProg(b *testing.B) (*ebpf.Program, func() uint64) {
 	if err := bucket.Put(uint32(0), uint64(1)<<62); err != nil {
 		b.Fatal(err)
 	}
-	const pass, drop = 2, 1
-	const padi = 0x6388 // 0x8863 as a little-endian load sees it
 	lookup := func(m *ebpf.Map) asm.Instructions {
 		return asm.Instructions{
 			asm.LoadMapPtr(asm.R1, m.FD()),
@@ -192,18 +201,12 @@ func floorGCRAProg(b *testing.B) (*ebpf.Program, func() uint64) {
 			asm.FnMapLookupElem.Call(),
 		}
 	}
-	insns := asm.Instructions{
-		asm.LoadMem(asm.R2, asm.R1, 0, asm.Word), // data
-		asm.LoadMem(asm.R3, asm.R1, 4, asm.Word), // data_end
-		asm.Mov.Reg(asm.R4, asm.R2),
-		asm.Add.Imm(asm.R4, 14),
-		asm.JGT.Reg(asm.R4, asm.R3, "pass"),
-		asm.LoadMem(asm.R5, asm.R2, 12, asm.Half),
-		asm.JNE.Imm(asm.R5, padi, "pass"),
+	insns := append(etherType(),
+		asm.JNE.Imm(asm.R5, netOrder(0x8863), "pass"),
 		asm.FnKtimeGetCoarseNs.Call(),
 		asm.Mov.Reg(asm.R6, asm.R0),
 		asm.StoreImm(asm.RFP, -4, 0, asm.Word),
-	}
+	)
 	insns = append(insns, lookup(bucket)...)
 	insns = append(insns,
 		asm.JEq.Imm(asm.R0, 0, "pass"),
@@ -227,16 +230,16 @@ func floorGCRAProg(b *testing.B) (*ebpf.Program, func() uint64) {
 		asm.LoadMem(asm.R1, asm.R0, 0, asm.DWord),
 		asm.Add.Imm(asm.R1, 1),
 		asm.StoreMem(asm.R0, 0, asm.R1, asm.DWord),
-		asm.Mov.Imm(asm.R0, drop).WithSymbol("drop"),
+		asm.Mov.Imm(asm.R0, xdpDrop).WithSymbol("drop"),
 		asm.Return(),
-		asm.Mov.Imm(asm.R0, pass).WithSymbol("pass"),
+		asm.Mov.Imm(asm.R0, xdpPass).WithSymbol("pass"),
 		asm.Return(),
 	)), counted
 }
 
 // emptyProg passes every frame.
 func emptyProg(b *testing.B) *ebpf.Program {
-	return xdpProg(b, "rcv_empty", asm.Instructions{asm.Mov.Imm(asm.R0, 2), asm.Return()})
+	return xdpProg(b, "rcv_empty", asm.Instructions{asm.Mov.Imm(asm.R0, xdpPass), asm.Return()})
 }
 
 func xdpProg(b *testing.B, name string, insns asm.Instructions) *ebpf.Program {
