@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/xdpcac/xdpcac/cac/control"
 	"github.com/xdpcac/xdpcac/tests/harness"
 	"github.com/xdpcac/xdpcac/tests/testenv"
 	"golang.org/x/sys/unix"
@@ -51,37 +52,46 @@ func TestClockJumps(t *testing.T) {
 	tb.StartDaemon(t, harness.WriteConfig(t, cfg))
 	clock := newWallClock(t)
 
-	burst := func() (admitted uint64) {
+	// burst sends 10 PADIs and returns how many were admitted, and the
+	// most a bucket refilling at cps 2 since the burst before could have
+	// admitted: timed on the fast path's clock from the start of that one
+	// to the end of this one, for the time between bursts is the sleep and
+	// the test's own cacctl runs too; one more begun; at most the burst.
+	var last uint64
+	burst := func() (admitted, most uint64) {
 		t.Helper()
 		before := tb.Stats(t).Classes["pppoe-padi"]
 		frames := make([][]byte, 10)
 		for i := range frames {
 			frames[i] = harness.Padi
 		}
+		start := control.MonotonicCoarse()
 		testenv.Send(t, tb.Peer, tb.PeerIfc, frames)
+		most = min(4, uint64(2*time.Duration(control.MonotonicCoarse()-last).Seconds())+1)
+		last = start
 		testenv.WaitFor(t, func() bool { return tb.Stats(t).Classes["pppoe-padi"].Seen == before.Seen+10 })
 		after := tb.Stats(t).Classes["pppoe-padi"]
 		if n := after.Reasons["stale"] - before.Reasons["stale"]; n > 0 {
 			t.Errorf("%d PADIs rejected as stale", n)
 		}
-		return after.Admitted - before.Admitted
+		return after.Admitted - before.Admitted, most
 	}
-	if n := burst(); n < 4 || n > 5 {
+	if n, _ := burst(); n < 4 || n > 5 {
 		t.Fatalf("%d of 10 PADIs admitted before any jump, want the burst of 4", n)
 	}
 
 	if err := clock.set(time.Hour); err != nil {
 		t.Fatalf("set the wall clock: %v", err)
 	}
-	if n := burst(); n > 1 {
+	if n, _ := burst(); n > 1 {
 		t.Errorf("an hour's jump ahead admitted %d of 10 PADIs: the bucket refilled from the wall clock", n)
 	}
 	time.Sleep(1200 * time.Millisecond) // past stale-after
 	if v := tb.CallAdmission(t); v.Stale || v.HeartbeatAgeMS == nil || *v.HeartbeatAgeMS > 1000 {
 		t.Errorf("an hour's jump ahead: stale %v, heartbeat age %v ms", v.Stale, v.HeartbeatAgeMS)
 	}
-	if n := burst(); n < 2 || n > 3 {
-		t.Errorf("1.2 s after the jump ahead %d PADIs admitted, want 2 (cps 2)", n)
+	if n, most := burst(); n < 2 || n > most {
+		t.Errorf("1.2 s after the jump ahead %d PADIs admitted, want 2 to %d (cps 2)", n, most)
 	}
 
 	if err := clock.set(-time.Hour); err != nil {
@@ -91,7 +101,7 @@ func TestClockJumps(t *testing.T) {
 	if v := tb.CallAdmission(t); v.Stale || v.HeartbeatAgeMS == nil || *v.HeartbeatAgeMS > 1000 {
 		t.Errorf("an hour's jump behind: stale %v, heartbeat age %v ms", v.Stale, v.HeartbeatAgeMS)
 	}
-	if n := burst(); n < 2 || n > 3 {
-		t.Errorf("1.2 s after the jump behind %d PADIs admitted, want 2: the bucket emptied on the wall clock", n)
+	if n, most := burst(); n < 2 || n > most {
+		t.Errorf("1.2 s after the jump behind %d PADIs admitted, want 2 to %d: the bucket emptied on the wall clock", n, most)
 	}
 }

@@ -210,8 +210,18 @@ func TestRejectsLogHandOver(t *testing.T) {
 	for i := range frames {
 		frames[i] = padiFrom(i)
 	}
+	seen := tb.Stats(t).Classes["pppoe-padi"].Seen
 	testenv.Send(t, tb.Peer, tb.PeerIfc, frames)
-	time.Sleep(2500 * time.Millisecond) // the first daemon writes these
+	// The first daemon writes these once their second is swept, 1 to 2 s
+	// after it ends: waited for, not slept on, so a slow sweep is not
+	// taken for a record it never wrote.
+	testenv.WaitFor(t, func() bool { return tb.Stats(t).Classes["pppoe-padi"].Seen == seen+uint64(len(frames)) })
+	early := tb.StatsByReason(t)
+	if !testenv.Poll(5*time.Second, 50*time.Millisecond, func() bool {
+		return fmt.Sprint(sumByReason(readRejectsLog(t, first.RejectsLog))) == fmt.Sprint(early)
+	}) {
+		t.Fatalf("the first daemon wrote %v of the rejects %v", sumByReason(readRejectsLog(t, first.RejectsLog)), early)
+	}
 	testenv.Send(t, tb.Peer, tb.PeerIfc, frames)
 	if err := first.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)

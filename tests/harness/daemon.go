@@ -112,16 +112,25 @@ func (tb *Testbed) PadiProbe(t *testing.T) (string, uint64) {
 // fails after limit.
 func (tb *Testbed) Until(t *testing.T, want string, limit time.Duration) (time.Duration, uint64) {
 	t.Helper()
+	took, _, sent := tb.UntilBetween(t, want, limit)
+	return took, sent
+}
+
+// UntilBetween is Until that also returns the fast path's clock after the
+// last PADI that did not come out as want (0 if the first did): the change
+// a test waits for came between that one and the one that showed it.
+func (tb *Testbed) UntilBetween(t *testing.T, want string, limit time.Duration) (took time.Duration, before, sent uint64) {
+	t.Helper()
 	start := time.Now()
 	var got string
-	var sent uint64
 	if !testenv.Poll(limit, 20*time.Millisecond, func() bool {
+		before = sent
 		got, sent = tb.PadiProbe(t)
 		return got == want
 	}) {
 		t.Fatalf("no PADI %s within %v (the last was %s)", want, limit, got)
 	}
-	return time.Since(start), sent
+	return time.Since(start), before, sent
 }
 
 // Heartbeats records every heartbeat the daemon writes, read from the
