@@ -150,12 +150,15 @@ func TestFleetRedisLost(t *testing.T) {
 		}
 		time.Sleep(3 * time.Second) // the new keepers, and a full bucket
 		s := sample(t, boxes)
-		var stopped, back time.Time
+		// starting is when Redis was started again, back when it answered
+		// a PING: a box may reconnect between the two.
+		var stopped, starting, back time.Time
 		go func() {
 			time.Sleep(stopAt)
 			stopped = time.Now()
 			r.stop()
 			time.Sleep(startAt - stopAt)
+			starting = time.Now()
 			r.start()
 			back = time.Now()
 		}()
@@ -172,7 +175,7 @@ func TestFleetRedisLost(t *testing.T) {
 				continue
 			}
 			inForce = max(inForce, at.Sub(stopped))
-			at, ok = stateAt(log, "fleet", back)
+			at, ok = stateAt(log, "fleet", starting)
 			if !ok {
 				t.Errorf("%s: box %d never came back to the fleet", c.onLost, i)
 				continue
