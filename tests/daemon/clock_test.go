@@ -53,10 +53,11 @@ func TestClockJumps(t *testing.T) {
 	clock := newWallClock(t)
 
 	// burst sends 10 PADIs and returns how many were admitted, and the
-	// most a bucket refilling at cps 2 since the burst before could have
-	// admitted: timed on the fast path's clock from the start of that one
-	// to the end of this one, for the time between bursts is the sleep and
-	// the test's own cacctl runs too; one more begun; at most the burst.
+	// most that a bucket refilling at cps 2 since the burst before could
+	// admit. The time between bursts is the sleep and the test's own
+	// cacctl runs, so it is read on the fast path's clock, from the start
+	// of that burst to the end of this one. The most is 2 a second of it,
+	// plus the token begun before it, and never more than the burst of 4.
 	var last uint64
 	burst := func() (admitted, most uint64) {
 		t.Helper()

@@ -107,7 +107,7 @@ func TestDaemonCPULimit(t *testing.T) {
 	late, samples := beats.Between(started, before), beats.Between(started, sent)
 	t.Logf("rejected as cpu-limit %v and %d samples after the load started (%d before the last PADI admitted)", took, samples, late)
 	if late >= 2 {
-		t.Errorf("a PADI admitted %d samples after the load started, want refused from the second on", late)
+		t.Errorf("a PADI admitted %d samples after the load started, want refused within two", late)
 	}
 	if v := tb.CallAdmission(t); v.CPUPercent < daemonCPULimit || v.Reasons["cpu-limit"] == 0 {
 		t.Errorf("show call admission statistics under load: CPU %v%%, %d rejected as cpu-limit", v.CPUPercent, v.Reasons["cpu-limit"])
@@ -118,7 +118,7 @@ func TestDaemonCPULimit(t *testing.T) {
 	late, samples = beats.Between(stopped, before), beats.Between(stopped, sent)
 	t.Logf("admitted again %v and %d samples after the load stopped (%d before the last PADI refused)", took, samples, late)
 	if late >= 2 {
-		t.Errorf("a PADI refused %d samples after the load stopped, want admitted from the second on", late)
+		t.Errorf("a PADI refused %d samples after the load stopped, want admitted within two", late)
 	}
 	if log := d.Log.String(); !strings.Contains(log, "control loop running") || !strings.Contains(log, source) {
 		t.Errorf("the daemon's log does not say what it measures:\n%s", log)
