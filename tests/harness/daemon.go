@@ -87,10 +87,18 @@ func (tb *Testbed) PadiOutcome(t *testing.T) string {
 // after the PADI went through it.
 func (tb *Testbed) PadiProbe(t *testing.T) (string, uint64) {
 	t.Helper()
+	outcome, _, sent := tb.padiProbe(t)
+	return outcome, sent
+}
+
+// padiProbe is PadiProbe that also returns the fast path's clock right
+// before the PADI was sent: its verdict came between the two.
+func (tb *Testbed) padiProbe(t *testing.T) (outcome string, start, sent uint64) {
+	t.Helper()
 	before := tb.Stats(t).Classes["pppoe-padi"]
+	start = control.MonotonicCoarse()
 	testenv.Send(t, tb.Peer, tb.PeerIfc, [][]byte{Padi})
-	sent := control.MonotonicCoarse()
-	var outcome string
+	sent = control.MonotonicCoarse()
 	testenv.WaitFor(t, func() bool {
 		after := tb.Stats(t).Classes["pppoe-padi"]
 		if after.Seen == before.Seen {
@@ -104,7 +112,7 @@ func (tb *Testbed) PadiProbe(t *testing.T) (string, uint64) {
 		}
 		return true
 	})
-	return outcome, sent
+	return outcome, start, sent
 }
 
 // Until sends PADIs until one comes out as want, and returns how long it
@@ -116,16 +124,17 @@ func (tb *Testbed) Until(t *testing.T, want string, limit time.Duration) (time.D
 	return took, sent
 }
 
-// UntilBetween is Until that also returns the fast path's clock after the
-// last PADI that did not come out as want (0 if the first did): the change
-// a test waits for came between that one and the one that showed it.
+// UntilBetween is Until that also returns the fast path's clock before
+// the last PADI that did not come out as want was sent (0 if the first
+// did): the change a test waits for was not in force then.
 func (tb *Testbed) UntilBetween(t *testing.T, want string, limit time.Duration) (took time.Duration, before, sent uint64) {
 	t.Helper()
 	start := time.Now()
 	var got string
+	var began uint64
 	if !testenv.Poll(limit, 20*time.Millisecond, func() bool {
-		before = sent
-		got, sent = tb.PadiProbe(t)
+		before = began
+		got, began, sent = tb.padiProbe(t)
 		return got == want
 	}) {
 		t.Fatalf("no PADI %s within %v (the last was %s)", want, limit, got)
