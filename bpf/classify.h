@@ -101,6 +101,8 @@ static __always_inline int classify(struct xdp_md *ctx, struct frame *f)
 
 	if (proto == ETH_P_PPP_DISC)
 		return classify_pppoe(f, l3off);
+	if (proto == ETH_P_TOO_DEEP)
+		return RESULT(CAC_KIND_MALFORMED, 0);
 
 	struct udp_msg msg = {};
 	int kind;

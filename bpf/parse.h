@@ -68,11 +68,12 @@ struct frame {
 	__u16 l3off;  /* the header after Ethernet and VLAN tags */
 	__u8 vlans;   /* VLAN tags in front of it */
 	__u8 family;  /* 4 or 6 once an IP header is parsed */
-	/* Where a SIP message is, for what goes to user space: after skip
-	 * leading CR and LF bytes, which follow the UDP header. */
+	/* Where a SIP message is, for what goes to user space: after the
+	 * leading bytes a receiver skips, which follow the UDP header at
+	 * udpoff. */
 	__u16 msgoff;
 	__u16 msglen;
-	__u8 skip;
+	__u16 udpoff;
 };
 
 struct ethhdr {
@@ -162,10 +163,17 @@ static __always_inline int is_vlan(__u16 proto)
 	return proto == ETH_P_8021Q || proto == ETH_P_8021AD || proto == ETH_P_QINQ;
 }
 
+/* What parse_l2 returns for a frame with more VLAN tags than it walks:
+ * not an EtherType (0xffff is reserved). Linux strips any number of
+ * priority tags (VID 0) and may hand what is inside to a SIP server, so
+ * such a frame is malformed, never unseen. */
+#define ETH_P_TOO_DEEP 0xffff
+
 /*
  * parse_l2 returns the EtherType after at most CAC_MAX_TAGS VLAN tags and
  * sets *l3off to the offset of the header it announces. It returns 0 (no
- * EtherType) for a frame too short for its tags or with more of them.
+ * EtherType) for a frame too short for its tags, and ETH_P_TOO_DEEP for
+ * one with more of them.
  */
 static __always_inline __u16 parse_l2(struct frame *f, __u32 *l3off)
 {
@@ -186,9 +194,11 @@ static __always_inline __u16 parse_l2(struct frame *f, __u32 *l3off)
 		proto = bpf_ntohs(vh->proto);
 		off += sizeof(*vh);
 	}
-	if (is_vlan(proto))
-		return 0;
 	*l3off = off;
+	f->l3off = off;
+	f->vlans = CAC_MAX_TAGS;
+	if (is_vlan(proto))
+		return ETH_P_TOO_DEEP;
 	f->l3off = off;
 	f->vlans = (off - sizeof(*eth)) / sizeof(struct vlanhdr);
 	return proto;
@@ -212,12 +222,16 @@ struct udp_msg {
  * CAC_KIND_MALFORMED when the IP and UDP lengths disagree, and UDP_MSG_READY
  * with *msg filled otherwise.
  * ip_payload is the IP payload length from l4off; fragmented is set for the
- * first fragment of a larger datagram, whose UDP length runs past it.
+ * first fragment of a larger datagram, whose UDP length runs past it. Over
+ * IPv6 (v6), Linux takes a UDP length of 0 for the whole IP payload (a
+ * jumbogram's), and so does this.
  */
 static __always_inline int udp_watched(struct udphdr *udp, __u32 l4off, __u32 ip_payload,
-				       int fragmented, __u8 kind, struct udp_msg *msg)
+				       int fragmented, __u8 kind, struct udp_msg *msg, int v6)
 {
 	__u32 udp_len = bpf_ntohs(udp->len);
+	if (udp_len == 0 && v6)
+		udp_len = ip_payload;
 	if (ip_payload < sizeof(*udp) || udp_len < sizeof(*udp))
 		return CAC_KIND_MALFORMED;
 	if (udp_len > ip_payload) {
@@ -262,7 +276,7 @@ static __always_inline int parse_ipv4(struct frame *f, __u32 l3off, struct udp_m
 	__u32 tot_len = bpf_ntohs(ip->tot_len);
 	if (tot_len < ihl || l3off + tot_len > f->len)
 		return CAC_KIND_MALFORMED;
-	return udp_watched(udp, l4off, tot_len - ihl, frag & IP_MF, kind, msg);
+	return udp_watched(udp, l4off, tot_len - ihl, frag & IP_MF, kind, msg, 0);
 }
 
 /*
@@ -327,5 +341,5 @@ static __always_inline int parse_ipv6(struct frame *f, __u32 l3off, struct udp_m
 	__u32 ip_end = l3off + sizeof(*ip6) + bpf_ntohs(ip6->payload_len);
 	if (ip6->payload_len == 0 || ip_end > f->len || off > ip_end)
 		return CAC_KIND_MALFORMED;
-	return udp_watched(udp, off, ip_end - off, fragmented, kind, msg);
+	return udp_watched(udp, off, ip_end - off, fragmented, kind, msg, 1);
 }

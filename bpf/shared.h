@@ -208,15 +208,15 @@ enum cac_frame_bound {
 /* The bounds of the SIP readers (sip_msg.h, sip_hdr.h): the To header must
  * start within SIP_SCAN_MAX bytes and SIP_MAX_LINES header lines, and its
  * tag within SIP_TO_MAX bytes of the colon; at most SIP_WS_MAX spaces or
- * tabs around ':', ';' and '='; at most SIP_CRLF_MAX leading CR and LF
- * bytes before the request line; a header value is hashed by its first
- * SIP_HASH_MAX bytes. */
+ * tabs around ':', ';' and '='; at most SIP_LEAD_MAX leading bytes (SP,
+ * HT, NUL, CR, LF: what Kamailio skips) before the first line, a word at
+ * a time; a header value is hashed by its first SIP_HASH_MAX bytes. */
 enum cac_sip_bound {
 	SIP_SCAN_MAX = 2048,
 	SIP_MAX_LINES = 64,
 	SIP_TO_MAX = 256,
 	SIP_WS_MAX = 4,
-	SIP_CRLF_MAX = 16,
+	SIP_LEAD_MAX = 2048,
 	SIP_HASH_MAX = 128,
 };
 

@@ -97,20 +97,68 @@ static __always_inline int sip_response(struct sip_msg *m)
 #define W_REGISTER W8('r', 'e', 'g', 'i', 's', 't', 'e', 'r')
 #define W_SIP20 W8('s', 'i', 'p', '/', '2', '.', '0', ' ')
 
-/* sip_leading_crlf counts the CR and LF bytes that open a message, at most
- * SIP_CRLF_MAX. A global function: its loop is verified once. */
-__noinline __u32 sip_leading_crlf(CAC_CTX *ctx, __u64 moff, __u64 mlen)
+#define WORD_LOW7 0x7f7f7f7f7f7f7f7fULL
+
+/* zero_bytes marks, exactly, the bytes of x that are zero. */
+static __always_inline __u64 zero_bytes(__u64 x)
+{
+	return ~(((x & WORD_LOW7) + WORD_LOW7) | x | WORD_LOW7);
+}
+
+/* lead_bytes marks, exactly, the bytes of w a receiver skips before the
+ * first line: SP, HT, NUL, CR, LF. */
+static __always_inline __u64 lead_bytes(__u64 w)
+{
+	return zero_bytes(w) | zero_bytes(w ^ (' ' * WORD_ONES)) | zero_bytes(w ^ ('\t' * WORD_ONES)) |
+	       zero_bytes(w ^ ('\r' * WORD_ONES)) | zero_bytes(w ^ ('\n' * WORD_ONES));
+}
+
+static __always_inline int is_lead(int c)
+{
+	return c == ' ' || c == '\t' || c == 0 || c == '\r' || c == '\n';
+}
+
+/* sip_leading_tail counts on from skip, one byte at a time, over the last
+ * bytes of a message, fewer than a word: a global function of its own, so
+ * that the verifier walks it once and not after each word of the loop
+ * that calls it. */
+__noinline __u32 sip_leading_tail(CAC_CTX *ctx, __u64 moff, __u64 mlen, __u32 skip)
 {
 	struct sip_msg m = sip_msg_of(ctx, moff, mlen);
-	__u32 skip = 0;
 
-	for (int i = 0; i < SIP_CRLF_MAX; i++) {
-		int c = sip_byte(&m, skip);
-		if (c != '\r' && c != '\n')
+	if (skip > SIP_LEAD_MAX)
+		return SIP_LEAD_MAX;
+	for (int i = 0; i < 8 && skip < SIP_LEAD_MAX; i++) {
+		if (!is_lead(sip_byte(&m, skip)))
 			break;
 		skip++;
 	}
 	return skip;
+}
+
+/*
+ * sip_leading counts the bytes Kamailio skips before a message's first
+ * line (SP, HT, NUL, CR, LF), at most SIP_LEAD_MAX: a word at a time, then
+ * the last bytes of the message one at a time. A global function: its
+ * loop is verified once.
+ */
+__noinline __u32 sip_leading(CAC_CTX *ctx, __u64 moff, __u64 mlen)
+{
+	struct sip_msg m = sip_msg_of(ctx, moff, mlen);
+	__u32 skip = 0;
+
+	if (moff > SIP_MSG_OFF_MAX)
+		return 0;
+	for (int i = 0; i < SIP_LEAD_MAX / 8; i++) {
+		__u64 w;
+		if (skip + 8 > mlen || !sip_load_word(&m, moff + skip, &w))
+			break;
+		__u64 other = ~lead_bytes(w) & WORD_HIGHS;
+		if (other)
+			return skip + first_byte(other);
+		skip += 8;
+	}
+	return sip_leading_tail(ctx, moff, mlen, skip);
 }
 
 /* is_token reports whether c may start a method (RFC 3261 §25.1 token). */
@@ -121,62 +169,125 @@ static __always_inline int is_token(int c)
 	       c == '`' || c == '\'' || c == '~';
 }
 
+#define STUN_COOKIE W8(0x21, 0x12, 0xa4, 0x42, 0, 0, 0, 0)
+
 /*
- * classify_sip reads a SIP message as the most lenient server behind the
- * filter would: leading CRLFs skipped, the method in any letter case, any
- * method a request. A request the filter cannot read to the end within its
- * bounds is charged, never waved through.
+ * sip_is_stun reports whether a whole datagram is a STUN message (RFC
+ * 5389 §6): the two top bits zero, the magic cookie, and a length that is
+ * a multiple of four and says where the datagram ends. A SIP peer sends
+ * STUN to the SIP port for RFC 5626 keep-alives; no SIP receiver takes one
+ * for a request.
  */
-static __always_inline int classify_sip(CAC_CTX *ctx, struct frame *f, struct udp_msg *u)
+static __always_inline int sip_is_stun(struct sip_msg *m, int fragmented)
 {
-	struct sip_msg m = {.data = f->data, .data_end = f->data_end, .off = u->off, .len = u->len};
-	int class, odd = 0;
+	__u64 w;
+	if (fragmented || m->len < 20 || !sip_load_word(m, m->off, &w))
+		return 0;
+	__u32 length = (w >> 8 & 0xff00) | (w >> 24 & 0xff);
+	return (w & 0xc0) == 0 && (w >> 32) == STUN_COOKIE && (length & 3) == 0 && length + 20 == m->len;
+}
 
-	sip_index_clear(); /* of the message this CPU read before */
+/* What sip_first_line returns above a classifier result (bits 0-31): the
+ * leading bytes skipped, and whether the result is final or the request's
+ * headers are to be read for its dialog. */
+#define FIRST_SKIP_SHIFT 32
+#define FIRST_HEADERS (1ULL << 48)
 
-	__u32 skip = sip_leading_crlf(ctx, m.off, m.len);
-	if (skip == u->len && !u->fragmented)
+/*
+ * sip_first_line reads what a message is from its first line, after the
+ * leading bytes a receiver skips: a classifier result, with the bytes
+ * skipped at FIRST_SKIP_SHIFT, and FIRST_HEADERS when the request's To
+ * headers must still say whether it is in a dialog. A global function:
+ * the verifier walks its many small paths once, and its caller sees one
+ * unknown word instead of a path for each (docs/design.md, "The
+ * verifier's budget").
+ */
+__noinline __u64 sip_first_line(CAC_CTX *ctx, __u64 moff, __u64 mlen, __u32 fragmented)
+{
+	struct sip_msg m = sip_msg_of(ctx, moff, mlen);
+	__u64 odd = 0;
+
+	if (moff > SIP_MSG_OFF_MAX || mlen > 0xffff)
+		return RESULT(CAC_KIND_MALFORMED, 0);
+	if (sip_is_stun(&m, fragmented))
+		return RESULT(CAC_KIND_OTHER, 0);
+	__u32 skip = sip_leading(ctx, moff, mlen);
+	if (skip == mlen && !fragmented)
 		return RESULT(CAC_KIND_OTHER, 0); /* a keep-alive */
 	int c = sip_byte(&m, skip);
-	if (c == '\r' || c == '\n')
-		return RESULT(CAC_KIND_MALFORMED, 0); /* more CRLFs than the bound */
+	if (is_lead(c))
+		return RESULT(CAC_KIND_MALFORMED, 0); /* more leading bytes than the bound */
 	/* A first fragment too short to show the method hides the request in
 	 * fragments that cannot be classified: that is no SIP peer's doing. */
-	if (u->len - skip < 8)
-		return u->fragmented ? RESULT(CAC_KIND_MALFORMED, 0) : RESULT(CAC_KIND_OTHER, 0);
+	if (mlen - skip < 8)
+		return fragmented ? RESULT(CAC_KIND_MALFORMED, 0) : RESULT(CAC_KIND_OTHER, 0);
 	if (skip)
 		odd = RESULT_ODD;
+	__u64 first = (__u64)skip << FIRST_SKIP_SHIFT;
 	m.off += skip;
 	m.len -= skip;
-	f->msgoff = m.off;
-	f->msglen = m.len > 0xffff ? 0xffff : m.len;
-	f->skip = skip;
 
 	__u64 w;
 	if (!sip_load_word(&m, m.off, &w))
 		return RESULT(CAC_KIND_MALFORMED, 0); /* cannot be: 8 bytes are there */
-	if (((w | FOLD(6)) & BYTES(7)) == (W_INVITE & BYTES(7))) {
-		class = CAC_CLASS_SIP_INVITE;
-		if ((w & BYTES(6)) != (W_INVITE & BYTES(6) & ~FOLD(6)))
+	/* A tab ends a method as a space does (Kamailio's token end). */
+	if ((((w | FOLD(6)) & BYTES(6)) == (W_INVITE & BYTES(6))) && is_sp(sip_byte(&m, 6))) {
+		if ((w & BYTES(7)) != (W8('I', 'N', 'V', 'I', 'T', 'E', ' ', 0) & BYTES(7)))
 			odd = RESULT_ODD;
-	} else if ((w | FOLD(7)) == W_OPTIONS) {
-		class = CAC_CLASS_SIP_OPTIONS;
-		if (w != (W_OPTIONS & ~FOLD(7)))
+		return first | FIRST_HEADERS | RESULT(CAC_KIND_CLASS, CAC_CLASS_SIP_INVITE) | odd;
+	}
+	if (((w | FOLD(7)) & BYTES(7)) == (W_OPTIONS & BYTES(7)) && is_sp(sip_byte(&m, 7))) {
+		if ((w & BYTES(7)) != (W_OPTIONS & ~FOLD(7) & BYTES(7)) || sip_byte(&m, 7) != ' ')
 			odd = RESULT_ODD;
-	} else if ((w | FOLD(8)) == W_REGISTER && sip_byte(&m, 8) == ' ') {
+		return first | FIRST_HEADERS | RESULT(CAC_KIND_CLASS, CAC_CLASS_SIP_OPTIONS) | odd;
+	}
+	if ((w | FOLD(8)) == W_REGISTER && is_sp(sip_byte(&m, 8))) {
 		/* Never in a dialog (RFC 3261 §10.2): a To tag changes nothing
 		 * for a registrar, so it changes nothing here. */
-		if (w != (W_REGISTER & ~FOLD(8)))
+		if (w != (W_REGISTER & ~FOLD(8)) || sip_byte(&m, 8) != ' ')
 			odd = RESULT_ODD;
-		return RESULT(CAC_KIND_CLASS, CAC_CLASS_SIP_REGISTER) | odd;
-	} else if ((w | FOLD(3)) == W_SIP20) {
-		return sip_response(&m); /* an agent's may take it out of service */
-	} else if (is_token(c)) {
-		class = CAC_CLASS_SIP_OTHER;
-	} else {
-		return RESULT(CAC_KIND_OTHER, 0); /* not text a SIP server reads */
+		return first | RESULT(CAC_KIND_CLASS, CAC_CLASS_SIP_REGISTER) | odd;
 	}
+	if ((w | FOLD(3)) == W_SIP20)
+		return first | (__u32)sip_response(&m); /* an agent's may take it out of service */
+	/* Any other first line is a request to Kamailio, an unknown method
+	 * or none it can name (answered 405, or dropped after parsing):
+	 * charged as sip-other, odd unless a token starts it. */
+	if (!is_token(c))
+		odd = RESULT_ODD;
+	return first | FIRST_HEADERS | RESULT(CAC_KIND_CLASS, CAC_CLASS_SIP_OTHER) | odd;
+}
 
+/*
+ * classify_sip reads a SIP message as the most lenient server behind the
+ * filter would (docs/design.md, "Read as the receiver reads"): the bytes
+ * Kamailio skips before the first line skipped, the method in any letter
+ * case and ended by a space or a tab, and every first line that is not a
+ * response a request, an unknown one sip-other. Only a STUN message and a
+ * datagram of nothing but skipped bytes (a keep-alive) are no request. A
+ * request the filter cannot read to the end within its bounds is charged,
+ * never waved through.
+ */
+static __always_inline int classify_sip(CAC_CTX *ctx, struct frame *f, struct udp_msg *u)
+{
+	struct sip_msg m = {.data = f->data, .data_end = f->data_end, .off = u->off, .len = u->len};
+
+	sip_index_clear(); /* of the message this CPU read before */
+
+	__u64 first = sip_first_line(ctx, m.off, m.len, u->fragmented);
+	__u32 skip = (first >> FIRST_SKIP_SHIFT) & 0xfff;
+	int r = (int)(__u32)first;
+	if (RESULT_KIND(r) != CAC_KIND_CLASS && RESULT_CODE(r) == 0)
+		return r; /* no request, and no response an agent's state needs */
+	m.off += skip;
+	m.len -= skip;
+	f->msgoff = m.off;
+	f->msglen = m.len > 0xffff ? 0xffff : m.len;
+	f->udpoff = u->off - 8;
+	if (!(first & FIRST_HEADERS))
+		return r;
+
+	int class = RESULT_CLASS(r), odd = r & RESULT_ODD;
 	int to = sip_to_headers(ctx, m.off, m.len, u->fragmented, class == CAC_CLASS_SIP_INVITE);
 	if (to & SIP_TO_MANY)
 		odd = RESULT_ODD;

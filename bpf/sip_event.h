@@ -12,6 +12,7 @@
 #include "cac.h"
 #include "maps.h"
 #include "parse.h"
+#include "sip_msg.h"
 
 /*
  * sip_event_copy copies a SIP message and its addresses into the ring
@@ -53,24 +54,27 @@ static __always_inline int sip_event_copy(struct frame *f, __u8 kind, __u32 agen
 		__builtin_memcpy(ev->saddr, ip6->saddr, 16);
 		__builtin_memcpy(ev->daddr, ip6->daddr, 16);
 	}
-	/* The UDP header is right before the message and the CRLFs skipped
-	 * before it. */
-	__u32 uoff = f->msgoff - f->skip - 8;
+	/* The UDP header sits where the frame word says; the leading bytes
+	 * a receiver skips lie between it and the message. */
+	__u32 uoff = f->udpoff;
 	barrier_var(uoff); /* bound the register that offsets */
-	if (uoff > 1016)
+	if (uoff < 14 || uoff > 1016)
 		goto discard;
 	struct udphdr *udp = data + uoff;
 	if ((void *)(udp + 1) > data_end)
 		goto discard;
 	ev->sport = bpf_ntohs(udp->source);
 	ev->dport = bpf_ntohs(udp->dest);
-	__u32 len = f->msglen, skip = f->skip & 0x1f;
+	__u32 len = f->msglen, moff = f->msgoff;
 	if (len > CAC_SIP_COPY)
 		len = CAC_SIP_COPY;
 	barrier_var(len);
 	if (len > CAC_SIP_COPY) /* never: bounds the register the helper is given */
 		goto discard;
-	void *msg = (void *)(udp + 1) + skip;
+	barrier_var(moff);
+	if (moff > SIP_MSG_OFF_MAX)
+		goto discard;
+	void *msg = data + moff;
 	if (msg + len > data_end)
 		goto discard;
 	if (bpf_probe_read_kernel(ev->data, len, msg))

@@ -26,9 +26,10 @@
 #define SIP_END (-2)
 #define SIP_BOUND (-3)
 
-/* Leading CR and LF bytes skipped before the request line (servers ignore
- * them, RFC 3261 §7.5; an RFC 5626 keep-alive is nothing else). More than
- * SIP_CRLF_MAX, and then something, is malformed. */
+/* Leading SP, HT, NUL, CR and LF bytes are skipped before the first line,
+ * as Kamailio skips them (RFC 3261 §7.5 names CRLF; an RFC 5626 keep-alive
+ * is nothing else). More than SIP_LEAD_MAX, and then something, is
+ * malformed. */
 
 #define WORD_ONES 0x0101010101010101ULL
 #define WORD_HIGHS 0x8080808080808080ULL

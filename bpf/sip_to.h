@@ -7,9 +7,15 @@
 
 #include "sip_msg.h"
 
+/* What sip_tag_at makes of a header parameter. */
+enum { TAG_NONE, TAG_SET, TAG_EMPTY };
+
 /*
- * sip_tag_at reports whether a header parameter starting at q is a
- * non-empty tag: spaces, "tag" in any case, spaces, '=', spaces, a value.
+ * sip_tag_at reads the header parameter starting at q as Kamailio's
+ * parse_to_param does: TAG_NONE for another parameter, TAG_SET for a tag
+ * with a value, TAG_EMPTY for a tag without one ("tag", "tag=", "tag=""",
+ * an unclosed quote), which Kamailio takes for no tag at all. Spaces and
+ * tabs are allowed around the name and the '='; the name is in any case.
  */
 __noinline int sip_tag_at(CAC_CTX *ctx, __u64 moff, __u64 mlen, __u64 q)
 {
@@ -17,13 +23,24 @@ __noinline int sip_tag_at(CAC_CTX *ctx, __u64 moff, __u64 mlen, __u64 q)
 	int c = sip_skip_sp(&m, &q);
 	if ((c | 0x20) != 't' || (sip_byte(&m, q + 1) | 0x20) != 'a' ||
 	    (sip_byte(&m, q + 2) | 0x20) != 'g')
-		return 0;
+		return TAG_NONE;
 	q += 3;
-	if (sip_skip_sp(&m, &q) != '=')
-		return 0;
+	c = sip_byte(&m, q);
+	if (c == '=' || is_sp(c)) {
+		c = sip_skip_sp(&m, &q);
+	} else if (c >= 0 && c != ';' && c != ',' && c != '\r' && c != '\n' && c != '>') {
+		return TAG_NONE; /* another name: "tagx" */
+	}
+	if (c != '=')
+		return TAG_EMPTY;
 	q++;
 	c = sip_skip_sp(&m, &q);
-	return c >= 0 && !is_sp(c) && c != '\r' && c != '\n' && c != ';' && c != ',';
+	if (c == '"') {
+		c = sip_byte(&m, q + 1);
+		return c < 0 || c == '"' || c == '\r' || c == '\n' ? TAG_EMPTY : TAG_SET;
+	}
+	return c >= 0 && !is_sp(c) && c != '\r' && c != '\n' && c != ';' && c != ',' ? TAG_SET
+										   : TAG_EMPTY;
 }
 
 enum { TO_PLAIN, TO_QUOTED, TO_ESCAPED, TO_ANGLE };
@@ -78,47 +95,59 @@ __noinline long sip_next_special(CAC_CTX *ctx, __u64 moff, __u64 mlen, __u64 off
 	return end;
 }
 
-/* What sip_to_step returns besides the next offset (bits 8 and up). */
-#define TO_TAGGED 0x10 /* a tag parameter: the To value has a tag */
-#define TO_DONE 0x20   /* the value ended without one */
+/* What sip_to_step carries and returns beside the state (bits 0-1) and
+ * the next offset (bits 8 and up). */
+#define TO_STATE 0x03
+#define TO_TAGGED 0x10 /* the last tag parameter so far has a value */
+#define TO_DONE 0x20   /* the value ended */
 
 /*
- * sip_to_step reads the To value from at >> 8, in state at & 0xff, up to and
- * including the next byte that can change the state, and returns the
- * offset after it << 8, with the new state or TO_TAGGED or TO_DONE in the
- * low byte. A
- * global function: sip_to_tagged's loop then carries one unknown scalar
- * from step to step, and the verifier walks it once, not once for each
- * state the value may be in.
+ * sip_to_step reads the To value from at >> 8, in state at & TO_STATE, up to
+ * and including the next byte that can change the state, and returns the
+ * offset after it << 8 with the new state; TO_TAGGED says whether the last
+ * tag parameter read so far has a value (Kamailio keeps the last), and
+ * TO_DONE that the value ended. A global function: sip_to_tagged's loop
+ * then carries one unknown scalar from step to step, and the verifier
+ * walks it once, not once for each state the value may be in.
  */
 __noinline __u64 sip_to_step(CAC_CTX *ctx, __u64 moff, __u64 mlen, __u64 at, __u64 end)
 {
 	struct sip_msg m = sip_msg_of(ctx, moff, mlen);
-	__u64 off = at >> 8;
-	__u32 state = at & 0xff;
+	__u64 off = at >> 8, tagged = at & TO_TAGGED;
+	__u32 state = at & TO_STATE;
 
-	if (off >= end || end > SIP_READ_LIMIT || state > TO_ANGLE)
-		return TO_DONE;
+	/* Cut short at SIP_TO_MAX, the value may go on with a tag parameter
+	 * that takes the tag away: no tag, then. */
+	if (end < mlen)
+		tagged = 0;
+	if (off >= end || end > SIP_READ_LIMIT)
+		return TO_DONE | tagged;
 	__u64 p = off;
 	if (state != TO_ESCAPED) {
 		p = sip_next_special(ctx, moff, mlen, off, end);
 		if (p >= end)
-			return TO_DONE;
+			return TO_DONE | tagged;
 	}
+	tagged = at & TO_TAGGED;
 	int c = sip_byte(&m, p);
 	if (c < 0)
 		return TO_DONE;
 	off = p + 1;
 	if (c == '\n') /* a folded line goes on; any other ends the value */
-		return is_sp(sip_byte(&m, off)) ? off << 8 | state : TO_DONE;
+		return is_sp(sip_byte(&m, off)) ? off << 8 | tagged | state : TO_DONE | tagged;
 	switch (state) {
 	case TO_PLAIN:
-		if (c == '"')
+		if (c == '"') {
 			state = TO_QUOTED;
-		else if (c == '<')
+		} else if (c == '<') {
 			state = TO_ANGLE;
-		else if (c == ';' && sip_tag_at(ctx, moff, mlen, off))
-			return TO_TAGGED;
+		} else if (c == ';') {
+			int t = sip_tag_at(ctx, moff, mlen, off);
+			if (t == TAG_SET)
+				tagged = TO_TAGGED;
+			else if (t == TAG_EMPTY)
+				tagged = 0;
+		}
 		break;
 	case TO_QUOTED:
 		if (c == '\\')
@@ -134,15 +163,17 @@ __noinline __u64 sip_to_step(CAC_CTX *ctx, __u64 moff, __u64 mlen, __u64 at, __u
 			state = TO_PLAIN;
 		break;
 	}
-	return off << 8 | state;
+	return off << 8 | tagged | state;
 }
 
 /*
  * sip_to_tagged reports whether the To header value starting at v has a tag
- * parameter. Quoted display names and <URI>s are skipped, since a ";tag="
- * inside them is not the dialog's tag; folded lines continue the header.
+ * as Kamailio reads it: the last tag parameter outside the quoted display
+ * name and the <URI>, with a value. Folded lines continue the header.
  * Only the bytes sip_next_special finds can change the state, so each
  * step jumps from one to the next; an escaped byte is taken as it comes.
+ * A value longer than SIP_TO_MAX is read no further: what lies past it
+ * cannot make the request a new dialog's, and it is charged as one.
  */
 __noinline int sip_to_tagged(CAC_CTX *ctx, __u64 moff, __u64 mlen, __u64 v)
 {
@@ -153,10 +184,8 @@ __noinline int sip_to_tagged(CAC_CTX *ctx, __u64 moff, __u64 mlen, __u64 v)
 
 	for (int i = 0; i < SIP_TO_MAX + 1; i++) {
 		r = sip_to_step(ctx, moff, mlen, r, end);
-		if (r & TO_TAGGED)
-			return 1;
 		if (r & TO_DONE)
-			return 0;
+			return !!(r & TO_TAGGED);
 	}
 	return 0;
 }

@@ -98,7 +98,7 @@ static __always_inline int egress_frame(struct __sk_buff *skb)
 			return TC_ACT_UNSPEC;
 	}
 	int result = classify_sip(skb, &f, &msg) & ~RESULT_ODD;
-	__u64 where = where_pack(f.l3off, f.family, 0, f.msgoff, f.msglen, f.skip);
+	__u64 where = where_pack(f.l3off, f.family, 0, f.msgoff, f.msglen, f.udpoff);
 	if (result == RESULT(CAC_KIND_CLASS, CAC_CLASS_SIP_INVITE))
 		return egress_invite(skb, where, now_ns());
 	/* The server's answers and in-dialog requests (its BYE) of a dialog

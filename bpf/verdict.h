@@ -145,7 +145,7 @@ static __always_inline int is_sip_request(int class)
 /* verdict_where packs what verdict needs of a frame besides its bytes. */
 static __always_inline __u64 verdict_where(struct frame *f)
 {
-	return where_pack(f->l3off, f->family, f->vlans, f->msgoff, f->msglen, f->skip);
+	return where_pack(f->l3off, f->family, f->vlans, f->msgoff, f->msglen, f->udpoff);
 }
 
 /*

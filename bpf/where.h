@@ -7,9 +7,11 @@
  * unpacking are here, so that the two sides cannot drift apart.
  *
  * The frame word (verdict's where, and the egress program's SIP word):
- *   bits  0-7   l3off, the offset of the IP header (below 64: Ethernet
+ *   bits  0-5   l3off, the offset of the IP header (below 64: Ethernet
  *               and at most CAC_MAX_TAGS tags)
- *         8-12  skip, the CR and LF bytes before a SIP message
+ *         6-15  udpoff, the offset of the UDP header of a SIP message
+ *               (0 when it is past 1023: its message then goes to no
+ *               event, sip_event.h)
  *        16-23  family, 4 or 6
  *        24-31  vlans, the VLAN tags in front of it (XDP)
  *        24-33  or a SIP response's code, for agent_response
@@ -17,21 +19,25 @@
  *        34-47  msgoff, where the message starts
  *        48-63  msglen, its length
  * The egress program's L2TP word (where_pack_egress) keeps l3off in bits
- * 0-15 and no skip; its readers mask l3off to 6 bits.
+ * 0-15 and no udpoff; its readers mask l3off to 6 bits.
  */
 #pragma once
 
 #include "uapi.h"
 #include "shared.h"
 
+/* The largest UDP header offset a frame word holds. */
+#define WHERE_UDPOFF_MAX 0x3ff
+
 /* where_pack is the frame word of a frame's fields. An IP header starts
- * within the first 256 bytes, so l3off has the low byte of its 16 bits
- * and the leading CRLFs skipped before a SIP message (at most
- * SIP_CRLF_MAX) the next five. */
+ * within the first 64 bytes, so l3off has the low six bits of its 16, and
+ * the UDP header's offset the next ten: the message itself may start much
+ * later, after up to SIP_LEAD_MAX leading bytes. */
 static __always_inline __u64 where_pack(__u32 l3off, __u32 family, __u32 vlans, __u32 msgoff, __u32 msglen,
-					__u32 skip)
+					__u32 udpoff)
 {
-	return (__u64)(l3off & 0xff) | (__u64)(skip & 0x1f) << 8 | (__u64)family << 16 | (__u64)vlans << 24 |
+	return (__u64)(l3off & 0x3f) | (__u64)(udpoff & WHERE_UDPOFF_MAX) << 6 | (__u64)family << 16 |
+	       (__u64)vlans << 24 |
 	       (__u64)(msgoff & 0x3fff) << 34 | (__u64)(msglen & 0xffff) << 48;
 }
 
@@ -48,12 +54,12 @@ static __always_inline __u64 where_pack_egress(__u16 l3off, __u8 family, __u8 fr
 
 static __always_inline __u32 where_l3off(__u64 where)
 {
-	return where & 0xff;
+	return where & 0x3f;
 }
 
-static __always_inline __u32 where_skip(__u64 where)
+static __always_inline __u32 where_udpoff(__u64 where)
 {
-	return (where >> 8) & 0x1f;
+	return (where >> 6) & WHERE_UDPOFF_MAX;
 }
 
 static __always_inline __u32 where_family(__u64 where)
@@ -97,7 +103,7 @@ static __always_inline __u32 where_msglen(__u64 where)
 		.family = where_family(where),                                                     \
 		.msgoff = where_msgoff(where),                                                     \
 		.msglen = where_msglen(where),                                                     \
-		.skip = where_skip(where),                                                         \
+		.udpoff = where_udpoff(where),                                                     \
 	})
 
 /* where_ip is the part of a frame word that names the IP header, l3off

@@ -410,7 +410,7 @@ const (
 	XdpCacSipBoundSIP_MAX_LINES XdpCacSipBound = 64
 	XdpCacSipBoundSIP_TO_MAX    XdpCacSipBound = 256
 	XdpCacSipBoundSIP_WS_MAX    XdpCacSipBound = 4
-	XdpCacSipBoundSIP_CRLF_MAX  XdpCacSipBound = 16
+	XdpCacSipBoundSIP_LEAD_MAX  XdpCacSipBound = 2048
 	XdpCacSipBoundSIP_HASH_MAX  XdpCacSipBound = 128
 )
 

@@ -105,7 +105,7 @@ func TestSharedNumbers(t *testing.T) {
 		{"lines", classify.SIPMaxLines, uint64(bpf.XdpCacSipBoundSIP_MAX_LINES)},
 		{"to", classify.SIPToMax, uint64(bpf.XdpCacSipBoundSIP_TO_MAX)},
 		{"spaces", classify.SIPWSMax, uint64(bpf.XdpCacSipBoundSIP_WS_MAX)},
-		{"crlf", classify.SIPCRLFMax, uint64(bpf.XdpCacSipBoundSIP_CRLF_MAX)},
+		{"lead", classify.SIPLeadMax, uint64(bpf.XdpCacSipBoundSIP_LEAD_MAX)},
 
 		{"agent response", uint64(SIPAgentResponse), uint64(bpf.XdpCacSipEventKindCAC_SIP_AGENT_RESPONSE)},
 		{"rejected", uint64(SIPRejected), uint64(bpf.XdpCacSipEventKindCAC_SIP_REJECTED)},

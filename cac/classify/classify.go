@@ -46,9 +46,10 @@ const (
 	etherTypeIPv4     = 0x0800
 	etherTypeIPv6     = 0x86dd
 	etherTypePPPoEDsc = 0x8863
-	maxVLANs          = 2 // CAC_MAX_VLANS: the tags a per-source key holds
-	maxTags           = 3 // CAC_MAX_TAGS: the tags walked to the EtherType
-	maxExtHeaders     = 8 // CAC_MAX_EXTHDRS: one more is malformed
+	etherTypeTooDeep  = 0xffff // ETH_P_TOO_DEEP: more VLAN tags than maxTags
+	maxVLANs          = 2      // CAC_MAX_VLANS: the tags a per-source key holds
+	maxTags           = 3      // CAC_MAX_TAGS: the tags walked to the EtherType
+	maxExtHeaders     = 8      // CAC_MAX_EXTHDRS: one more is malformed
 	protoUDP          = 17
 )
 
@@ -79,6 +80,10 @@ func classifyFrame(frame []byte, carrier portKind) (Result, []byte) {
 	switch {
 	case etherType == etherTypePPPoEDsc:
 		return classifyPPPoE(frame, off), nil
+	case etherType == etherTypeTooDeep:
+		// Linux strips any number of priority tags and may hand what
+		// is inside to a SIP server: malformed, never unseen.
+		return kind(cac.Malformed), nil
 	case etherType == etherTypeIPv4 || etherType == etherTypeIPv6:
 		return classifyUDP(datagram(frame, etherType, off, carrier))
 	}
@@ -86,8 +91,8 @@ func classifyFrame(frame []byte, carrier portKind) (Result, []byte) {
 }
 
 // l2 returns the EtherType after the VLAN tags and the offset of what it
-// announces; 0 for a frame too short for its tags or with more of them
-// than any network stacks.
+// announces; 0 for a frame too short for its tags, etherTypeTooDeep for
+// one with more of them than the filter walks.
 func l2(frame []byte) (etherType uint16, off int) {
 	if len(frame) < 14 {
 		return 0, 0
@@ -101,7 +106,7 @@ func l2(frame []byte) (etherType uint16, off int) {
 		off += 4
 	}
 	if isVLAN(etherType) {
-		return 0, 0
+		return etherTypeTooDeep, off
 	}
 	return etherType, off
 }
@@ -153,10 +158,14 @@ type udpMsg struct {
 func verdictOnly(k cac.Kind) udpMsg { return udpMsg{verdict: k} }
 
 // udp checks the lengths of a datagram at l4 to a watched port; ipEnd is the
-// end of the IP payload, already known to be inside the frame.
-func udp(frame []byte, l4, ipEnd int, fragmented bool, port cac.PortKind) udpMsg {
+// end of the IP payload, already known to be inside the frame. Over IPv6
+// (v6) a UDP length of 0 is the whole payload, as Linux reads it.
+func udp(frame []byte, l4, ipEnd int, fragmented bool, port cac.PortKind, v6 bool) udpMsg {
 	ipPayload := ipEnd - l4
 	udpLen := int(be16(frame[l4+4:]))
+	if udpLen == 0 && v6 {
+		udpLen = ipPayload
+	}
 	if ipPayload < 8 || udpLen < 8 {
 		return verdictOnly(cac.Malformed)
 	}
@@ -197,7 +206,7 @@ func ipv4(frame []byte, l3 int, carrier portKind) udpMsg {
 	if totLen < ihl || l3+totLen > len(frame) {
 		return verdictOnly(cac.Malformed)
 	}
-	return udp(frame, l4, l3+totLen, frag&0x2000 != 0, port)
+	return udp(frame, l4, l3+totLen, frag&0x2000 != 0, port, false)
 }
 
 func ipv6(frame []byte, l3 int, carrier portKind) udpMsg {
@@ -256,7 +265,7 @@ walk:
 	if payloadLen == 0 || ipEnd > len(frame) || off > ipEnd {
 		return verdictOnly(cac.Malformed)
 	}
-	return udp(frame, off, ipEnd, fragmented, port)
+	return udp(frame, off, ipEnd, fragmented, port, true)
 }
 
 func classifyUDP(u udpMsg) (Result, []byte) {

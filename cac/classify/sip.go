@@ -2,6 +2,7 @@ package classify
 
 import (
 	"bytes"
+	"encoding/binary"
 
 	"github.com/xdpcac/xdpcac/cac"
 )
@@ -13,22 +14,27 @@ const (
 	SIPMaxLines = 64   // ... and be among this many header lines
 	SIPToMax    = 256  // its tag must start within this many bytes of the colon
 	SIPWSMax    = 4    // spaces or tabs allowed around ':', ';' and '='
-	SIPCRLFMax  = 16   // leading CR and LF bytes skipped before the request line
+	SIPLeadMax  = 2048 // leading SP, HT, NUL, CR and LF bytes skipped before the first line
 )
 
 // classifySIP reads a message as the most lenient server behind the filter
-// would: leading CRLFs skipped, the method in any letter case, any method
-// a request (docs/design.md, "Classes").
+// would (docs/design.md, "Read as the receiver reads"): the bytes Kamailio
+// skips before the first line skipped, the method in any letter case and
+// ended by a space or a tab, every first line that is not a response a
+// request (an unknown one sip-other); only STUN and keep-alives are none.
 func classifySIP(m []byte, fragmented bool) (Result, []byte) {
+	if isSTUN(m, fragmented) {
+		return kind(cac.Other), nil
+	}
 	skip := 0
-	for skip < SIPCRLFMax && skip < len(m) && (m[skip] == '\r' || m[skip] == '\n') {
+	for skip < SIPLeadMax && skip < len(m) && isLead(m[skip]) {
 		skip++
 	}
 	if skip == len(m) && !fragmented {
 		return kind(cac.Other), nil // a keep-alive
 	}
-	if c := at(m, skip); c == '\r' || c == '\n' {
-		return kind(cac.Malformed), nil // more CRLFs than the bound
+	if skip < len(m) && isLead(m[skip]) {
+		return kind(cac.Malformed), nil // more leading bytes than the bound
 	}
 	// A first fragment too short to show the method hides the request in
 	// fragments that cannot be classified: that is no SIP peer's doing.
@@ -42,20 +48,20 @@ func classifySIP(m []byte, fragmented bool) (Result, []byte) {
 	m = m[skip:]
 	var c cac.Class
 	switch {
-	case foldPrefix(m, "INVITE "):
-		c, odd = cac.SIPInvite, odd || !bytes.HasPrefix(m, []byte("INVITE"))
-	case foldPrefix(m, "OPTIONS "):
-		c, odd = cac.SIPOptions, odd || !bytes.HasPrefix(m, []byte("OPTIONS"))
-	case foldPrefix(m, "REGISTER "):
+	case methodIs(m, "INVITE"):
+		c, odd = cac.SIPInvite, odd || !bytes.HasPrefix(m, []byte("INVITE "))
+	case methodIs(m, "OPTIONS"):
+		c, odd = cac.SIPOptions, odd || !bytes.HasPrefix(m, []byte("OPTIONS "))
+	case methodIs(m, "REGISTER"):
 		// Never in a dialog (RFC 3261 §10.2): a To tag changes nothing
 		// for a registrar, so it changes nothing here.
-		return Result{Kind: cac.Session, Class: cac.SIPRegister, Odd: odd || !bytes.HasPrefix(m, []byte("REGISTER"))}, m
+		return Result{Kind: cac.Session, Class: cac.SIPRegister, Odd: odd || !bytes.HasPrefix(m, []byte("REGISTER "))}, m
 	case foldPrefix(m, "SIP/2.0 "):
 		return kind(cac.Other), nil // a response
-	case isToken(m[0]):
-		c = cac.SIPOther
 	default:
-		return kind(cac.Other), nil // not text a SIP server reads
+		// Any other first line is a request to Kamailio: an unknown
+		// method, or none it can name.
+		c, odd = cac.SIPOther, odd || !isToken(m[0])
 	}
 	dialog, many := toHeaders(m, fragmented)
 	odd = odd || many
@@ -63,6 +69,26 @@ func classifySIP(m []byte, fragmented bool) (Result, []byte) {
 		return Result{Kind: cac.InDialog, Odd: odd}, m
 	}
 	return Result{Kind: cac.Session, Class: c, Odd: odd}, m
+}
+
+// isLead reports whether c is a byte Kamailio skips before a first line.
+func isLead(c byte) bool { return c == ' ' || c == '\t' || c == 0 || c == '\r' || c == '\n' }
+
+// methodIs reports whether the first line's method is w (upper case) in any
+// letter case, ended by a space or a tab.
+func methodIs(m []byte, w string) bool {
+	return foldPrefix(m, w) && isSP(at(m, len(w)))
+}
+
+// isSTUN reports whether a whole datagram is a STUN message (RFC 5389 §6):
+// the top two bits zero, the magic cookie, and a length, a multiple of
+// four, that says where the datagram ends.
+func isSTUN(m []byte, fragmented bool) bool {
+	if fragmented || len(m) < 20 || m[0]&0xc0 != 0 {
+		return false
+	}
+	n := int(be16(m[2:]))
+	return binary.BigEndian.Uint32(m[4:]) == 0x2112a442 && n%4 == 0 && n+20 == len(m)
 }
 
 // IsACK reports whether a SIP request is an ACK, its method in any letter
@@ -202,15 +228,18 @@ func toName(m []byte, h int) (int, bool) {
 	return j + 1, true
 }
 
-// toTagged reports whether the To value at v has a tag parameter outside
-// its quoted display name and <URI>; folded lines continue the header.
+// toTagged reports whether the To value at v has a tag as Kamailio reads
+// it: the last tag parameter outside the quoted display name and <URI>,
+// with a value. Folded lines continue the header. A value cut short at
+// SIPToMax may go on with a tag parameter that takes the tag away: no tag.
 func toTagged(m []byte, v int) bool {
-	quoted, escaped, angle := false, false, false
-	for off := v; off < v+SIPToMax && off < len(m); off++ {
+	quoted, escaped, angle, tagged := false, false, false, false
+	end := min(v+SIPToMax, len(m))
+	for off := v; off < end; off++ {
 		c := int(m[off])
 		if c == '\n' {
 			if !isSP(at(m, off+1)) {
-				return false
+				return tagged
 			}
 			continue
 		}
@@ -226,23 +255,57 @@ func toTagged(m []byte, v int) bool {
 			quoted = true
 		case c == '<':
 			angle = true
-		case c == ';' && tagAt(m, off+1):
-			return true
+		case c == ';':
+			switch tagAt(m, off+1) {
+			case tagSet:
+				tagged = true
+			case tagEmpty:
+				tagged = false
+			}
 		}
 	}
-	return false
+	return tagged && end == len(m)
 }
 
-// tagAt reports whether the parameter at q is a non-empty tag.
-func tagAt(m []byte, q int) bool {
+// What tagAt makes of a header parameter (TAG_NONE, TAG_SET, TAG_EMPTY of
+// bpf/sip_to.h).
+const (
+	tagNone = iota
+	tagSet
+	tagEmpty
+)
+
+// tagAt reads the parameter at q as Kamailio's parse_to_param does: another
+// parameter, a tag with a value, or a tag without one ("tag", "tag=",
+// tag="", an unclosed quote), which Kamailio takes for no tag at all.
+func tagAt(m []byte, q int) int {
 	q = skipSP(m, q)
 	if lower(at(m, q)) != 't' || lower(at(m, q+1)) != 'a' || lower(at(m, q+2)) != 'g' {
-		return false
+		return tagNone
 	}
-	q = skipSP(m, q+3)
-	if at(m, q) != '=' {
-		return false
+	q += 3
+	c := at(m, q)
+	switch {
+	case c == '=' || isSP(c):
+		q = skipSP(m, q)
+		c = at(m, q)
+	case c >= 0 && c != ';' && c != ',' && c != '\r' && c != '\n' && c != '>':
+		return tagNone // another name: "tagx"
 	}
-	c := at(m, skipSP(m, q+1))
-	return c >= 0 && !isSP(c) && c != '\r' && c != '\n' && c != ';' && c != ','
+	if c != '=' {
+		return tagEmpty
+	}
+	q = skipSP(m, q+1)
+	c = at(m, q)
+	if c == '"' {
+		c = at(m, q+1)
+		if c < 0 || c == '"' || c == '\r' || c == '\n' {
+			return tagEmpty
+		}
+		return tagSet
+	}
+	if c >= 0 && !isSP(c) && c != '\r' && c != '\n' && c != ';' && c != ',' {
+		return tagSet
+	}
+	return tagEmpty
 }

@@ -113,7 +113,10 @@ func (u UDP) wrap(p []byte, _ Layer) []byte {
 		src = u.Dst
 	}
 	n := 8 + len(p)
-	if u.Len != 0 {
+	switch {
+	case u.Len < 0:
+		n = 0 // a length of 0, which IPv6 receivers read as the whole payload
+	case u.Len != 0:
 		n = u.Len
 	}
 	b := be16(nil, src)
