@@ -1,5 +1,11 @@
 package api
 
+import (
+	"fmt"
+	"net"
+	"strconv"
+)
+
 // StatusReport is `cacctl status -o json`: the daemon, as it says of
 // itself, and what the pins say of every attachment.
 type StatusReport struct {
@@ -16,6 +22,39 @@ type StatusReport struct {
 	// Degraded says why the filter does not protect as configured; empty
 	// when it does. status exits 3 when it is not.
 	Degraded []string `json:"degraded"`
+	// UnwatchedListeners are the SIP listeners of the network namespaces
+	// the filter acts in that it does not watch (docs/design.md, "SIP
+	// listeners"): a warning, which degrades nothing; [] for none.
+	UnwatchedListeners []UnwatchedListener `json:"unwatched_listeners"`
+}
+
+// UnwatchedListener is a socket that takes SIP where the filter does not
+// look: UDP on a SIP port missing from ports.sip, or TCP or SCTP on any
+// SIP port.
+type UnwatchedListener struct {
+	Transport string `json:"transport"` // udp, tcp or sctp
+	// Address is the local address it is bound to: 0.0.0.0 or :: for
+	// every address.
+	Address string `json:"address"`
+	Port    uint16 `json:"port"`
+	Netns   string `json:"netns"`   // its network namespace; "" cacctl's
+	Process string `json:"process"` // its owner's command name; "" when not found
+	PID     int    `json:"pid"`     // its owner; 0 when not found
+	// Reason says why the filter does not watch it.
+	Reason string `json:"reason"`
+}
+
+// String names the listener as the warnings do: tcp [::]:5060 in
+// network namespace NS (kamailio, pid 1234).
+func (u UnwatchedListener) String() string {
+	s := u.Transport + " " + net.JoinHostPort(u.Address, strconv.Itoa(int(u.Port)))
+	if u.Netns != "" {
+		s += " in network namespace " + u.Netns
+	}
+	if u.PID != 0 {
+		s += fmt.Sprintf(" (%s, pid %d)", u.Process, u.PID)
+	}
+	return s
 }
 
 // Orphan is one directory of an attach killed before it finished.

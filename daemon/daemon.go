@@ -85,6 +85,9 @@ type Daemon struct {
 	// fleet renews the leases of fleet-scope levels, across reloads
 	// (docs/design.md, "Fleet").
 	fleet *fleetRunner
+	// listeners names the SIP listeners the configuration in force does
+	// not watch (docs/design.md, "SIP listeners").
+	listeners *listenerWatch
 
 	// held are the links of the attachments, open while the daemon runs:
 	// the filter outlives its pins (bpffs unmounted under it).
@@ -130,7 +133,7 @@ func New(cfg Config) *Daemon {
 		cfg.Log = slog.New(slog.DiscardHandler)
 	}
 	return &Daemon{
-		cfg: cfg, log: cfg.Log, sessions: newSessionKeeper(cfg.Log), fleet: newFleetRunner(cfg.Log, cfg.StateDir), applies: make(chan applyCall), reloads: make(chan struct{}, 1), readGID: -1, reading: make(chan struct{}, 2),
+		cfg: cfg, log: cfg.Log, sessions: newSessionKeeper(cfg.Log), fleet: newFleetRunner(cfg.Log, cfg.StateDir), listeners: newListenerWatch(cfg.Netns, cfg.Log), applies: make(chan applyCall), reloads: make(chan struct{}, 1), readGID: -1, reading: make(chan struct{}, 2),
 		status: api.Status{PID: os.Getpid(), Config: cfg.File, ReloadConfig: cfg.File, PinsLost: []string{}, Since: cfg.Now(), StateDir: cfg.StateDir, Netns: cfg.Netns},
 	}
 }
@@ -197,6 +200,10 @@ func (d *Daemon) Run(ctx context.Context) error {
 	d.mu.Lock()
 	d.status.LoadedAt = d.cfg.Now()
 	d.mu.Unlock()
+	d.listeners.configure(cfg.Ports.SIP)
+	listenersCtx, stopListeners := context.WithCancel(ctx)
+	defer stopListeners()
+	go d.listeners.run(listenersCtx)
 	if d.journal, err = d.startJournal(ctx, d.cfg.RejectsLog); err != nil {
 		return err
 	}
@@ -266,6 +273,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 				}
 			}
 			cfg, opts = next, nextOpts
+			d.listeners.configure(cfg.Ports.SIP)
 			if aerr := d.swapAgents(ctx, cfg); aerr != nil {
 				d.log.Error("session agents of the new configuration", "err", aerr)
 				err = fmt.Errorf("%s is in force, but its session agents are not watched: %w", call.file, aerr)

@@ -65,6 +65,9 @@ func (d *Daemon) serveMetrics(listen string) (*metricsServer, error) {
 	if err := reg.Register(newFleetCollector(d.fleet.snapshot)); err != nil {
 		return nil, fmt.Errorf("register fleet metrics: %w", err)
 	}
+	if err := reg.Register(newListenerCollector(d.listeners.count)); err != nil {
+		return nil, fmt.Errorf("register SIP listener metrics: %w", err)
+	}
 	l, err := net.Listen("tcp", listen)
 	if err != nil {
 		return nil, fmt.Errorf("metrics.listen %s: %w", listen, err)

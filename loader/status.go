@@ -1,11 +1,13 @@
 package loader
 
 import (
+	"errors"
 	"fmt"
 	"path/filepath"
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/link"
+	"github.com/xdpcac/xdpcac/maps"
 )
 
 // AttachmentStatus is one attachment as `cacctl status` shows it.
@@ -140,4 +142,23 @@ func multiStatus(st *AttachmentStatus, dir string) error {
 	}
 	st.ProgramTag = info.Tag
 	return nil
+}
+
+// SIPPorts are the SIP ports the filters of stateDir watch, as their
+// shared port table holds them (ports.sip of the file last put in force);
+// none with nothing attached.
+func SIPPorts(stateDir string) ([]uint16, error) {
+	p, err := OpenShared(stateDir)
+	if errors.Is(err, ErrNothingAttached) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer p.Close()
+	_, sip, err := maps.ReadPorts(p.UdpPorts)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", p.Attachment, err)
+	}
+	return sip, nil
 }

@@ -58,3 +58,22 @@ func WritePorts(m *ebpf.Map, l2tp, sip []uint16) error {
 	}
 	return nil
 }
+
+// ReadPorts reads the UDP port table back: the L2TP and SIP ports in
+// force, in increasing order. cacctl status reads what the filter
+// watches here rather than in a file, which may have changed since.
+func ReadPorts(m *ebpf.Map) (l2tp, sip []uint16, err error) {
+	var v bpf.XdpCacPorts
+	if err := m.Lookup(uint32(0), &v); err != nil {
+		return nil, nil, fmt.Errorf("read udp_ports map: %w", err)
+	}
+	for p, k := range v.Kind {
+		switch cac.PortKind(k) {
+		case cac.PortL2TP:
+			l2tp = append(l2tp, uint16(p))
+		case cac.PortSIP:
+			sip = append(sip, uint16(p))
+		}
+	}
+	return l2tp, sip, nil
+}

@@ -57,6 +57,7 @@ func newAttachCmd(g *globals) *cobra.Command {
 					return fmt.Errorf("%s joined the other interfaces, but putting %s in force failed: %w", a, cfgFile, err)
 				}
 			}
+			warnUnwatched(cmd.ErrOrStderr(), g.netns, cfg.Ports.SIP)
 			return nil
 		},
 	}
@@ -186,5 +187,19 @@ func warnWithoutDaemon(w io.Writer, stateDir string, cfg *config.Config) {
 	// (docs/design.md, "Fleet"): without one they refuse every call.
 	if cfg.HasFleet() && api.Dial(stateDir) == nil {
 		fmt.Fprintf(w, "cacctl: warning: scope: fleet is set and no cacctl run serves %s: fleet-scope levels refuse every call until one runs and renews their leases\n", stateDir)
+	}
+}
+
+// warnUnwatched names the SIP listeners of the namespace ns that a filter
+// watching SIP over UDP to sipPorts does not watch; the attach stands
+// all the same (docs/design.md, "SIP listeners").
+func warnUnwatched(w io.Writer, ns string, sipPorts []uint16) {
+	found, err := daemon.UnwatchedListeners(ns, sipPorts)
+	if err != nil {
+		fmt.Fprintf(w, "cacctl: warning: cannot list the SIP listeners to check they are watched: %v\n", err)
+		return
+	}
+	for _, u := range found {
+		fmt.Fprintf(w, "cacctl: warning: SIP listener %s is not watched: %s\n", u, u.Reason)
 	}
 }

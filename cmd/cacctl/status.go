@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/xdpcac/xdpcac/api"
 	"github.com/xdpcac/xdpcac/cac/control"
+	"github.com/xdpcac/xdpcac/daemon"
 	"github.com/xdpcac/xdpcac/internal/show"
 	"github.com/xdpcac/xdpcac/internal/version"
 	"github.com/xdpcac/xdpcac/loader"
@@ -58,6 +59,10 @@ func newStatusCmd(g *globals) *cobra.Command {
 			if len(ca.Attachments) > 0 {
 				cav := maps.CallAdmissionViewOf(ca.CallAdmission, ca.Inputs, ca.Rings, ca.Stats, control.MonotonicCoarse(), nil)
 				v.HeartbeatAgeMS, v.Stale, v.OnStale = cav.HeartbeatAgeMS, cav.Stale, cav.OnStale
+			}
+			// Named, not degraded: the filter protects what it watches.
+			if v.UnwatchedListeners, err = daemon.StatusListeners(g.stateDir); err != nil {
+				fmt.Fprintf(cmd.ErrOrStderr(), "cacctl: warning: cannot list every SIP listener to check it is watched: %v\n", err)
 			}
 			v.Degraded = v.DegradedBy()
 			if *out == "json" {
@@ -123,7 +128,20 @@ func writeStatus(w io.Writer, v api.StatusReport) {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", i.Interface, mode, i.Link, i.Egress, prog)
 	}
 	tw.Flush()
+	writeUnwatched(w, v.UnwatchedListeners)
 	writeDegraded(w, v.Degraded)
+}
+
+// writeUnwatched names the SIP listeners the filter does not watch
+// (docs/design.md, "SIP listeners"); nothing when there are none.
+func writeUnwatched(w io.Writer, ls []api.UnwatchedListener) {
+	if len(ls) == 0 {
+		return
+	}
+	fmt.Fprintln(w, "SIP listeners not watched:")
+	for _, u := range ls {
+		fmt.Fprintf(w, "  %s: %s\n", u, u.Reason)
+	}
 }
 
 // writeOrphans says what attaches that were killed left, and how to
