@@ -351,6 +351,12 @@ struct cac_dialog {
 	__u64 invite_ns;   /* when the INVITE was admitted or sent */
 	__u64 txn;         /* the hash of its Call-ID, CSeq and top Via; 0: none */
 	__u32 retransmits; /* passed uncharged so far */
+	/* The dialog's two sides (docs/design.md, "Dialogs bound to their
+	 * peers"), each the fold of an address (dialog_peer); 0: not known.
+	 * The caller sent the INVITE the filter admitted; the callee is the
+	 * one the server sent an INVITE of the dialog to. */
+	__u32 caller;
+	__u32 callee;
 	__u32 pad;
 };
 

@@ -2,8 +2,9 @@
 /*
  * Dialogs (docs/design.md, "Dialogs"). A To tag is anyone's to write, so
  * the filter learns the dialogs it admitted, by the hash of their INVITE's
- * Call-ID: an in-dialog request of a known dialog passes uncharged, one of
- * an unknown dialog is held by the sip-indialog limits.
+ * Call-ID, bound to their two sides: an in-dialog request of a known
+ * dialog from one of its sides passes uncharged; one of an unknown dialog,
+ * or of a known one from anywhere else, is held by the sip-indialog limits.
  *
  * The table is an array of sets of CAC_DIALOG_WAYS dialogs; a Call-ID's
  * hash names its set. A new dialog takes a free way of its set, or else
@@ -20,6 +21,7 @@
 #include "cac.h"
 #include "maps.h"
 #include "sip_hdr.h"
+#include "where.h"
 
 /* The dialog table's sets less one, a power of two less one: the loader
  * sets it with the table's size (maps.SizeDialogs). */
@@ -70,19 +72,66 @@ static __always_inline struct cac_dialog *dialog_find(__u64 callid)
  * in last, so a way names a Call-ID only once someone admitted it (or the
  * server sent it), and a torn way at worst pairs a Call-ID with another
  * INVITE's transaction, whose copies are then charged as new calls. */
-static __always_inline void dialog_write(struct cac_dialog *d, __u64 callid, __u64 now, __u64 txn)
+static __always_inline void dialog_write(struct cac_dialog *d, __u64 callid, __u64 now, __u64 txn,
+					 __u32 caller, __u32 callee)
 {
 	d->invite_ns = now;
 	d->txn = txn;
 	d->retransmits = 0;
+	d->caller = caller;
+	d->callee = callee;
 	asm volatile("" ::: "memory");
 	d->callid = callid;
 }
 
-/* dialog_known reports whether callid names a dialog the filter admitted.
- * A global function: its lookup key stays off the stack of the program's
- * deepest call chain. */
-__noinline int dialog_known(__u64 callid)
+/* peer_fold is what a dialog keeps of an address, 16 bytes with IPv4
+ * mapped into IPv6 (hi and lo its two halves as little-endian words): the
+ * high half of a multiply of both, never 0. cac.DialogPeer is the same in
+ * Go. */
+static __always_inline __u32 peer_fold(__u64 hi, __u64 lo)
 {
-	return dialog_find(callid) != NULL;
+	__u64 x = (hi ^ (lo * 0x9e3779b97f4a7c15ULL)) * 0xff51afd7ed558ccdULL;
+	__u32 p = x >> 32;
+	return p ? p : 1;
+}
+
+/* dialog_peer is the fold of a frame's source address, or its destination
+ * when dst is set (a frame the server sends); 0 without an IP header. */
+static __always_inline __u32 dialog_peer(struct frame *f, int dst)
+{
+	void *data = f->data, *data_end = f->data_end;
+	__u8 a[16] = {};
+
+	if (f->family == 4) {
+		struct iphdr *ip = data + (f->l3off & 0x3f);
+		if ((void *)(ip + 1) > data_end)
+			return 0;
+		a[10] = a[11] = 0xff;
+		__builtin_memcpy(&a[12], dst ? &ip->daddr : &ip->saddr, 4);
+	} else if (f->family == 6) {
+		struct ipv6hdr *ip6 = data + (f->l3off & 0x3f);
+		if ((void *)(ip6 + 1) > data_end)
+			return 0;
+		__builtin_memcpy(a, dst ? ip6->daddr : ip6->saddr, 16);
+	} else {
+		return 0;
+	}
+	__u64 hi, lo;
+	__builtin_memcpy(&hi, &a[0], 8);
+	__builtin_memcpy(&lo, &a[8], 8);
+	return peer_fold(hi, lo);
+}
+
+/* dialog_verified reports whether callid names a dialog the filter knows
+ * and the frame where packs (where.h) comes from one of its sides. A
+ * global function: its lookup key stays off the stack of the program's
+ * deepest call chain. */
+__noinline int dialog_verified(CAC_CTX *ctx, __u64 where, __u64 callid)
+{
+	if (!ctx)
+		return 0;
+	struct frame f = where_frame(ctx, where);
+	struct cac_dialog *d = dialog_find(callid);
+	__u32 peer = dialog_peer(&f, 0);
+	return d && peer && (d->caller == peer || d->callee == peer);
 }

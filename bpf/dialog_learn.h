@@ -13,12 +13,14 @@
 
 /*
  * egress_learn puts a dialog the server opened in the table, with no
- * transaction. A dialog the table holds already keeps its entry and what
- * was recorded in it: a proxy sends out the INVITE the filter admitted
- * with the same Call-ID, and a retransmission changes nothing. A global
- * function, so that its key stays off the program's own frame.
+ * transaction, and callee, the fold of the address the INVITE goes to,
+ * for its other side. A dialog the table holds already keeps its entry
+ * and what was recorded in it but takes callee as its other side: a
+ * proxy sends out the INVITE the filter admitted with the same Call-ID,
+ * toward the callee whose requests then come back. A global function, so
+ * that its key stays off the program's own frame.
  */
-__noinline int egress_learn(__u64 callid, __u64 now)
+__noinline int egress_learn(__u64 callid, __u64 now, __u32 callee)
 {
 	if (!callid)
 		return 0;
@@ -27,6 +29,8 @@ __noinline int egress_learn(__u64 callid, __u64 now)
 		return 0;
 	struct cac_dialog *d = dialog_way(s, callid);
 	if (d->callid != callid)
-		dialog_write(d, callid, now, 0);
+		dialog_write(d, callid, now, 0, 0, callee);
+	else if (d->callee != callee)
+		d->callee = callee;
 	return 0;
 }

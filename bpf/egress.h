@@ -127,10 +127,10 @@ __noinline int egress_invite(struct __sk_buff *skb, __u64 where, __u64 now)
 	if (!skb)
 		return TC_ACT_UNSPEC;
 	struct frame f = where_frame(skb, where);
-	__u32 agent = agent_to(&f);
+	__u32 agent = agent_to(&f), callee = dialog_peer(&f, 1);
 	struct cac_egress_counts *c = bpf_map_lookup_elem(&egress_counts, &agent);
 	if (agent == NO_AGENT || !c) {
-		egress_learn(sip_callid(skb, f.msgoff, f.msglen), now);
+		egress_learn(sip_callid(skb, f.msgoff, f.msglen), now, callee);
 		return TC_ACT_UNSPEC;
 	}
 	__u64 callid;
@@ -138,7 +138,7 @@ __noinline int egress_invite(struct __sk_buff *skb, __u64 where, __u64 now)
 	struct cac_sent *sent = callid ? bpf_map_lookup_elem(&egress_txns, &callid) : NULL;
 	if (sent && txn && sent->txn == txn && now - sent->sent_ns < CAC_TIMER_B_NS) {
 		c->retransmits++;
-		egress_learn(callid, now);
+		egress_learn(callid, now, callee);
 		return TC_ACT_UNSPEC;
 	}
 	int took = 0;
@@ -164,7 +164,7 @@ __noinline int egress_invite(struct __sk_buff *skb, __u64 where, __u64 now)
 		bpf_map_update_elem(&egress_txns, &callid, &s, BPF_ANY);
 		bpf_map_delete_elem(&egress_refused, &callid);
 	}
-	egress_learn(callid, now);
+	egress_learn(callid, now, callee);
 	return TC_ACT_UNSPEC;
 }
 

@@ -92,7 +92,23 @@ __noinline int invite_admitted(struct xdp_md *ctx, __u64 msg, __u64 l3, __u64 no
 	struct cac_dialog *d = dialog_way(s, callid);
 	if (d->callid == callid && txn && d->txn == txn && now - d->invite_ns < CAC_TIMER_B_NS)
 		return 0;
-	dialog_write(d, callid, now, txn);
+	if (d->callid == callid && d->caller) {
+		/* Another INVITE of a known dialog (a new try after a
+		 * challenge): its transaction is the one to repeat, but the
+		 * sides stay those first learnt, whoever sent this one. */
+		d->invite_ns = now;
+		d->txn = txn;
+		d->retransmits = 0;
+		return 0;
+	}
+	struct frame f = {
+		.data = (void *)(long)ctx->data,
+		.data_end = (void *)(long)ctx->data_end,
+		.l3off = where_l3off(l3),
+		.family = where_family(l3),
+	};
+	__u32 callee = d->callid == callid ? d->callee : 0;
+	dialog_write(d, callid, now, txn, dialog_peer(&f, 0), callee);
 	return 0;
 }
 

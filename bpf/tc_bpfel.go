@@ -37,6 +37,8 @@ type TcCacDialogSet struct {
 		InviteNs    uint64
 		Txn         uint64
 		Retransmits uint32
+		Caller      uint32
+		Callee      uint32
 		Pad         uint32
 	}
 }

@@ -216,7 +216,7 @@ static __always_inline int verdict(struct xdp_md *ctx, __u64 where, __u32 result
 	 * known to the dialog table or not (sessions.h). */
 	if (class == CAC_CLASS_SIP_INDIALOG && (policy_word() & POLICY_CAPACITY))
 		session_note(ctx, where, 0);
-	if (class == CAC_CLASS_SIP_INDIALOG && dialog_known(sip_callid(ctx, msgoff, msglen))) {
+	if (class == CAC_CLASS_SIP_INDIALOG && dialog_verified(ctx, where, sip_callid(ctx, msgoff, msglen))) {
 		st->sip_indialog_verified++;
 		cs->admitted++;
 		if (policy_word() & POLICY_AGENTS) /* a request all the same */

@@ -149,6 +149,8 @@ type XdpCacDialog struct {
 	InviteNs    uint64
 	Txn         uint64
 	Retransmits uint32
+	Caller      uint32
+	Callee      uint32
 	Pad         uint32
 }
 

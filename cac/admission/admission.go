@@ -356,8 +356,9 @@ func (m *Model) Decide(frame []byte, now uint64) Decision {
 		callid, txn = classify.Txn(msg)
 		txn = classify.FromSource(txn, classify.SourceOf(frame))
 	}
-	// A request of a dialog the filter admitted passes uncharged.
-	if c == cac.SIPInDialog && m.dialogs.known(callid) {
+	// A request of a dialog the filter admitted, from one of its sides,
+	// passes uncharged.
+	if c == cac.SIPInDialog && m.dialogs.verified(callid, classify.SourceOf(frame).Peer()) {
 		d.Uncharged = true
 		return d
 	}
@@ -404,7 +405,7 @@ func (m *Model) Decide(frame []byte, now uint64) Decision {
 	}
 	if c == cac.SIPInvite {
 		if !d.Rejected {
-			m.learnInvite(callid, txn, now)
+			m.learnInvite(callid, txn, now, classify.SourceOf(frame).Peer())
 		} else if limited {
 			m.refused.refuse(txn, now, d.Reason)
 		}

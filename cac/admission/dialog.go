@@ -17,6 +17,10 @@ type dialog struct {
 	inviteNS    uint64
 	txn         uint64
 	retransmits uint32
+	// The dialog's two sides, as classify.Source.Peer folds them: the
+	// caller of the INVITE the filter admitted, the callee the server
+	// sent an INVITE of the dialog to; 0 for one not known.
+	caller, callee uint32
 }
 
 // The retransmission bounds of bpf/shared.h and bpf/dialog.h.
@@ -67,27 +71,35 @@ func (t *dialogTable) find(callid uint64) *dialog {
 	return nil
 }
 
-func (t *dialogTable) known(callid uint64) bool { return t.find(callid) != nil }
+// verified is dialog_verified: callid names a dialog the table holds and
+// peer is one of its sides.
+func (t *dialogTable) verified(callid uint64, peer uint32) bool {
+	d := t.find(callid)
+	return d != nil && peer != 0 && (d.caller == peer || d.callee == peer)
+}
 
 // SetDialogTable sizes the model's dialog table as the fast path's: sets
 // sets of cac.DialogWays (the dialogs map's max_entries). It forgets the
 // dialogs the table held.
 func (m *Model) SetDialogTable(sets uint32) { m.dialogs = dialogTable{sets: sets} }
 
-// learnDialog remembers the dialog of an INVITE the server sent, as
-// egress_learn does: a dialog the table holds keeps its entry.
-func (m *Model) learnDialog(callid, now uint64) {
+// learnDialog remembers the dialog of an INVITE the server sent toward
+// callee, as egress_learn does: a dialog the table holds keeps its entry
+// but takes callee as its other side.
+func (m *Model) learnDialog(callid, now uint64, callee uint32) {
 	if callid == 0 {
 		return
 	}
 	if d := m.dialogs.way(callid); d.callid != callid {
-		*d = dialog{callid: callid, inviteNS: now}
+		*d = dialog{callid: callid, inviteNS: now, callee: callee}
+	} else {
+		d.callee = callee
 	}
 }
 
-// learnInvite remembers an admitted INVITE's dialog and transaction, as
-// invite_admitted does.
-func (m *Model) learnInvite(callid, txn, now uint64) {
+// learnInvite remembers an admitted INVITE's dialog and transaction, from
+// caller, as invite_admitted does.
+func (m *Model) learnInvite(callid, txn, now uint64, caller uint32) {
 	if callid == 0 {
 		return
 	}
@@ -96,7 +108,16 @@ func (m *Model) learnInvite(callid, txn, now uint64) {
 	if d.callid == callid && txn != 0 && d.txn == txn && now-d.inviteNS < TimerBNS {
 		return
 	}
-	*d = dialog{callid: callid, inviteNS: now, txn: txn}
+	// Another INVITE of a known dialog keeps the sides first learnt.
+	if d.callid == callid && d.caller != 0 {
+		d.inviteNS, d.txn, d.retransmits = now, txn, 0
+		return
+	}
+	callee := uint32(0)
+	if d.callid == callid {
+		callee = d.callee
+	}
+	*d = dialog{callid: callid, inviteNS: now, txn: txn, caller: caller, callee: callee}
 }
 
 // refusedTable is the fast path's table of refused INVITE transactions,

@@ -70,9 +70,8 @@ func (m *Model) Egress(frame []byte, now uint64) EgressVerdict {
 	if v := m.egressInvite(frame, msg, now); v.Refused {
 		return v
 	}
-	if callid := classify.CallID(msg); !m.dialogs.known(callid) {
-		m.learnDialog(callid, now)
-	}
+	family, addr := classify.DestOf(frame)
+	m.learnDialog(classify.CallID(msg), now, classify.Source{Family: family, Addr: addr}.Peer())
 	return EgressVerdict{}
 }
 

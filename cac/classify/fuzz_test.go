@@ -10,8 +10,8 @@ import (
 // FuzzClassify checks what must hold for any frame: no panic, and a session
 // or in-dialog result only for frames that carry what the class says. A
 // method matches in any letter case, and a request of any method but
-// REGISTER claims a dialog with a tagged To (docs/design.md, "Reading SIP
-// as the lenient servers do", "In-dialog requests"), so an in-dialog result
+// REGISTER claims a dialog with a tagged To (docs/design.md, "Read as the
+// receiver reads", "In-dialog requests"), so an in-dialog result
 // needs a To tag, not an INVITE.
 func FuzzClassify(f *testing.F) {
 	for _, s := range seedFrames() {

@@ -1,6 +1,10 @@
 package classify
 
-import "encoding/binary"
+import (
+	"encoding/binary"
+
+	"github.com/xdpcac/xdpcac/cac"
+)
 
 // Source is who sent a frame, as far as the frame says: the Ethernet
 // source and VLAN IDs, and the IP source address once there is one.
@@ -53,4 +57,27 @@ func DestOf(frame []byte) (family uint8, addr [16]byte) {
 		return 6, addr
 	}
 	return 0, addr
+}
+
+// Mapped is the source address as the fast path keys it: 16 bytes, IPv4
+// mapped into IPv6; all zero without an IP source.
+func (s Source) Mapped() [16]byte {
+	var a [16]byte
+	switch s.Family {
+	case 4:
+		a[10], a[11] = 0xff, 0xff
+		copy(a[12:], s.Addr[:4])
+	case 6:
+		a = s.Addr
+	}
+	return a
+}
+
+// Peer is what a dialog keeps of the source as one of its sides
+// (dialog_peer of bpf/dialog.h); 0 without an IP source.
+func (s Source) Peer() uint32 {
+	if s.Family == 0 {
+		return 0
+	}
+	return cac.DialogPeer(s.Mapped())
 }

@@ -83,14 +83,7 @@ func FromSource(txn uint64, s Source) uint64 {
 	if txn == 0 {
 		return 0
 	}
-	var a [16]byte
-	switch s.Family {
-	case 4:
-		a[10], a[11] = 0xff, 0xff
-		copy(a[12:], s.Addr[:4])
-	case 6:
-		a = s.Addr
-	}
+	a := s.Mapped()
 	txn = txnMix(txnMix(txn, binary.LittleEndian.Uint64(a[:8])), binary.LittleEndian.Uint64(a[8:]))
 	if txn == 0 {
 		return 1

@@ -131,10 +131,16 @@ func TestEgressLearns(t *testing.T) {
 	out6 := func(src, dst uint16, s SIP) []byte {
 		return Frame(Ether{}, VLAN{ID: 7}, VLAN{TPID: 0x88a8, ID: 9}, IPv6{Src: serverAddr6, Dst: peerAddr6}, UDP{Src: src, Dst: dst}, s)
 	}
-	back := func(id string) []byte { // from the peer's own port to the server's
-		return Frame(Ether{}, IPv4{Src: peerAddr, Dst: serverAddr}, UDP{Src: 40000, Dst: 5060},
-			harness.WithCallID(SIPRequest("BYE", harness.ToTag), "Call-ID: "+id))
+	// From the peer's own port to the server's: the dialog's other side,
+	// the address the INVITE went to, or a stranger.
+	backFrom := func(id string, v6 bool) []byte {
+		bye := harness.WithCallID(SIPRequest("BYE", harness.ToTag), "Call-ID: "+id)
+		if v6 {
+			return Frame(Ether{}, IPv6{Src: peerAddr6, Dst: serverAddr6}, UDP{Src: 40000, Dst: 5060}, bye)
+		}
+		return Frame(Ether{}, IPv4{Src: peerAddr, Dst: serverAddr}, UDP{Src: 40000, Dst: 5060}, bye)
 	}
+	back := func(id string) []byte { return backFrom(id, false) }
 	lower := harness.WithCallID(SIPRequest("invite", harness.ToNoTag), "i:   lower@192.0.2.10")
 	lower.Prefix = "\r\n"
 	cases := []struct {
@@ -166,7 +172,7 @@ func TestEgressLearns(t *testing.T) {
 		if c.learn {
 			n = 5
 		}
-		passed, reasons := f.Offer(t, back(c.id), n) // the model agrees on each
+		passed, reasons := f.Offer(t, backFrom(c.id, strings.HasPrefix(c.name, "IPv6")), n) // the model agrees on each
 		switch {
 		case c.learn && passed != n:
 			t.Errorf("%s: %d of %d requests of the dialog passed (%v), want all, uncharged", c.name, passed, n, reasons)

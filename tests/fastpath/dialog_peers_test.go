@@ -1,0 +1,85 @@
+package fastpath
+
+import (
+	"net/netip"
+	"testing"
+
+	"github.com/xdpcac/xdpcac/cac"
+	"github.com/xdpcac/xdpcac/cac/policy"
+	. "github.com/xdpcac/xdpcac/internal/pkt"
+	"github.com/xdpcac/xdpcac/tests/harness"
+)
+
+// TestDialogBoundToPeers: a dialog is known by its Call-ID and its two
+// sides. The caller of an admitted INVITE and the callee the server sent
+// the call on to pass uncharged; the same Call-ID from a stranger, or
+// from the caller's neighbour, is held by the sip-indialog bucket as an
+// unknown dialog's would be, and counts as unverified. A refused INVITE
+// teaches nothing, and another INVITE of the dialog from a stranger,
+// admitted as a new call, takes no side of it. The model agrees on every
+// frame.
+func TestDialogBoundToPeers(t *testing.T) {
+	f := harness.NewFastPath(t, false)
+	e := newEgress(t, f)
+	var p policy.Policy
+	p.PerSource[cac.SIPInDialog] = policy.PerSource{Limit: harness.MustRate(t, 0.001, 1), Key: policy.SourceIP, IPv6Prefix: 64}
+	p.PerSource[cac.SIPInvite] = policy.PerSource{Limit: harness.MustRate(t, 0.001, 1), Key: policy.SourceIP, IPv6Prefix: 64}
+	f.SetPolicy(t, p)
+	f.MustAt(t, 5*second)
+
+	caller := netip.MustParseAddr("203.0.113.5")
+	neighbour := netip.MustParseAddr("203.0.113.6")
+	stranger := netip.MustParseAddr("198.51.100.99")
+	callee := netip.MustParseAddr("198.51.100.20")
+	server := netip.MustParseAddr("192.0.2.10")
+	const id = "Call-ID: bound@203.0.113.5"
+	in := func(src netip.Addr, s SIP) []byte {
+		return Frame(Ether{}, IPv4{Src: src, Dst: server}, UDP{Src: 5060, Dst: 5060}, s)
+	}
+	bye := harness.WithCallID(SIPRequest("BYE", harness.ToTag), id)
+
+	if passed, _ := f.Offer(t, in(caller, harness.WithCallID(SIPRequest("INVITE", harness.ToNoTag), id)), 1); passed != 1 {
+		t.Fatal("the caller's INVITE was refused")
+	}
+	// A stranger's INVITE of the same Call-ID, admitted as a call of its
+	// own, leaves the dialog's sides as they were.
+	if passed, _ := f.Offer(t, in(stranger, harness.WithCallID(SIPRequest("INVITE", harness.ToNoTag), id)), 1); passed != 1 {
+		t.Fatal("the stranger's INVITE was refused")
+	}
+	if passed, reasons := f.Offer(t, in(caller, bye), 5); passed != 5 {
+		t.Errorf("the caller's requests: %d of 5 passed (%v), want all, uncharged", passed, reasons)
+	}
+	for _, who := range []netip.Addr{stranger, neighbour} {
+		passed, reasons := f.Offer(t, in(who, bye), 3)
+		if passed != 1 || reasons[cac.ReasonSource] != 2 {
+			t.Errorf("%v with the dialog's Call-ID: %d of 3 passed (%v), want the bucket's one, then refused", who, passed, reasons)
+		}
+	}
+	// The server sends the call on to the callee, which may then speak.
+	out := Frame(Ether{}, IPv4{Src: server, Dst: callee}, UDP{Src: 5060, Dst: 5060}, harness.WithCallID(SIPRequest("INVITE", harness.ToNoTag), id))
+	if err := e.send(f, out); err != nil {
+		t.Fatal(err)
+	}
+	if passed, reasons := f.Offer(t, in(callee, bye), 4); passed != 4 {
+		t.Errorf("the callee's requests: %d of 4 passed (%v), want all, uncharged", passed, reasons)
+	}
+	if passed, _ := f.Offer(t, in(caller, bye), 2); passed != 2 {
+		t.Errorf("the caller's requests after the callee was learnt: %d of 2 passed", passed)
+	}
+	if got := f.Stats(t).SIPInDialogVerified; got != 11 {
+		t.Errorf("%d in-dialog requests counted verified, want 11 (the two sides' only)", got)
+	}
+
+	// A refused INVITE teaches no dialog: its Call-ID is still a stranger's.
+	const refusedID = "Call-ID: refused@203.0.113.5"
+	if passed, _ := f.Offer(t, in(caller, harness.WithCallID(SIPRequest("INVITE", harness.ToNoTag), refusedID)), 1); passed != 0 {
+		t.Fatal("the caller's second INVITE passed a spent per-source bucket")
+	}
+	before := f.Stats(t).SIPInDialogVerified
+	if passed, _ := f.Offer(t, in(caller, harness.WithCallID(SIPRequest("BYE", harness.ToTag), refusedID)), 3); passed != 1 {
+		t.Errorf("requests of a refused INVITE's dialog: %d of 3 passed, want the caller's sip-indialog bucket of one", passed)
+	}
+	if got := f.Stats(t).SIPInDialogVerified; got != before {
+		t.Errorf("a refused INVITE's dialog: %d requests counted verified", got-before)
+	}
+}
