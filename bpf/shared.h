@@ -217,7 +217,7 @@ enum cac_sip_bound {
 	SIP_TO_MAX = 256,
 	SIP_WS_MAX = 4,
 	SIP_LEAD_MAX = 2048,
-	SIP_HASH_MAX = 128,
+	SIP_HASH_MAX = 256,
 };
 
 enum cac_sip_event_kind {

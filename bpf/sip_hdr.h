@@ -2,7 +2,8 @@
 /*
  * The header that names a dialog, Call-ID, found among the header lines as
  * sip.h finds To, and hashed (64-bit FNV-1a over the words of the value's
- * first line, at most SIP_HASH_MAX bytes) for the dialog table of dialog.h.
+ * first line, at most SIP_HASH_MAX bytes, the low bit saying whether it
+ * was cut there) for the dialog table of dialog.h.
  * cac/classify/dialog.go is the same in Go.
  */
 #pragma once
@@ -101,25 +102,33 @@ __noinline __u64 hash_tail(CAC_CTX *ctx, __u64 moff, __u64 mlen, __u64 at, __u64
 	return h;
 }
 
+/* The low bit of a value's hash: set when the value ran past SIP_HASH_MAX
+ * bytes, so that what the hash took in is only its start. */
+#define HASH_CUT 1ULL
+
 /*
  * sip_hash_value hashes the value at v: spaces skipped, up to the end of
  * its line or SIP_HASH_MAX bytes, eight bytes at a time (FNV-1a over
  * little-endian words, the last zero-padded): a byte at a time, through
  * its bounds checks, this was most of the cost of naming a transaction.
- * Never 0, so that 0 can mean no value.
+ * The low bit says whether the value was cut at SIP_HASH_MAX (HASH_CUT):
+ * two values that differ only past it hash alike, so a transaction of
+ * such a value is never matched (sip_txn). Never 0, so that 0 can mean no
+ * value.
  */
 __noinline __u64 sip_hash_value(CAC_CTX *ctx, __u64 moff, __u64 mlen, __u64 v)
 {
 	struct sip_msg m = sip_msg_of(ctx, moff, mlen);
-	__u64 h = FNV_OFFSET;
+	__u64 h = FNV_OFFSET, cut = HASH_CUT;
 
 	if (v > SIP_SCAN_MAX + 16)
-		return 1;
+		return 1 | HASH_CUT;
 	sip_skip_sp(&m, &v);
 	for (int i = 0; i < SIP_HASH_MAX / 8; i++) {
 		__u64 at = v + i * 8, w;
 		if (at + 8 > m.len || !sip_load_word(&m, m.off + at, &w)) {
 			h = hash_tail(ctx, moff, mlen, at, h);
+			cut = 0;
 			break;
 		}
 		__u64 stop = word_has(w, WORD_NEWLINES) | word_has(w, WORD_CRS);
@@ -127,11 +136,13 @@ __noinline __u64 sip_hash_value(CAC_CTX *ctx, __u64 moff, __u64 mlen, __u64 v)
 			__u32 k = first_byte(stop);
 			if (k)
 				h = (h ^ (w & ((1ULL << (8 * k)) - 1))) * FNV_PRIME;
+			cut = 0;
 			break;
 		}
 		h = (h ^ w) * FNV_PRIME;
 	}
-	return h ? h : 1;
+	h = (h & ~HASH_CUT) | cut;
+	return h ? h : 2;
 }
 
 /* sip_callid is the hash of a message's Call-ID, or 0 without one. */

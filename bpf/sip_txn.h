@@ -4,8 +4,10 @@
  * its Call-ID, CSeq and top Via, the three headers a retransmission
  * repeats byte for byte (RFC 3261 §17.1.1.3). One walk over the header
  * lines finds all three, with the bounds of sip_next_line; each value is
- * hashed as sip_hash_value hashes a Call-ID, so the top Via counts by its
- * first SIP_HASH_MAX bytes. cac/classify/txn.go is the same in Go.
+ * hashed as sip_hash_value hashes a Call-ID; one longer than
+ * SIP_HASH_MAX makes the request name no transaction, so that requests
+ * differing past it are never taken for copies. cac/classify/txn.go is the
+ * same in Go.
  */
 #pragma once
 
@@ -152,8 +154,13 @@ static __always_inline __u64 sip_txn(CAC_CTX *ctx, __u64 moff, __u64 mlen, __u64
 	*callid = c ? sip_hash_value(ctx, moff, mlen, c) : 0;
 	if (!c || !s || !v)
 		return 0;
+	__u64 cseq = sip_hash_value(ctx, moff, mlen, s), via = sip_hash_value(ctx, moff, mlen, v);
+	/* A header cut at SIP_HASH_MAX names no transaction: copies that
+	 * differ past it are other transactions to the server. */
+	if ((*callid | cseq | via) & HASH_CUT)
+		return 0;
 	__u64 h = txn_mix(FNV_OFFSET, *callid);
-	h = txn_mix(h, sip_hash_value(ctx, moff, mlen, s));
-	h = txn_mix(h, sip_hash_value(ctx, moff, mlen, v));
+	h = txn_mix(h, cseq);
+	h = txn_mix(h, via);
 	return h ? h : 1;
 }

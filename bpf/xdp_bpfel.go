@@ -413,7 +413,7 @@ const (
 	XdpCacSipBoundSIP_TO_MAX    XdpCacSipBound = 256
 	XdpCacSipBoundSIP_WS_MAX    XdpCacSipBound = 4
 	XdpCacSipBoundSIP_LEAD_MAX  XdpCacSipBound = 2048
-	XdpCacSipBoundSIP_HASH_MAX  XdpCacSipBound = 128
+	XdpCacSipBoundSIP_HASH_MAX  XdpCacSipBound = 256
 )
 
 type XdpCacSipEvent struct {

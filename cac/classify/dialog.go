@@ -4,7 +4,8 @@ package classify
 // the dialog table knows a dialog by the hash of its Call-ID.
 
 const (
-	sipHashMax = 128 // bytes of a value that are hashed
+	sipHashMax = 256 // bytes of a value that are hashed (SIP_HASH_MAX)
+	hashCut    = 1   // HASH_CUT: the low bit of a hash, set for a value cut at sipHashMax
 	fnvOffset  = 0xcbf29ce484222325
 	fnvPrime   = 0x100000001b3
 )
@@ -54,18 +55,21 @@ func findCallID(m []byte) (int, bool) {
 
 // hashValue is sip_hash_value: FNV-1a over the little-endian 8-byte words
 // of the value at v (the last zero-padded), spaces skipped, to the end of
-// its line or sipHashMax bytes; never 0.
+// its line or sipHashMax bytes, with the low bit set when it was cut
+// there; never 0.
 func hashValue(m []byte, v int) uint64 {
 	if v > SIPScanMax+16 {
-		return 1
+		return 1 | hashCut
 	}
 	v = skipSP(m, v)
 	h := uint64(fnvOffset)
 	var w uint64
 	n := 0
+	cut := uint64(hashCut)
 	for i := 0; i < sipHashMax; i++ {
 		c := at(m, v+i)
 		if c < 0 || c == '\r' || c == '\n' {
+			cut = 0
 			break
 		}
 		w |= uint64(c) << (8 * n)
@@ -76,8 +80,9 @@ func hashValue(m []byte, v int) uint64 {
 	if n > 0 {
 		h = (h ^ w) * fnvPrime
 	}
+	h = h&^hashCut | cut
 	if h == 0 {
-		return 1
+		return 2
 	}
 	return h
 }

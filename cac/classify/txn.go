@@ -67,9 +67,14 @@ func Txn(m []byte) (callid, txn uint64) {
 	if at[txnCallID] == 0 || at[txnCSeq] == 0 || at[txnVia] == 0 {
 		return callid, 0
 	}
+	cseq, via := hashValue(m, at[txnCSeq]), hashValue(m, at[txnVia])
+	// A header cut at sipHashMax names no transaction.
+	if (callid|cseq|via)&hashCut != 0 {
+		return callid, 0
+	}
 	h := txnMix(fnvOffset, callid)
-	h = txnMix(h, hashValue(m, at[txnCSeq]))
-	h = txnMix(h, hashValue(m, at[txnVia]))
+	h = txnMix(h, cseq)
+	h = txnMix(h, via)
 	if h == 0 {
 		return callid, 1
 	}

@@ -163,3 +163,34 @@ func TestTransactionHashes(t *testing.T) {
 		}
 	}
 }
+
+// TestRetransmissionLongHeaders: INVITEs whose Call-ID or top Via differ
+// only past the bytes a header is hashed by are other transactions to the
+// server, so each is charged as a new call; and one of them resent byte
+// for byte is no retransmission either, since its transaction cannot be
+// told apart. Those within the bound still are. The model agrees.
+func TestRetransmissionLongHeaders(t *testing.T) {
+	f := harness.NewFastPath(t, false)
+	var p policy.Policy
+	p.PerSource[cac.SIPInvite] = policy.PerSource{Limit: harness.MustRate(t, 0.001, 1), Key: policy.SourceIP, IPv6Prefix: 64}
+	f.SetPolicy(t, p)
+	f.MustAt(t, 100*second)
+
+	long := strings.Repeat("x", 300)
+	first := invite("call-"+long+"-1@198.51.100.7", 1, "z9hG4bK-long")
+	if passed, _ := f.Offer(t, first, 1); passed != 1 {
+		t.Fatal("the first INVITE was refused")
+	}
+	for i, frame := range [][]byte{
+		invite("call-"+long+"-2@198.51.100.7", 1, "z9hG4bK-long"),
+		invite("call-"+long+"-1@198.51.100.7", 1, "z9hG4bK-long"+long),
+		first,
+	} {
+		if passed, reasons := f.Offer(t, frame, 1); passed != 0 || reasons[cac.ReasonSource] != 1 {
+			t.Errorf("INVITE %d, alike within the hashed bytes: passed %d (%v), want refused by source as a new call", i, passed, reasons)
+		}
+	}
+	if st := f.Stats(t); st.SIPRetransmits != 0 {
+		t.Errorf("%d retransmissions counted of transactions that cannot be told apart", st.SIPRetransmits)
+	}
+}
