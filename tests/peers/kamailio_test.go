@@ -233,6 +233,9 @@ type kamCase struct {
 	inDialog bool
 	// frames is request i, Call-ID callID, from src: one or more frames.
 	frames func(b *kamBed, src netip.Addr, i int, callID string) [][]byte
+	// class, when set, is the class every request Kamailio handled must
+	// have been charged to: the one Kamailio acts on.
+	class string
 }
 
 // oneFrame is a case of one frame carrying msg(src, callID).
@@ -307,7 +310,7 @@ func kamCases() []kamCase {
 			return sipText(m+" sip:bob@example.com SIP/2.0", h, body)
 		})})
 	}
-	return cases
+	return append(cases, attackCases()...)
 }
 
 // kamRow is one case's figures.
@@ -384,6 +387,11 @@ func (b *kamBed) burst(t *testing.T, i int, c kamCase) kamRow {
 	}
 	if uint64(logged) > r.charged {
 		t.Errorf("Kamailio handled %d, the filter charged %d: %d requests went through uncharged", logged, r.charged, uint64(logged)-r.charged)
+	}
+	if c.class != "" {
+		if in := av.Classes[c.class].Admitted - bv.Classes[c.class].Admitted; in < uint64(logged) {
+			t.Errorf("Kamailio handled %d, the filter charged %d of them to %s, the class Kamailio acts on", logged, in, c.class)
+		}
 	}
 	return r
 }
