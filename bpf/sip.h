@@ -55,7 +55,7 @@ __noinline int sip_to_headers(CAC_CTX *ctx, __u64 moff, __u64 mlen, __u32 fragme
 		}
 		many |= seen << 1; /* SIP_TO_MANY */
 		barrier_var(many);
-		if (!sip_to_tagged(ctx, moff, mlen, off)) {
+		if ((r & SIP_TO_WIDE) || !sip_to_tagged(ctx, moff, mlen, off)) {
 			if (!txn)
 				return many;
 			found = sip_find_txn_from(ctx, moff, mlen, (__u64)(line + 1) << 16 | off, found);

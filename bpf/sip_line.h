@@ -16,11 +16,18 @@
  * Each one checks its own arguments again for the same reason.
  */
 
+/* Marks the offset of a To header's value in sip_next_line's result, and
+ * a To header whose value is not read: more than SIP_WS_MAX blanks before
+ * its colon. */
+#define SIP_TO_FOUND (1L << 32)
+#define SIP_TO_WIDE (1L << 33)
+
 /*
  * sip_header_at looks at the header line starting at h. It returns the
  * offset just past the colon of a To header ("To" or compact "t", any case,
- * spaces allowed before the colon), SIP_NO_TO at the blank line that ends
- * the headers, and 0 for any other header.
+ * spaces allowed before the colon), SIP_TO_WIDE | an offset for one with
+ * more blanks there than the filter skips, SIP_NO_TO at the blank line that
+ * ends the headers, and 0 for any other header.
  */
 static __always_inline long sip_header_at(struct sip_msg *m, __u64 h)
 {
@@ -34,11 +41,12 @@ static __always_inline long sip_header_at(struct sip_msg *m, __u64 h)
 	if ((c | 0x20) == 'o')
 		j++;
 	c = sip_skip_sp(m, &j);
+	/* More blanks than the bound before a colon: a To to Kamailio, which
+	 * takes any run of them, that the filter does not read: no tag. */
+	if (is_sp(c))
+		return SIP_TO_WIDE | j;
 	return c == ':' ? (long)(j + 1) : 0;
 }
-
-/* Marks the offset of a To header's value in sip_next_line's result. */
-#define SIP_TO_FOUND (1L << 32)
 
 /* sip_ended is what a search that found no further header line says: the
  * whole message was within the bounds, or it was not. */

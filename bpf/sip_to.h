@@ -7,20 +7,31 @@
 
 #include "sip_msg.h"
 
-/* What sip_tag_at makes of a header parameter. */
+/* What sip_tag_at makes of a header parameter, in the low bits of its
+ * result; a tag's value offset is above them (TAG_VALUE_SHIFT). */
 enum { TAG_NONE, TAG_SET, TAG_EMPTY };
+#define TAG_KIND 3
+#define TAG_VALUE_SHIFT 8
 
 /*
- * sip_tag_at reads the header parameter starting at q as Kamailio's
- * parse_to_param does: TAG_NONE for another parameter, TAG_SET for a tag
- * with a value, TAG_EMPTY for a tag without one ("tag", "tag=", "tag=""",
- * an unclosed quote), which Kamailio takes for no tag at all. Spaces and
- * tabs are allowed around the name and the '='; the name is in any case.
+ * sip_tag_at reads the header parameter starting at q as the receivers
+ * do, and where they disagree, as the one that finds no tag. Kamailio
+ * takes the name in any case, blanks around it and the '=', and a value
+ * quoted or not; sipgo only ";tag=" spelt so. So: TAG_NONE for another
+ * parameter; TAG_SET, with the value's offset << TAG_VALUE_SHIFT, for
+ * ";tag=" and a value; TAG_EMPTY for any other tag, which one of them
+ * takes for none: "tag", "tag=", "tag=""", an unclosed quote, another
+ * spelling, more blanks than the filter skips.
  */
 __noinline int sip_tag_at(CAC_CTX *ctx, __u64 moff, __u64 mlen, __u64 q)
 {
 	struct sip_msg m = sip_msg_of(ctx, moff, mlen);
+	__u64 start = q;
 	int c = sip_skip_sp(&m, &q);
+	if (is_sp(c))
+		return TAG_EMPTY; /* past the blanks skipped: perhaps a tag to Kamailio */
+	int exact = q == start && c == 't' && sip_byte(&m, q + 1) == 'a' && sip_byte(&m, q + 2) == 'g' &&
+		    sip_byte(&m, q + 3) == '=';
 	if ((c | 0x20) != 't' || (sip_byte(&m, q + 1) | 0x20) != 'a' ||
 	    (sip_byte(&m, q + 2) | 0x20) != 'g')
 		return TAG_NONE;
@@ -35,12 +46,16 @@ __noinline int sip_tag_at(CAC_CTX *ctx, __u64 moff, __u64 mlen, __u64 q)
 		return TAG_EMPTY;
 	q++;
 	c = sip_skip_sp(&m, &q);
+	int set;
 	if (c == '"') {
 		c = sip_byte(&m, q + 1);
-		return c < 0 || c == '"' || c == '\r' || c == '\n' ? TAG_EMPTY : TAG_SET;
+		set = c >= 0 && c != '"' && c != '\r' && c != '\n';
+	} else {
+		set = c >= 0 && !is_sp(c) && c != '\r' && c != '\n' && c != ';' && c != ',';
 	}
-	return c >= 0 && !is_sp(c) && c != '\r' && c != '\n' && c != ';' && c != ',' ? TAG_SET
-										   : TAG_EMPTY;
+	if (!set || !exact || q > SIP_READ_LIMIT)
+		return TAG_EMPTY;
+	return (int)(q << TAG_VALUE_SHIFT) | TAG_SET;
 }
 
 enum { TO_PLAIN, TO_QUOTED, TO_ESCAPED, TO_ANGLE };
@@ -58,7 +73,8 @@ static __always_inline __u64 has_byte(__u64 w, __u64 c)
 /*
  * sip_next_special returns the offset of the first byte at or past off and
  * before end (end <= mlen) that can change what the To value means to
- * sip_to_tagged: a quote, angle bracket, semicolon, backslash or newline.
+ * sip_to_tagged: a quote, angle bracket, semicolon, backslash, newline or
+ * '=' (one in a tag's value takes the tag away).
  * It returns end when there is none. A word at a time; the last partial
  * word is the one that ends the message, shifted as in sip_next_line.
  */
@@ -85,7 +101,7 @@ __noinline long sip_next_special(CAC_CTX *ctx, __u64 moff, __u64 mlen, __u64 off
 			return end;
 		w >>= back * 8;
 		__u64 z = has_byte(w, '"') | has_byte(w, '<') | has_byte(w, '>') |
-			  has_byte(w, ';') | has_byte(w, '\\') | has_byte(w, '\n');
+			  has_byte(w, ';') | has_byte(w, '\\') | has_byte(w, '\n') | has_byte(w, '=');
 		if (end - off < 8)
 			z &= (1ULL << ((end - off) * 8)) - 1; /* bytes from end on do not count */
 		if (z)
@@ -98,6 +114,7 @@ __noinline long sip_next_special(CAC_CTX *ctx, __u64 moff, __u64 mlen, __u64 off
 /* What sip_to_step carries and returns beside the state (bits 0-1) and
  * the next offset (bits 8 and up). */
 #define TO_STATE 0x03
+#define TO_INTAG 0x04  /* in the value of the tag parameter that set TO_TAGGED */
 #define TO_TAGGED 0x10 /* the last tag parameter so far has a value */
 #define TO_DONE 0x20   /* the value ended */
 
@@ -113,7 +130,7 @@ __noinline long sip_next_special(CAC_CTX *ctx, __u64 moff, __u64 mlen, __u64 off
 __noinline __u64 sip_to_step(CAC_CTX *ctx, __u64 moff, __u64 mlen, __u64 at, __u64 end)
 {
 	struct sip_msg m = sip_msg_of(ctx, moff, mlen);
-	__u64 off = at >> 8, tagged = at & TO_TAGGED;
+	__u64 off = at >> 8, tagged = at & TO_TAGGED, intag = at & TO_INTAG;
 	__u32 state = at & TO_STATE;
 
 	/* Cut short at SIP_TO_MAX, the value may go on with a tag parameter
@@ -134,7 +151,11 @@ __noinline __u64 sip_to_step(CAC_CTX *ctx, __u64 moff, __u64 mlen, __u64 at, __u
 		return TO_DONE;
 	off = p + 1;
 	if (c == '\n') /* a folded line goes on; any other ends the value */
-		return is_sp(sip_byte(&m, off)) ? off << 8 | tagged | state : TO_DONE | tagged;
+		return is_sp(sip_byte(&m, off)) ? off << 8 | tagged | intag | state : TO_DONE | tagged;
+	/* sipgo splits a parameter at its last '=': one in the tag's value
+	 * leaves it no tag. */
+	if (c == '=' && intag)
+		tagged = intag = 0;
 	switch (state) {
 	case TO_PLAIN:
 		if (c == '"') {
@@ -143,10 +164,14 @@ __noinline __u64 sip_to_step(CAC_CTX *ctx, __u64 moff, __u64 mlen, __u64 at, __u
 			state = TO_ANGLE;
 		} else if (c == ';') {
 			int t = sip_tag_at(ctx, moff, mlen, off);
-			if (t == TAG_SET)
+			intag = 0;
+			if ((t & TAG_KIND) == TAG_SET) {
 				tagged = TO_TAGGED;
-			else if (t == TAG_EMPTY)
+				intag = TO_INTAG;
+				off = (__u32)t >> TAG_VALUE_SHIFT;
+			} else if ((t & TAG_KIND) == TAG_EMPTY) {
 				tagged = 0;
+			}
 		}
 		break;
 	case TO_QUOTED:
@@ -163,7 +188,7 @@ __noinline __u64 sip_to_step(CAC_CTX *ctx, __u64 moff, __u64 mlen, __u64 at, __u
 			state = TO_PLAIN;
 		break;
 	}
-	return off << 8 | tagged | state;
+	return off << 8 | tagged | intag | state;
 }
 
 /*

@@ -35,7 +35,7 @@ func findCallID(m []byte) (int, bool) {
 		if end != lineHeader {
 			return 0, false
 		}
-		if v, ok := toName(m, h); ok {
+		if v, ok, _ := toName(m, h); ok {
 			pos = v
 			continue
 		}

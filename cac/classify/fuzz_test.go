@@ -84,7 +84,7 @@ func seedFrames() [][]byte {
 		return append(append(append(eth(0x0800), ip...), u...), payload...)
 	}
 	invite := []byte("INVITE sip:b@example.com SIP/2.0\r\nVia: SIP/2.0/UDP 192.0.2.1\r\nTo: <sip:b@example.com>\r\n\r\n")
-	reinvite := []byte("INVITE sip:b@example.com SIP/2.0\r\nt : \"B\" <sip:b@example.com> ; tag=1\r\n\r\n")
+	reinvite := []byte("INVITE sip:b@example.com SIP/2.0\r\nt : \"B\" <sip:b@example.com> ;tag=1\r\n\r\n")
 	sccrq := []byte{0xc8, 0x02, 0, 20, 0, 0, 0, 0, 0, 0, 0, 0, 0x80, 8, 0, 0, 0, 0, 0, 1}
 	return [][]byte{
 		append(eth(0x8863), 0x11, 0x09, 0, 0, 0, 0),

@@ -15,6 +15,8 @@ const (
 	SIPToMax    = 256  // its tag must start within this many bytes of the colon
 	SIPWSMax    = 4    // spaces or tabs allowed around ':', ';' and '='
 	SIPLeadMax  = 2048 // leading SP, HT, NUL, CR and LF bytes skipped before the first line
+
+	sipReadLimit = SIPScanMax + SIPToMax + 64 // SIP_READ_LIMIT: no read of a To value goes past it
 )
 
 // classifySIP reads a message as the most lenient server behind the filter
@@ -141,13 +143,13 @@ func toHeaders(m []byte, fragmented bool) (dialog, many bool) {
 		case lineBound:
 			return false, many
 		}
-		v, ok := toName(m, h)
+		v, ok, wide := toName(m, h)
 		if !ok {
 			pos = h
 			continue
 		}
 		many = many || seen
-		if !toTagged(m, v) {
+		if wide || !toTagged(m, v) {
 			return false, many
 		}
 		seen, pos = true, v
@@ -212,28 +214,34 @@ func skipSP(m []byte, i int) int {
 }
 
 // toName reports whether the header at h is To ("To" or compact "t", any
-// case, spaces before the colon) and where its value starts.
-func toName(m []byte, h int) (int, bool) {
+// case, spaces before the colon) and where its value starts; wide, for a
+// To with more blanks before its colon than the filter skips, whose value
+// is not read (a To to Kamailio, which takes any run of them).
+func toName(m []byte, h int) (v int, ok, wide bool) {
 	if lower(at(m, h)) != 't' {
-		return 0, false
+		return 0, false, false
 	}
 	j := h + 1
 	if lower(at(m, j)) == 'o' {
 		j++
 	}
 	j = skipSP(m, j)
-	if at(m, j) != ':' {
-		return 0, false
+	if isSP(at(m, j)) {
+		return j, true, true
 	}
-	return j + 1, true
+	if at(m, j) != ':' {
+		return 0, false, false
+	}
+	return j + 1, true, false
 }
 
-// toTagged reports whether the To value at v has a tag as Kamailio reads
-// it: the last tag parameter outside the quoted display name and <URI>,
-// with a value. Folded lines continue the header. A value cut short at
-// SIPToMax may go on with a tag parameter that takes the tag away: no tag.
+// toTagged reports whether the To value at v has a tag as every receiver
+// reads it: the last tag parameter outside the quoted display name and
+// <URI>, spelt ";tag=", with a value that holds no '='. Folded lines
+// continue the header. A value cut short at SIPToMax may go on with a tag
+// parameter that takes the tag away: no tag.
 func toTagged(m []byte, v int) bool {
-	quoted, escaped, angle, tagged := false, false, false, false
+	quoted, escaped, angle, tagged, inTag := false, false, false, false, false
 	end := min(v+SIPToMax, len(m))
 	for off := v; off < end; off++ {
 		c := int(m[off])
@@ -242,6 +250,11 @@ func toTagged(m []byte, v int) bool {
 				return tagged
 			}
 			continue
+		}
+		// sipgo splits a parameter at its last '=': one in the tag's
+		// value leaves it no tag.
+		if c == '=' && inTag {
+			tagged, inTag = false, false
 		}
 		switch {
 		case escaped:
@@ -256,9 +269,12 @@ func toTagged(m []byte, v int) bool {
 		case c == '<':
 			angle = true
 		case c == ';':
-			switch tagAt(m, off+1) {
+			kind, value := tagAt(m, off+1)
+			inTag = false
+			switch kind {
 			case tagSet:
-				tagged = true
+				tagged, inTag = true, true
+				off = value - 1
 			case tagEmpty:
 				tagged = false
 			}
@@ -275,13 +291,22 @@ const (
 	tagEmpty
 )
 
-// tagAt reads the parameter at q as Kamailio's parse_to_param does: another
-// parameter, a tag with a value, or a tag without one ("tag", "tag=",
-// tag="", an unclosed quote), which Kamailio takes for no tag at all.
-func tagAt(m []byte, q int) int {
+// tagAt reads the parameter at q as the receivers do, and where they
+// disagree as the one that finds no tag: Kamailio takes the name in any
+// case, blanks around it and the '=', a value quoted or not; sipgo only
+// ";tag=" spelt so. It returns tagSet and the value's offset for ";tag="
+// and a value, tagNone for another parameter, and tagEmpty for any other
+// tag ("tag", "tag=", tag="", an unclosed quote, another spelling, more
+// blanks than the filter skips).
+func tagAt(m []byte, q int) (int, int) {
+	start := q
 	q = skipSP(m, q)
+	if isSP(at(m, q)) {
+		return tagEmpty, 0
+	}
+	exact := q == start && at(m, q) == 't' && at(m, q+1) == 'a' && at(m, q+2) == 'g' && at(m, q+3) == '='
 	if lower(at(m, q)) != 't' || lower(at(m, q+1)) != 'a' || lower(at(m, q+2)) != 'g' {
-		return tagNone
+		return tagNone, 0
 	}
 	q += 3
 	c := at(m, q)
@@ -290,22 +315,22 @@ func tagAt(m []byte, q int) int {
 		q = skipSP(m, q)
 		c = at(m, q)
 	case c >= 0 && c != ';' && c != ',' && c != '\r' && c != '\n' && c != '>':
-		return tagNone // another name: "tagx"
+		return tagNone, 0 // another name: "tagx"
 	}
 	if c != '=' {
-		return tagEmpty
+		return tagEmpty, 0
 	}
 	q = skipSP(m, q+1)
 	c = at(m, q)
+	var set bool
 	if c == '"' {
 		c = at(m, q+1)
-		if c < 0 || c == '"' || c == '\r' || c == '\n' {
-			return tagEmpty
-		}
-		return tagSet
+		set = c >= 0 && c != '"' && c != '\r' && c != '\n'
+	} else {
+		set = c >= 0 && !isSP(c) && c != '\r' && c != '\n' && c != ';' && c != ','
 	}
-	if c >= 0 && !isSP(c) && c != '\r' && c != '\n' && c != ';' && c != ',' {
-		return tagSet
+	if !set || !exact || q > sipReadLimit {
+		return tagEmpty, 0
 	}
-	return tagEmpty
+	return tagSet, q
 }

@@ -39,7 +39,7 @@ func findTxn(m []byte) (at [3]int) {
 		if end != lineHeader {
 			break
 		}
-		if v, ok := toName(m, h); ok {
+		if v, ok, _ := toName(m, h); ok {
 			pos = v
 			continue
 		}

@@ -24,7 +24,7 @@ func findUsers(m []byte) (from, pai int) {
 		if end != lineHeader {
 			break
 		}
-		if v, ok := toName(m, h); ok {
+		if v, ok, _ := toName(m, h); ok {
 			pos = v
 			continue
 		}
