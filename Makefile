@@ -11,6 +11,9 @@
 #   sudo make demo  storms against the filter on a testbed, with live counts
 #   sudo make soak  floods flat out with applies and restarts for XDPCAC_SOAK (default 10m)
 #   sudo make fuzz  every fuzz target for FUZZTIME (default 30s)
+#   sudo make fuzz-receivers  FUZZ_RECEIVERS_N (default 200000) generated SIP
+#                   requests through the filter to Kamailio and sipgo, each
+#                   charge held to what they read (half a minute)
 #   sudo make kernels  the kernel-floor tests on Debian 12's kernel (6.1) in qemu
 
 GO ?= go
@@ -19,7 +22,7 @@ GO ?= go
 # compare against nftables and iptables on a veth.
 BENCH_PACKAGES := nftables iptables ethtool
 
-.PHONY: all build deps generate check-generate vet check test bench bench-flood soak fuzz kernels demo clean
+.PHONY: all build deps generate check-generate vet check test bench bench-flood soak fuzz fuzz-receivers kernels demo clean
 .PHONY: deb
 
 all: build
@@ -98,6 +101,17 @@ fuzz:
 		echo "fuzz $${t#*:} ($${t%%:*}) for $(FUZZTIME)"; \
 		XDPCAC_REQUIRE_BPF=1 $(GO) test -run '^$$' -fuzz "^$${t#*:}$$" -fuzztime $(FUZZTIME) $${t%%:*} || exit 1; \
 	done
+
+# fuzz-receivers is the generative receiver differential of tests/peers
+# (receivers_fuzz_test.go) at length: FUZZ_RECEIVERS_N requests, each a
+# valid one with one to four mutations, sent through the filter to
+# Kamailio and read by sipgo's parser, the filter's charge of each held to
+# what they read. XDPCAC_FUZZ_SEED picks another seed (default 1);
+# XDPCAC_FUZZ_RECORD=1 writes its findings to tests/peers/receivers/corpus,
+# which make test replays. make test runs it short (50000).
+FUZZ_RECEIVERS_N ?= 200000
+fuzz-receivers: deps
+	XDPCAC_REQUIRE_BPF=1 XDPCAC_FUZZ_N=$(FUZZ_RECEIVERS_N) $(GO) test -count=1 -run '^TestReceiversFuzzShort$$' -timeout 0 -v ./tests/peers/
 
 # soak floods PADI, ICRQ and INVITE flat out at the daemon for XDPCAC_SOAK
 # (default 10m), with an apply every 10 s and a new daemon every minute;

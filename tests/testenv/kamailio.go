@@ -37,6 +37,10 @@ type KamailioRequest struct {
 	Method string // $rm, as the request line spells it
 	Source string // $si, the address it came from
 	Dest   string // $Ri, the address it arrived at
+	// ToTag is $tt, the To tag as Kamailio reads it (quotes taken off,
+	// the last tag parameter winning); "" for none, which xlog writes
+	// as <null>, so a tag spelt <null> reads as none.
+	ToTag  string
 	CallID string // $ci
 }
 
@@ -74,7 +78,7 @@ loadmodule "sl.so"
 loadmodule "textops.so"
 
 request_route {
-	xlog("L_ALERT", "` + kamailioMarker + `$rm|$si|$Ri|$ci\n");
+	xlog("L_ALERT", "` + kamailioMarker + `$rm|$si|$Ri|$tt|$ci\n");
 	if (is_method("OPTIONS|REGISTER|INVITE|BYE")) {
 		sl_send_reply("200", "OK");
 	} else if (!is_method("ACK")) {
@@ -208,19 +212,48 @@ func probeOptions(ns string, p *Process, dst netip.AddrPort, prefix string, logg
 // Requests returns every request Kamailio has logged, in the order it
 // logged them, less StartKamailio's probes.
 func (k *Kamailio) Requests() []KamailioRequest {
-	var reqs []KamailioRequest
-	for _, line := range strings.Split(k.p.Log.String(), "\n") {
-		_, rest, ok := strings.Cut(line, kamailioMarker)
-		if !ok {
-			continue
-		}
-		f := strings.SplitN(rest, "|", 4)
-		if len(f) != 4 || strings.HasPrefix(f[3], kamailioReadyPrefix) {
-			continue
-		}
-		reqs = append(reqs, KamailioRequest{Method: f[0], Source: f[1], Dest: f[2], CallID: f[3]})
-	}
+	reqs, _ := k.RequestsSince(0)
 	return reqs
+}
+
+// RequestsSince is Requests from byte off of the log on, whole lines
+// only, and the offset to read from next: a test that reads the log after
+// every batch of many reads each line once, rather than the whole log
+// each time.
+func (k *Kamailio) RequestsSince(off int) ([]KamailioRequest, int) {
+	s := k.p.Log.since(off)
+	s = s[:strings.LastIndexByte(s, '\n')+1] // a line still being written waits
+	var reqs []KamailioRequest
+	for _, line := range strings.Split(s, "\n") {
+		// The last marker: a method with a NUL in it ends xlog's line
+		// there (fprintf's %.*s stops at a NUL), newline and all, so the
+		// next line, of any worker, goes on after it.
+		i := strings.LastIndex(line, kamailioMarker)
+		if i < 0 {
+			continue
+		}
+		// $rm|$si|$Ri|$tt|$ci: the Call-ID last, whatever it holds.
+		f := strings.SplitN(line[i+len(kamailioMarker):], "|", 5)
+		if len(f) != 5 || strings.HasPrefix(f[4], kamailioReadyPrefix) {
+			continue
+		}
+		if _, err := netip.ParseAddr(f[1]); err != nil {
+			continue // not a line of ours: a cut line and another's
+		}
+		if f[3] == "<null>" {
+			f[3] = ""
+		}
+		reqs = append(reqs, KamailioRequest{Method: f[0], Source: f[1], Dest: f[2], ToTag: f[3], CallID: f[4]})
+	}
+	return reqs, off + len(s)
+}
+
+// since is what b holds from byte off on.
+func (b *SyncBuffer) since(off int) string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	all := b.buf.Bytes()
+	return string(all[min(off, len(all)):])
 }
 
 // Count is how many of Requests have a Call-ID that starts with prefix.
