@@ -358,6 +358,9 @@ struct cac_dialog {
 	__u32 caller;
 	__u32 callee;
 	__u32 pad;
+	/* The theoretical arrival time of the dialog's bucket (GCRA, one
+	 * request every 1/CAC_DIALOG_CPS s, CAC_DIALOG_BURST at once). */
+	__u64 tat_ns;
 };
 
 /* The dialogs whose Call-ID hashes to one set: a set is one element of
@@ -437,6 +440,7 @@ struct cac_exported {
 	enum cac_reject_record reject_record;
 	enum cac_retransmit retransmit;
 	enum cac_dialog_ways dialog_ways;
+	enum cac_dialog_bucket dialog_bucket;
 	enum cac_l2tp_dir l2tp_dir;
 	enum cac_l2tp_bound l2tp_bound;
 	enum cac_egress_reason egress_reason;

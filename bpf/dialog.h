@@ -22,6 +22,7 @@
 #include "maps.h"
 #include "sip_hdr.h"
 #include "where.h"
+#include "clock.h"
 
 /* The dialog table's sets less one, a power of two less one: the loader
  * sets it with the table's size (maps.SizeDialogs). */
@@ -80,6 +81,7 @@ static __always_inline void dialog_write(struct cac_dialog *d, __u64 callid, __u
 	d->retransmits = 0;
 	d->caller = caller;
 	d->callee = callee;
+	d->tat_ns = 0;
 	asm volatile("" ::: "memory");
 	d->callid = callid;
 }
@@ -122,10 +124,23 @@ static __always_inline __u32 dialog_peer(struct frame *f, int dst)
 	return peer_fold(hi, lo);
 }
 
-/* dialog_verified reports whether callid names a dialog the filter knows
- * and the frame where packs (where.h) comes from one of its sides. A
- * global function: its lookup key stays off the stack of the program's
- * deepest call chain. */
+/* dialog_take takes one request from d's bucket at now (GCRA): 1 while
+ * the dialog is within CAC_DIALOG_CPS and CAC_DIALOG_BURST, else 0. Two
+ * CPUs racing on one dialog's bucket let a request more through at most. */
+static __always_inline int dialog_take(struct cac_dialog *d, __u64 now)
+{
+	const __u64 interval = 1000000000ULL / CAC_DIALOG_CPS;
+	__u64 tat = d->tat_ns > now ? d->tat_ns : now;
+	if (tat - now > (CAC_DIALOG_BURST - 1) * interval)
+		return 0;
+	d->tat_ns = tat + interval;
+	return 1;
+}
+
+/* dialog_verified reports whether callid names a dialog the filter knows,
+ * the frame where packs (where.h) comes from one of its sides, and the
+ * dialog's bucket holds a request for it. A global function: its lookup
+ * key stays off the stack of the program's deepest call chain. */
 __noinline int dialog_verified(CAC_CTX *ctx, __u64 where, __u64 callid)
 {
 	if (!ctx)
@@ -133,5 +148,7 @@ __noinline int dialog_verified(CAC_CTX *ctx, __u64 where, __u64 callid)
 	struct frame f = where_frame(ctx, where);
 	struct cac_dialog *d = dialog_find(callid);
 	__u32 peer = dialog_peer(&f, 0);
-	return d && peer && (d->caller == peer || d->callee == peer);
+	if (!d || !peer || (d->caller != peer && d->callee != peer))
+		return 0;
+	return dialog_take(d, now_ns());
 }

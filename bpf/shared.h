@@ -274,6 +274,16 @@ enum cac_retransmit {
 };
 #define CAC_TIMER_B_NS (CAC_TIMER_B_S * 1000000000ULL)
 
+/* The bucket every verified dialog's requests are held by (dialog.h): a
+ * real dialog sends a handful (ACK, PRACK, UPDATE, a re-INVITE a session
+ * timer, INFOs for DTMF at most some ten a second); past it, a dialog's
+ * requests are held by the sip-indialog limits as a stranger's are, so a
+ * live dialog is never an unlimited path. */
+enum cac_dialog_bucket {
+	CAC_DIALOG_CPS = 20,
+	CAC_DIALOG_BURST = 100,
+};
+
 enum cac_l2tp_dir {
 	CAC_L2TP_TO_LNS = 0,
 	CAC_L2TP_TO_LAC = 1,

@@ -40,6 +40,7 @@ type TcCacDialogSet struct {
 		Caller      uint32
 		Callee      uint32
 		Pad         uint32
+		TatNs       uint64
 	}
 }
 

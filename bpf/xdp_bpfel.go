@@ -152,7 +152,15 @@ type XdpCacDialog struct {
 	Caller      uint32
 	Callee      uint32
 	Pad         uint32
+	TatNs       uint64
 }
+
+type XdpCacDialogBucket uint32
+
+const (
+	XdpCacDialogBucketCAC_DIALOG_CPS   XdpCacDialogBucket = 20
+	XdpCacDialogBucketCAC_DIALOG_BURST XdpCacDialogBucket = 100
+)
 
 type XdpCacDialogSet struct {
 	_   structs.HostLayout

@@ -123,6 +123,8 @@ func TestSharedNumbers(t *testing.T) {
 
 		{"timer b", admission.TimerBNS, uint64(bpf.XdpCacRetransmitCAC_TIMER_B_S) * 1e9},
 		{"retransmits", admission.RetransmitsMax, uint64(bpf.XdpCacRetransmitCAC_RETRANSMITS_MAX)},
+		{"dialog cps", admission.DialogCPS, uint64(bpf.XdpCacDialogBucketCAC_DIALOG_CPS)},
+		{"dialog burst", admission.DialogBurst, uint64(bpf.XdpCacDialogBucketCAC_DIALOG_BURST)},
 		{"refused per second", admission.RefusedNewPerSecond, uint64(bpf.XdpCacRetransmitREFUSED_NEW_PER_SECOND)},
 
 		{"to lns", l2tp.ToLNS, uint64(bpf.XdpCacL2tpDirCAC_L2TP_TO_LNS)},

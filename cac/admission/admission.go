@@ -358,7 +358,7 @@ func (m *Model) Decide(frame []byte, now uint64) Decision {
 	}
 	// A request of a dialog the filter admitted, from one of its sides,
 	// passes uncharged.
-	if c == cac.SIPInDialog && m.dialogs.verified(callid, classify.SourceOf(frame).Peer()) {
+	if c == cac.SIPInDialog && m.dialogs.verified(callid, classify.SourceOf(frame).Peer(), now) {
 		d.Uncharged = true
 		return d
 	}

@@ -21,12 +21,15 @@ type dialog struct {
 	// caller of the INVITE the filter admitted, the callee the server
 	// sent an INVITE of the dialog to; 0 for one not known.
 	caller, callee uint32
+	tatNS          uint64 // the dialog's bucket, as dialog_take keeps it
 }
 
 // The retransmission bounds of bpf/shared.h and bpf/dialog.h.
 const (
 	TimerBNS             = 32_000_000_000 // CAC_TIMER_B_NS
 	RetransmitsMax       = 10             // CAC_RETRANSMITS_MAX
+	DialogCPS            = 20             // CAC_DIALOG_CPS: a verified dialog's requests a second
+	DialogBurst          = 100            // CAC_DIALOG_BURST: ... and at once
 	RefusedNewPerSecond  = 512            // REFUSED_NEW_PER_SECOND, per CPU
 	nanosecondsPerSecond = 1_000_000_000
 	defaultDialogSets    = 16384 // the dialogs map's max_entries in bpf/maps.h
@@ -71,11 +74,25 @@ func (t *dialogTable) find(callid uint64) *dialog {
 	return nil
 }
 
-// verified is dialog_verified: callid names a dialog the table holds and
-// peer is one of its sides.
-func (t *dialogTable) verified(callid uint64, peer uint32) bool {
+// verified is dialog_verified: callid names a dialog the table holds, peer
+// is one of its sides, and the dialog's bucket holds a request at now.
+func (t *dialogTable) verified(callid uint64, peer uint32, now uint64) bool {
 	d := t.find(callid)
-	return d != nil && peer != 0 && (d.caller == peer || d.callee == peer)
+	if d == nil || peer == 0 || (d.caller != peer && d.callee != peer) {
+		return false
+	}
+	return d.take(now)
+}
+
+// take is dialog_take: one request from the dialog's bucket (GCRA).
+func (d *dialog) take(now uint64) bool {
+	const interval = nanosecondsPerSecond / DialogCPS
+	tat := max(d.tatNS, now)
+	if tat-now > (DialogBurst-1)*interval {
+		return false
+	}
+	d.tatNS = tat + interval
+	return true
 }
 
 // SetDialogTable sizes the model's dialog table as the fast path's: sets

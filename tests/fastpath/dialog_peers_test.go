@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/xdpcac/xdpcac/cac"
+	"github.com/xdpcac/xdpcac/cac/admission"
 	"github.com/xdpcac/xdpcac/cac/policy"
 	. "github.com/xdpcac/xdpcac/internal/pkt"
 	"github.com/xdpcac/xdpcac/tests/harness"
@@ -81,5 +82,45 @@ func TestDialogBoundToPeers(t *testing.T) {
 	}
 	if got := f.Stats(t).SIPInDialogVerified; got != before {
 		t.Errorf("a refused INVITE's dialog: %d requests counted verified", got-before)
+	}
+}
+
+// TestDialogBucket: a verified dialog's requests are held by a bucket of
+// their own, CAC_DIALOG_BURST at once and CAC_DIALOG_CPS a second; past
+// it they are held by the sip-indialog limits as a stranger's are, so one
+// admitted INVITE opens no unlimited path. The model agrees on each.
+func TestDialogBucket(t *testing.T) {
+	f := harness.NewFastPath(t, false)
+	var p policy.Policy
+	p.PerSource[cac.SIPInDialog] = policy.PerSource{Limit: harness.MustRate(t, 0.001, 1), Key: policy.SourceIP, IPv6Prefix: 64}
+	f.SetPolicy(t, p)
+	f.MustAt(t, 5*second)
+
+	caller := netip.MustParseAddr("203.0.113.5")
+	in := func(s SIP) []byte {
+		return Frame(Ether{}, IPv4{Src: caller, Dst: netip.MustParseAddr("192.0.2.10")}, UDP{Src: 5060, Dst: 5060}, s)
+	}
+	const id = "Call-ID: bucket@203.0.113.5"
+	if passed, _ := f.Offer(t, in(harness.WithCallID(SIPRequest("INVITE", harness.ToNoTag), id)), 1); passed != 1 {
+		t.Fatal("the INVITE was refused")
+	}
+	info := in(harness.WithCallID(SIPRequest("INFO", harness.ToTag), id))
+	if passed, _ := f.Offer(t, info, admission.DialogBurst); passed != admission.DialogBurst {
+		t.Fatalf("a burst of the dialog's requests: %d of %d passed", passed, admission.DialogBurst)
+	}
+	if got := f.Stats(t).SIPInDialogVerified; got != admission.DialogBurst {
+		t.Errorf("%d verified, want %d", got, admission.DialogBurst)
+	}
+	// Past the dialog's bucket: the caller's sip-indialog bucket of one.
+	if passed, reasons := f.Offer(t, info, 3); passed != 1 || reasons[cac.ReasonSource] != 2 {
+		t.Errorf("past the dialog's bucket: %d of 3 passed (%v), want the sip-indialog bucket's one", passed, reasons)
+	}
+	f.MustAt(t, f.Now+second)
+	before := f.Stats(t).SIPInDialogVerified
+	if passed, _ := f.Offer(t, info, admission.DialogCPS); passed != admission.DialogCPS {
+		t.Errorf("a second on: %d of %d passed", passed, admission.DialogCPS)
+	}
+	if got := f.Stats(t).SIPInDialogVerified - before; got != admission.DialogCPS {
+		t.Errorf("a second on: %d verified, want %d", got, admission.DialogCPS)
 	}
 }
