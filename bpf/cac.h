@@ -357,7 +357,7 @@ struct cac_dialog {
 	 * one the server sent an INVITE of the dialog to. */
 	__u32 caller;
 	__u32 callee;
-	__u32 pad;
+	__u32 flags; /* DIALOG_ANSWERED (dialog_learn.h) */
 	/* The theoretical arrival time of the dialog's bucket (GCRA, one
 	 * request every 1/CAC_DIALOG_CPS s, CAC_DIALOG_BURST at once). */
 	__u64 tat_ns;

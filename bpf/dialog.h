@@ -82,6 +82,7 @@ static __always_inline void dialog_write(struct cac_dialog *d, __u64 callid, __u
 	d->caller = caller;
 	d->callee = callee;
 	d->tat_ns = 0;
+	d->flags = 0;
 	asm volatile("" ::: "memory");
 	d->callid = callid;
 }

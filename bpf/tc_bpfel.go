@@ -39,7 +39,7 @@ type TcCacDialogSet struct {
 		Retransmits uint32
 		Caller      uint32
 		Callee      uint32
-		Pad         uint32
+		Flags       uint32
 		TatNs       uint64
 	}
 }

@@ -109,6 +109,8 @@ static __always_inline int egress_frame(struct __sk_buff *skb)
 		session_note(skb, where, 1);
 	if (kind == CAC_KIND_INDIALOG) /* an ACK of a non-2xx answer has its To tag */
 		return egress_ack(skb, where, now_ns());
+	if (kind == CAC_KIND_OTHER && RESULT_CODE(result) >= 200)
+		egress_answer(skb, where, RESULT_CODE(result));
 	return TC_ACT_UNSPEC;
 }
 

@@ -151,7 +151,7 @@ type XdpCacDialog struct {
 	Retransmits uint32
 	Caller      uint32
 	Callee      uint32
-	Pad         uint32
+	Flags       uint32
 	TatNs       uint64
 }
 

@@ -1,6 +1,9 @@
 package admission
 
-import "github.com/xdpcac/xdpcac/cac"
+import (
+	"github.com/xdpcac/xdpcac/cac"
+	"github.com/xdpcac/xdpcac/cac/classify"
+)
 
 // The dialog table of bpf/dialog.h: the dialogs whose INVITE the filter
 // admitted or the server sent, each with its INVITE's transaction, in
@@ -22,6 +25,7 @@ type dialog struct {
 	// sent an INVITE of the dialog to; 0 for one not known.
 	caller, callee uint32
 	tatNS          uint64 // the dialog's bucket, as dialog_take keeps it
+	answered       bool   // DIALOG_ANSWERED: the server answered its INVITE with a 2xx
 }
 
 // The retransmission bounds of bpf/shared.h and bpf/dialog.h.
@@ -135,6 +139,23 @@ func (m *Model) learnInvite(callid, txn, now uint64, caller uint32) {
 		callee = d.callee
 	}
 	*d = dialog{callid: callid, inviteNS: now, txn: txn, caller: caller, callee: callee}
+}
+
+// answer is egress_answer: a 2xx to a dialog's INVITE marks it answered,
+// and a refusal of one not answered forgets it.
+func (m *Model) answer(msg []byte, code int) {
+	callid, invite, ok := classify.Answer(msg)
+	if code < 200 || !ok || !invite {
+		return
+	}
+	d := m.dialogs.find(callid)
+	switch {
+	case d == nil:
+	case code < 300:
+		d.answered = true
+	case !d.answered:
+		d.callid = 0 // the way is free
+	}
 }
 
 // refusedTable is the fast path's table of refused INVITE transactions,

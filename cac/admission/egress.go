@@ -64,6 +64,10 @@ func (m *Model) Egress(frame []byte, now uint64) EgressVerdict {
 	if r.Kind == cac.InDialog {
 		return m.egressACK(frame, msg, now)
 	}
+	if r.Kind == cac.Other {
+		m.answer(msg, classify.ResponseCode(msg))
+		return EgressVerdict{}
+	}
 	if r.Kind != cac.Session || r.Class != cac.SIPInvite {
 		return EgressVerdict{}
 	}

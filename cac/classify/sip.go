@@ -59,7 +59,7 @@ func classifySIP(m []byte, fragmented bool) (Result, []byte) {
 		// for a registrar, so it changes nothing here.
 		return Result{Kind: cac.Session, Class: cac.SIPRegister, Odd: odd || !bytes.HasPrefix(m, []byte("REGISTER "))}, m
 	case foldPrefix(m, "SIP/2.0 "):
-		return kind(cac.Other), nil // a response
+		return kind(cac.Other), m // a response: ResponseCode reads its code
 	default:
 		// Any other first line is a request to Kamailio: an unknown
 		// method, or none it can name.
@@ -71,6 +71,58 @@ func classifySIP(m []byte, fragmented bool) (Result, []byte) {
 		return Result{Kind: cac.InDialog, Odd: odd}, m
 	}
 	return Result{Kind: cac.Session, Class: c, Odd: odd}, m
+}
+
+// ResponseCode is sip_response of bpf/sip.h: the status code of a response
+// message (three digits and a space after "SIP/2.0 "), 0 for anything else.
+func ResponseCode(m []byte) int {
+	if len(m) < 12 || !foldPrefix(m, "SIP/2.0 ") {
+		return 0
+	}
+	code := 0
+	for _, c := range m[8:11] {
+		if c < '0' || c > '9' {
+			return 0
+		}
+		code = code*10 + int(c-'0')
+	}
+	if m[11] != ' ' || code < 100 || code > 699 {
+		return 0
+	}
+	return code
+}
+
+// Answer is what the egress program reads of a final answer the server
+// sends (egress_answer of bpf/dialog_learn.h): the hash of its Call-ID,
+// and whether its CSeq names INVITE. ok is false without both headers.
+func Answer(m []byte) (callid uint64, invite, ok bool) {
+	at := findTxn(m)
+	if at[txnCallID] == 0 || at[txnCSeq] == 0 {
+		return 0, false, false
+	}
+	return hashValue(m, at[txnCallID]), cseqInvite(m, at[txnCSeq]), true
+}
+
+// cseqInvite is cseq_invite: the CSeq value at s names INVITE, in any case.
+func cseqInvite(m []byte, s int) bool {
+	if s > SIPScanMax+16 {
+		return false
+	}
+	s = skipSP(m, s)
+	digits := 0
+	for ; digits < 10; digits++ {
+		if c := at(m, s); c < '0' || c > '9' {
+			break
+		}
+		s++
+	}
+	num := s
+	s = skipSP(m, s)
+	if digits == 0 || s == num || s+8 > len(m) {
+		return false
+	}
+	c := at(m, s+6)
+	return foldPrefix(m[s:], "INVITE") && (c < 0 || isSP(c) || c == '\r' || c == '\n')
 }
 
 // isLead reports whether c is a byte Kamailio skips before a first line.

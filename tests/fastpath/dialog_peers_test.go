@@ -124,3 +124,66 @@ func TestDialogBucket(t *testing.T) {
 		t.Errorf("a second on: %d verified, want %d", got, admission.DialogCPS)
 	}
 }
+
+// TestDialogForgottenOnRefusal: a dialog whose INVITE the server refuses
+// (a final answer of 300 or more going out) is forgotten, so a Call-ID
+// learnt from a refused call opens no path, even from the caller; one the
+// server answered with a 2xx lives on through a refused re-INVITE. An
+// answer to another method changes nothing. The model agrees on every
+// frame both ways.
+func TestDialogForgottenOnRefusal(t *testing.T) {
+	f := harness.NewFastPath(t, false)
+	e := newEgress(t, f)
+	var p policy.Policy
+	p.PerSource[cac.SIPInDialog] = policy.PerSource{Limit: harness.MustRate(t, 0.001, 1), Key: policy.SourceIP, IPv6Prefix: 64}
+	f.SetPolicy(t, p)
+	f.MustAt(t, 5*second)
+
+	caller := netip.MustParseAddr("203.0.113.5")
+	server := netip.MustParseAddr("192.0.2.10")
+	in := func(s SIP) []byte {
+		return Frame(Ether{}, IPv4{Src: caller, Dst: server}, UDP{Src: 5060, Dst: 5060}, s)
+	}
+	answer := func(id, status, cseq string) []byte {
+		return Frame(Ether{}, IPv4{Src: server, Dst: caller}, UDP{Src: 5060, Dst: 5060},
+			Raw("SIP/2.0 "+status+"\r\nVia: SIP/2.0/UDP 203.0.113.5:5060;branch=z9hG4bK-1\r\n"+
+				"To: <sip:b@example.com>;tag=srv\r\nFrom: <sip:a@example.com>;tag=1\r\n"+
+				"Call-ID: "+id+"\r\nCSeq: "+cseq+"\r\nContent-Length: 0\r\n\r\n"))
+	}
+	call := func(id string) {
+		t.Helper()
+		if passed, _ := f.Offer(t, in(harness.WithCallID(SIPRequest("INVITE", harness.ToNoTag), "Call-ID: "+id)), 1); passed != 1 {
+			t.Fatalf("%s: the INVITE was refused", id)
+		}
+	}
+	verified := func(id string) bool {
+		t.Helper()
+		before := f.Stats(t).SIPInDialogVerified
+		f.Offer(t, in(harness.WithCallID(SIPRequest("BYE", harness.ToTag), "Call-ID: "+id)), 1)
+		return f.Stats(t).SIPInDialogVerified == before+1
+	}
+	send := func(frame []byte) {
+		t.Helper()
+		if err := e.send(f, frame); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	call("refused@203.0.113.5")
+	send(answer("refused@203.0.113.5", "180 Ringing", "1 INVITE"))
+	send(answer("refused@203.0.113.5", "486 Busy Here", "1 bye"))
+	if !verified("refused@203.0.113.5") {
+		t.Error("a refusal of another method forgot the dialog")
+	}
+	send(answer("refused@203.0.113.5", "403 Forbidden", "1  invite"))
+	if verified("refused@203.0.113.5") {
+		t.Error("the dialog of an INVITE the server refused is still verified")
+	}
+
+	call("answered@203.0.113.5")
+	send(answer("answered@203.0.113.5", "200 OK", "1 INVITE"))
+	send(answer("answered@203.0.113.5", "491 Request Pending", "2 INVITE"))
+	if !verified("answered@203.0.113.5") {
+		t.Error("a refused re-INVITE ended a dialog the server had answered")
+	}
+}
