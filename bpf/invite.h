@@ -77,6 +77,25 @@ __noinline int invite_retransmit(struct xdp_md *ctx, __u64 msg, __u64 l3, __u64 
 	return RETRANSMIT_NONE;
 }
 
+/*
+ * invite_cancel says whether a CANCEL cancels an INVITE the filter admitted
+ * (the same Call-ID, CSeq number, top Via and source, CAC_CANCEL_NS at
+ * most after it): ADMITTED for one that does, within the allowance the
+ * INVITE's copies share (CAC_RETRANSMITS_MAX), else RETRANSMIT_NONE.
+ */
+__noinline int invite_cancel(struct xdp_md *ctx, __u64 msg, __u64 l3, __u64 now)
+{
+	__u64 callid;
+	__u64 txn = msg_txn(ctx, msg, l3, &callid);
+	if (!txn)
+		return RETRANSMIT_NONE;
+	struct cac_dialog *d = dialog_find(callid);
+	if (!d || d->txn != txn || now - d->invite_ns >= CAC_CANCEL_NS || d->retransmits >= CAC_RETRANSMITS_MAX)
+		return RETRANSMIT_NONE;
+	d->retransmits++;
+	return ADMITTED;
+}
+
 /* invite_admitted remembers the dialog and transaction of an admitted
  * INVITE. A replay admitted again, past its allowance, leaves the entry
  * as it is: its copies stay charged until Timer B is over. */

@@ -64,6 +64,9 @@ enum cac_result_flag {
 	/* An L2TP control message of a tunnel (T, L and S set, v2 or v3):
 	 * the message's offset and length are in the frame. */
 	RESULT_L2TP = 1 << 26,
+	/* A CANCEL out of dialog (sip-other): one of an INVITE the filter
+	 * admitted passes uncharged (invite.h). */
+	RESULT_CANCEL = 1 << 27,
 	/* A request in a form stricter parsers miss (a SIP method not in
 	 * upper case, a PADI with a session ID): classified all the same,
 	 * and counted. */
@@ -271,8 +274,12 @@ enum cac_retransmit {
 	CAC_TIMER_B_S = 32,
 	CAC_RETRANSMITS_MAX = 10,
 	REFUSED_NEW_PER_SECOND = 512,
+	/* How long after an admitted INVITE its CANCEL passes uncharged: a
+	 * proxy's Timer C (RFC 3261 §16.6) is more than three minutes. */
+	CAC_CANCEL_S = 180,
 };
 #define CAC_TIMER_B_NS (CAC_TIMER_B_S * 1000000000ULL)
+#define CAC_CANCEL_NS (CAC_CANCEL_S * 1000000000ULL)
 
 /* The bucket every verified dialog's requests are held by (dialog.h): a
  * real dialog sends a handful (ACK, PRACK, UPDATE, a re-INVITE a session

@@ -96,6 +96,7 @@ static __always_inline int sip_response(struct sip_msg *m)
 #define W_OPTIONS W8('o', 'p', 't', 'i', 'o', 'n', 's', ' ')
 #define W_REGISTER W8('r', 'e', 'g', 'i', 's', 't', 'e', 'r')
 #define W_SIP20 W8('s', 'i', 'p', '/', '2', '.', '0', ' ')
+#define W_CANCEL W8('c', 'a', 'n', 'c', 'e', 'l', 0, 0)
 
 #define WORD_LOW7 0x7f7f7f7f7f7f7f7fULL
 
@@ -252,9 +253,12 @@ __noinline __u64 sip_first_line(CAC_CTX *ctx, __u64 moff, __u64 mlen, __u32 frag
 		return first | (__u32)sip_response(&m); /* an agent's may take it out of service */
 	/* Any other first line is a request to Kamailio, an unknown method
 	 * or none it can name (answered 405, or dropped after parsing):
-	 * charged as sip-other, odd unless a token starts it. */
+	 * charged as sip-other, odd unless a token starts it. A CANCEL is
+	 * marked, for the INVITE it may cancel (invite.h). */
 	if (!is_token(c))
 		odd = RESULT_ODD;
+	if (((w | FOLD(6)) & BYTES(6)) == (W_CANCEL & BYTES(6)) && is_sp(sip_byte(&m, 6)))
+		odd |= RESULT_CANCEL;
 	return first | FIRST_HEADERS | RESULT(CAC_KIND_CLASS, CAC_CLASS_SIP_OTHER) | odd;
 }
 
@@ -287,11 +291,11 @@ static __always_inline int classify_sip(CAC_CTX *ctx, struct frame *f, struct ud
 	if (!(first & FIRST_HEADERS))
 		return r;
 
-	int class = RESULT_CLASS(r), odd = r & RESULT_ODD;
+	int class = RESULT_CLASS(r), odd = r & (RESULT_ODD | RESULT_CANCEL);
 	int to = sip_to_headers(ctx, m.off, m.len, u->fragmented, class == CAC_CLASS_SIP_INVITE);
 	if (to & SIP_TO_MANY)
-		odd = RESULT_ODD;
+		odd |= RESULT_ODD;
 	if (to & SIP_DIALOG)
-		return RESULT(CAC_KIND_INDIALOG, 0) | odd;
+		return RESULT(CAC_KIND_INDIALOG, 0) | (odd & RESULT_ODD);
 	return RESULT(CAC_KIND_CLASS, class) | odd;
 }

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
 /*
  * An INVITE's transaction (docs/design.md, "Retransmissions"): the hash of
- * its Call-ID, CSeq and top Via, the three headers a retransmission
- * repeats byte for byte (RFC 3261 §17.1.1.3). One walk over the header
+ * its Call-ID, CSeq number and top Via, which a retransmission repeats
+ * byte for byte (RFC 3261 §17.1.1.3), and so does the CANCEL of it. One walk over the header
  * lines finds all three, with the bounds of sip_next_line; each value is
  * hashed as sip_hash_value hashes a Call-ID; one longer than
  * SIP_HASH_MAX makes the request name no transaction, so that requests
@@ -134,6 +134,31 @@ __noinline __u64 sip_find_txn(CAC_CTX *ctx, __u64 moff, __u64 mlen)
 	return sip_find_txn_from(ctx, moff, mlen, 0, 0);
 }
 
+/* sip_cseq_number is what a transaction takes of the CSeq value at s: its
+ * number (blanks skipped, at most ten digits), not its method, so that a
+ * CANCEL names the transaction of the INVITE it cancels (RFC 3261 §9.1).
+ * Even and never 0; HASH_CUT for a value with no number or a longer one. */
+__noinline __u64 sip_cseq_number(CAC_CTX *ctx, __u64 moff, __u64 mlen, __u64 s)
+{
+	struct sip_msg m = sip_msg_of(ctx, moff, mlen);
+	__u64 n = 0;
+	int digits = 0;
+
+	if (s > SIP_SCAN_MAX + 16)
+		return HASH_CUT;
+	sip_skip_sp(&m, &s);
+	for (int i = 0; i < 11; i++) {
+		int c = sip_byte(&m, s + i);
+		if (c < '0' || c > '9')
+			break;
+		n = n * 10 + (c - '0');
+		digits++;
+	}
+	if (!digits || digits > 10)
+		return HASH_CUT;
+	return n * 2 + 2;
+}
+
 /* txn_mix folds one more header's hash into a transaction's. */
 static __always_inline __u64 txn_mix(__u64 h, __u64 v)
 {
@@ -154,7 +179,7 @@ static __always_inline __u64 sip_txn(CAC_CTX *ctx, __u64 moff, __u64 mlen, __u64
 	*callid = c ? sip_hash_value(ctx, moff, mlen, c) : 0;
 	if (!c || !s || !v)
 		return 0;
-	__u64 cseq = sip_hash_value(ctx, moff, mlen, s), via = sip_hash_value(ctx, moff, mlen, v);
+	__u64 cseq = sip_cseq_number(ctx, moff, mlen, s), via = sip_hash_value(ctx, moff, mlen, v);
 	/* A header cut at SIP_HASH_MAX names no transaction: copies that
 	 * differ past it are other transactions to the server. */
 	if ((*callid | cseq | via) & HASH_CUT)

@@ -237,6 +237,10 @@ static __always_inline int verdict(struct xdp_md *ctx, __u64 where, __u32 result
 	int again = RETRANSMIT_NONE;
 	if (limited && class == CAC_CLASS_SIP_INVITE)
 		again = invite_retransmit(ctx, txmsg, l3, now);
+	/* A CANCEL of an INVITE the filter admitted belongs to its
+	 * transaction, and passes as its copies do. */
+	if (limited && class == CAC_CLASS_SIP_OTHER && (result & RESULT_CANCEL))
+		again = invite_cancel(ctx, txmsg, l3, now);
 	/* An ICRQ of a tunnel the filter translates: only the LAC's next
 	 * message is judged; a copy takes nothing (l2tp_lac.h). */
 	int tunnel = L2TP_UNKNOWN;

@@ -377,8 +377,9 @@ type XdpCacRejectScratch struct {
 type XdpCacResultFlag uint32
 
 const (
-	XdpCacResultFlagRESULT_L2TP XdpCacResultFlag = 67108864
-	XdpCacResultFlagRESULT_ODD  XdpCacResultFlag = 268435456
+	XdpCacResultFlagRESULT_L2TP   XdpCacResultFlag = 67108864
+	XdpCacResultFlagRESULT_CANCEL XdpCacResultFlag = 134217728
+	XdpCacResultFlagRESULT_ODD    XdpCacResultFlag = 268435456
 )
 
 type XdpCacRetransmit uint32
@@ -387,6 +388,7 @@ const (
 	XdpCacRetransmitCAC_TIMER_B_S          XdpCacRetransmit = 32
 	XdpCacRetransmitCAC_RETRANSMITS_MAX    XdpCacRetransmit = 10
 	XdpCacRetransmitREFUSED_NEW_PER_SECOND XdpCacRetransmit = 512
+	XdpCacRetransmitCAC_CANCEL_S           XdpCacRetransmit = 180
 )
 
 type XdpCacSent struct {

@@ -122,6 +122,7 @@ func TestSharedNumbers(t *testing.T) {
 		{"other sources", uint64(sourceOthers), uint64(bpf.XdpCacRejectRecordCAC_SOURCE_OTHERS)},
 
 		{"timer b", admission.TimerBNS, uint64(bpf.XdpCacRetransmitCAC_TIMER_B_S) * 1e9},
+		{"cancel", admission.CancelNS, uint64(bpf.XdpCacRetransmitCAC_CANCEL_S) * 1e9},
 		{"retransmits", admission.RetransmitsMax, uint64(bpf.XdpCacRetransmitCAC_RETRANSMITS_MAX)},
 		{"dialog cps", admission.DialogCPS, uint64(bpf.XdpCacDialogBucketCAC_DIALOG_CPS)},
 		{"dialog burst", admission.DialogBurst, uint64(bpf.XdpCacDialogBucketCAC_DIALOG_BURST)},

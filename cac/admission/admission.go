@@ -349,10 +349,11 @@ func (m *Model) Decide(frame []byte, now uint64) Decision {
 		return d
 	}
 	var callid, txn uint64
-	switch c {
-	case cac.SIPInDialog:
+	cancel := c == cac.SIPOther && classify.IsCancel(msg)
+	switch {
+	case c == cac.SIPInDialog:
 		callid = classify.CallID(msg)
-	case cac.SIPInvite:
+	case c == cac.SIPInvite || cancel:
 		callid, txn = classify.Txn(msg)
 		txn = classify.FromSource(txn, classify.SourceOf(frame))
 	}
@@ -364,6 +365,11 @@ func (m *Model) Decide(frame []byte, now uint64) Decision {
 	}
 	// A retransmission takes nothing, where a limit would charge it.
 	limited := m.policy.Limits(c) || (c.IsSIPRequest() && len(m.policy.Agents) > 0)
+	// A CANCEL of an INVITE the filter admitted passes as its copies do.
+	if limited && cancel && m.cancels(callid, txn, now) {
+		d.Retransmit, d.Uncharged = true, true
+		return d
+	}
 	if limited && c == cac.SIPInvite {
 		again, refused, reason := m.retransmit(callid, txn, now)
 		if again {

@@ -30,11 +30,12 @@ type dialog struct {
 
 // The retransmission bounds of bpf/shared.h and bpf/dialog.h.
 const (
-	TimerBNS             = 32_000_000_000 // CAC_TIMER_B_NS
-	RetransmitsMax       = 10             // CAC_RETRANSMITS_MAX
-	DialogCPS            = 20             // CAC_DIALOG_CPS: a verified dialog's requests a second
-	DialogBurst          = 100            // CAC_DIALOG_BURST: ... and at once
-	RefusedNewPerSecond  = 512            // REFUSED_NEW_PER_SECOND, per CPU
+	TimerBNS             = 32_000_000_000  // CAC_TIMER_B_NS
+	CancelNS             = 180_000_000_000 // CAC_CANCEL_NS
+	RetransmitsMax       = 10              // CAC_RETRANSMITS_MAX
+	DialogCPS            = 20              // CAC_DIALOG_CPS: a verified dialog's requests a second
+	DialogBurst          = 100             // CAC_DIALOG_BURST: ... and at once
+	RefusedNewPerSecond  = 512             // REFUSED_NEW_PER_SECOND, per CPU
 	nanosecondsPerSecond = 1_000_000_000
 	defaultDialogSets    = 16384 // the dialogs map's max_entries in bpf/maps.h
 )
@@ -156,6 +157,20 @@ func (m *Model) answer(msg []byte, code int) {
 	case !d.answered:
 		d.callid = 0 // the way is free
 	}
+}
+
+// cancels is invite_cancel: a CANCEL of callid and txn at now cancels an
+// INVITE the filter admitted, within the allowance its copies share.
+func (m *Model) cancels(callid, txn, now uint64) bool {
+	if txn == 0 {
+		return false
+	}
+	d := m.dialogs.find(callid)
+	if d == nil || d.txn != txn || now-d.inviteNS >= CancelNS || d.retransmits >= RetransmitsMax {
+		return false
+	}
+	d.retransmits++
+	return true
 }
 
 // refusedTable is the fast path's table of refused INVITE transactions,

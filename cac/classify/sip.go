@@ -145,6 +145,10 @@ func isSTUN(m []byte, fragmented bool) bool {
 	return binary.BigEndian.Uint32(m[4:]) == 0x2112a442 && n%4 == 0 && n+20 == len(m)
 }
 
+// IsCancel reports whether a SIP request is a CANCEL, its method in any
+// letter case and ended by a blank (RESULT_CANCEL of bpf/sip.h).
+func IsCancel(m []byte) bool { return methodIs(m, "CANCEL") }
+
 // IsACK reports whether a SIP request is an ACK, its method in any letter
 // case (is_ack of bpf/egress.h).
 func IsACK(m []byte) bool { return foldPrefix(m, "ACK ") }

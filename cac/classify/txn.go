@@ -57,6 +57,30 @@ func findTxn(m []byte) (at [3]int) {
 // txnMix is txn_mix: one more header's hash folded in.
 func txnMix(h, v uint64) uint64 { return (h ^ v) * fnvPrime }
 
+// cseqNumber is sip_cseq_number: what a transaction takes of the CSeq value
+// at s, its number and not its method, so that a CANCEL names the INVITE's
+// transaction; hashCut for a value with no number or one of more than ten
+// digits.
+func cseqNumber(m []byte, s int) uint64 {
+	if s > SIPScanMax+16 {
+		return hashCut
+	}
+	s = skipSP(m, s)
+	var n uint64
+	digits := 0
+	for ; digits < 11; digits++ {
+		c := at(m, s+digits)
+		if c < '0' || c > '9' {
+			break
+		}
+		n = n*10 + uint64(c-'0')
+	}
+	if digits == 0 || digits > 10 {
+		return hashCut
+	}
+	return n*2 + 2
+}
+
 // Txn is sip_txn: the hash of a SIP request's Call-ID (0 without one) and
 // of its transaction (0 unless all three headers were found).
 func Txn(m []byte) (callid, txn uint64) {
@@ -67,7 +91,7 @@ func Txn(m []byte) (callid, txn uint64) {
 	if at[txnCallID] == 0 || at[txnCSeq] == 0 || at[txnVia] == 0 {
 		return callid, 0
 	}
-	cseq, via := hashValue(m, at[txnCSeq]), hashValue(m, at[txnVia])
+	cseq, via := cseqNumber(m, at[txnCSeq]), hashValue(m, at[txnVia])
 	// A header cut at sipHashMax names no transaction.
 	if (callid|cseq|via)&hashCut != 0 {
 		return callid, 0

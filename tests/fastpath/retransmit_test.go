@@ -194,3 +194,57 @@ func TestRetransmissionLongHeaders(t *testing.T) {
 		t.Errorf("%d retransmissions counted of transactions that cannot be told apart", st.SIPRetransmits)
 	}
 }
+
+// TestCancelOfAdmittedInvite: a CANCEL names the transaction of the INVITE
+// it cancels (Call-ID, CSeq number, top Via, source), and one of an INVITE
+// the filter admitted passes uncharged while a flood has spent sip-other's
+// bucket, counted with the INVITE's copies; a CANCEL of another INVITE,
+// from elsewhere, or later than CAC_CANCEL_S is a sip-other request like
+// any. The model agrees frame by frame.
+func TestCancelOfAdmittedInvite(t *testing.T) {
+	f := harness.NewFastPath(t, false)
+	var p policy.Policy
+	p.PerSource[cac.SIPInvite] = policy.PerSource{Limit: harness.MustRate(t, 0.001, 1), Key: policy.SourceIP, IPv6Prefix: 64}
+	p.PerSource[cac.SIPOther] = policy.PerSource{Limit: harness.MustRate(t, 0.001, 1), Key: policy.SourceIP, IPv6Prefix: 64}
+	f.SetPolicy(t, p)
+	f.MustAt(t, 100*second)
+
+	cancel := func(src netip.Addr, callID string, cseq int, branch string) []byte {
+		s := SIPRequest("cancel", harness.ToNoTag).
+			With("Call-ID", callID).
+			With("CSeq", fmt.Sprintf("%d CANCEL", cseq)).
+			With("Via", "SIP/2.0/UDP 198.51.100.7:5060;branch="+branch)
+		return Frame(Ether{}, IPv4{Src: src}, UDP{Src: 5060, Dst: 5060}, s)
+	}
+	if passed, _ := f.Offer(t, invite("ringing@198.51.100.7", 7, "z9hG4bK-r"), 1); passed != 1 {
+		t.Fatal("the INVITE was refused")
+	}
+	if passed, _ := f.Offer(t, Frame(Ether{}, IPv4{Src: strangerAddr}, UDP{Src: 5060, Dst: 5060}, SIPRequest("MESSAGE", harness.ToNoTag)), 1); passed != 1 {
+		t.Fatal("the MESSAGE that spends sip-other's bucket was refused")
+	}
+	if passed, reasons := f.Offer(t, cancel(strangerAddr, "ringing@198.51.100.7", 7, "z9hG4bK-r"), 3); passed != 3 {
+		t.Errorf("the CANCEL of the admitted INVITE and two copies: %d of 3 passed (%v), want all, uncharged", passed, reasons)
+	}
+	if st := f.Stats(t); st.SIPRetransmits != 3 {
+		t.Errorf("%d counted with the INVITE's copies, want 3", st.SIPRetransmits)
+	}
+	other := netip.MustParseAddr("198.51.100.8")
+	for name, frame := range map[string][]byte{
+		"another CSeq":  cancel(strangerAddr, "ringing@198.51.100.7", 8, "z9hG4bK-r"),
+		"another Via":   cancel(strangerAddr, "ringing@198.51.100.7", 7, "z9hG4bK-x"),
+		"another call":  cancel(strangerAddr, "never@198.51.100.7", 7, "z9hG4bK-r"),
+		"another place": cancel(other, "ringing@198.51.100.7", 7, "z9hG4bK-r"),
+	} {
+		passed, reasons := f.Offer(t, frame, 2)
+		if name == "another place" && passed == 1 {
+			continue // its own sip-other bucket of one
+		}
+		if passed != 0 || reasons[cac.ReasonSource] != 2 {
+			t.Errorf("a CANCEL of %s: %d of 2 passed (%v), want refused by source as sip-other", name, passed, reasons)
+		}
+	}
+	f.MustAt(t, f.Now+uint64(admission.CancelNS))
+	if passed, _ := f.Offer(t, cancel(strangerAddr, "ringing@198.51.100.7", 7, "z9hG4bK-r"), 1); passed != 0 {
+		t.Error("a CANCEL three minutes after its INVITE passed uncharged")
+	}
+}
