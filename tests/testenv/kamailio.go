@@ -100,6 +100,13 @@ const kamailioStartTimeout = 10 * time.Second
 // kamailio it fails when XDPCAC_REQUIRE_BPF=1, else skips.
 func StartKamailio(t testing.TB, ns string, addrs ...string) *Kamailio {
 	t.Helper()
+	return StartKamailioOn(t, ns, []uint16{5060}, addrs...)
+}
+
+// StartKamailioOn is StartKamailio listening on each of ports (over UDP)
+// of each address; the first port must be 5060, where it is probed.
+func StartKamailioOn(t testing.TB, ns string, ports []uint16, addrs ...string) *Kamailio {
+	t.Helper()
 	k := &Kamailio{ns: ns}
 	var listen strings.Builder
 	for _, a := range addrs {
@@ -108,7 +115,9 @@ func StartKamailio(t testing.TB, ns string, addrs ...string) *Kamailio {
 			t.Fatalf("kamailio address %q: %v", a, err)
 		}
 		k.addrs = append(k.addrs, ip)
-		fmt.Fprintf(&listen, "listen=udp:%s\n", netip.AddrPortFrom(ip, 5060))
+		for _, port := range ports {
+			fmt.Fprintf(&listen, "listen=udp:%s\n", netip.AddrPortFrom(ip, port))
+		}
 	}
 	k.p = runKamailio(t, ns, "kamailio", fmt.Sprintf(kamailioConfig, listen.String()), 32)
 	for _, a := range k.addrs {
