@@ -206,6 +206,8 @@ enum cac_frame_bound {
 	CAC_MAX_VLANS = 2,
 	CAC_MAX_TAGS = 3,
 	CAC_MAX_EXTHDRS = 8,
+	/* Tags looked at for priority tags to take out (priority.h). */
+	CAC_MAX_STACK = 16,
 };
 
 /* The bounds of the SIP readers (sip_msg.h, sip_hdr.h): the To header must

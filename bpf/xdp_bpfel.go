@@ -197,6 +197,7 @@ const (
 	XdpCacFrameBoundCAC_MAX_VLANS   XdpCacFrameBound = 2
 	XdpCacFrameBoundCAC_MAX_TAGS    XdpCacFrameBound = 3
 	XdpCacFrameBoundCAC_MAX_EXTHDRS XdpCacFrameBound = 8
+	XdpCacFrameBoundCAC_MAX_STACK   XdpCacFrameBound = 16
 )
 
 type XdpCacInputs struct {

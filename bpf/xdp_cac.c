@@ -12,6 +12,7 @@
 #include "bpf_helpers.h"
 #include "cac.h"
 #include "classify.h"
+#include "priority.h"
 #include "verdict.h"
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
@@ -37,6 +38,7 @@ __noinline __u64 opaque_word(__u64 w)
 SEC("xdp")
 int xdp_cac(struct xdp_md *ctx)
 {
+	strip_priority_tags(ctx);
 	struct frame f = {
 		.data = (void *)(long)ctx->data,
 		.data_end = (void *)(long)ctx->data_end,

@@ -335,6 +335,8 @@ func addrOf(s classify.Source) netip.Addr {
 }
 
 // Decide classifies frame and, for a first packet, admits or rejects it.
+// The frame is as the program reads it, after classify.StripPriorityTags,
+// which the program applies first and once.
 func (m *Model) Decide(frame []byte, now uint64) Decision {
 	r, msg := classify.ClassifySIP(frame, m.Ports)
 	d := Decision{Result: r, Verdict: cac.Pass}

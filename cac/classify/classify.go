@@ -55,14 +55,17 @@ const (
 
 func isVLAN(t uint16) bool { return t == 0x8100 || t == 0x88a8 || t == 0x9100 }
 
-// Classify returns what the XDP program makes of frame.
+// Classify returns what the XDP program makes of frame, its surplus
+// priority tags taken out first as the program does (StripPriorityTags).
 func Classify(frame []byte, ports *Ports) Result {
-	r, _ := ClassifySIP(frame, ports)
+	r, _ := ClassifySIP(StripPriorityTags(frame), ports)
 	return r
 }
 
-// ClassifySIP is Classify that also returns a SIP request's message as the
-// classifier read it, after its leading CRLFs; nil for other frames.
+// ClassifySIP is what the classifier makes of a frame as the program
+// reads it, after StripPriorityTags (which it applies once, first), and
+// the SIP message as the classifier read it, after its leading bytes; nil
+// for other frames.
 func ClassifySIP(frame []byte, ports *Ports) (Result, []byte) {
 	return classifyFrame(frame, ports.byDest)
 }

@@ -225,7 +225,8 @@ func (f *FastPath) Decide(frame []byte) (admission.Decision, error) {
 
 // DecideOut is decide that also returns the frame as the program left it.
 func (f *FastPath) DecideOut(frame []byte) (admission.Decision, []byte, error) {
-	mine := append([]byte(nil), frame[:min(len(frame), TestRunLinear)]...)
+	// The program takes a frame's surplus priority tags out first.
+	mine := classify.StripPriorityTags(append([]byte(nil), frame[:min(len(frame), TestRunLinear)]...))
 	want := f.Model.Decide(mine, f.Now)
 	got, out, err := f.RunOut(frame)
 	if err != nil {

@@ -143,6 +143,15 @@ func SipHeaders(method string, headers ...string) []byte {
 	return V4udp(5060, SIP{Method: method, Headers: headers})
 }
 
+// priorityTags is n VLAN tags of VID 0.
+func priorityTags(n int) []Layer {
+	var l []Layer
+	for range n {
+		l = append(l, VLAN{})
+	}
+	return l
+}
+
 // Exts is n IPv6 extension headers of the kinds Linux takes in any number:
 // a hop-by-hop header first, then destination options.
 func Exts(n int) []Ext {
@@ -169,7 +178,12 @@ func EdgeFrames() []FrameCase {
 		// Linux strips any number of priority tags: past the tags walked,
 		// malformed, never unseen.
 		{"four-vlan-tags", Frame(Tags(4, PPPoE{Code: PADI})...), Malformed},
-		{"four-priority-tags-sip", Frame(Ether{}, VLAN{}, VLAN{}, VLAN{}, VLAN{}, IPv4{}, UDP{Dst: 5060}, SIPRequest("INVITE", ToNoTag)), Malformed},
+		// Surplus leading priority tags are taken out, as Linux would.
+		{"four-priority-tags-sip", Frame(Ether{}, VLAN{}, VLAN{}, VLAN{}, VLAN{}, IPv4{}, UDP{Dst: 5060}, SIPRequest("INVITE", ToNoTag)), Sess(cac.SIPInvite)},
+		{"sixteen-priority-tags-sip", Frame(append(append([]Layer{Ether{}}, priorityTags(16)...), IPv4{}, UDP{Dst: 5060}, SIPRequest("INVITE", ToNoTag))...), Sess(cac.SIPInvite)},
+		{"seventeen-priority-tags-sip", Frame(append(append([]Layer{Ether{}}, priorityTags(17)...), IPv4{}, UDP{Dst: 5060}, SIPRequest("INVITE", ToNoTag))...), Malformed},
+		{"priority-then-three-vlans", Frame(Ether{}, VLAN{}, VLAN{ID: 7}, VLAN{ID: 8}, VLAN{ID: 9}, IPv4{}, UDP{Dst: 5060}, SIPRequest("INVITE", ToNoTag)), Sess(cac.SIPInvite)},
+		{"vlan-then-priority-tags", Frame(Ether{}, VLAN{ID: 7}, VLAN{}, VLAN{}, VLAN{}, IPv4{}, UDP{Dst: 5060}, SIPRequest("INVITE", ToNoTag)), Malformed},
 		{"three-priority-tags-sip", Frame(Ether{}, VLAN{}, VLAN{}, VLAN{}, IPv4{}, UDP{Dst: 5060}, SIPRequest("INVITE", ToNoTag)), Sess(cac.SIPInvite)},
 		// Linux reads a UDP length of 0 over IPv6 as the whole payload.
 		{"ipv6-udp-length-0", Frame(Ether{}, IPv6{}, UDP{Dst: 5060, Len: -1}, SIPRequest("INVITE", ToNoTag)), Sess(cac.SIPInvite)},
