@@ -139,8 +139,9 @@ static __always_inline int dialog_take(struct cac_dialog *d, __u64 now)
 }
 
 /* dialog_verified reports whether callid names a dialog the filter knows,
- * the frame where packs (where.h) comes from one of its sides, and the
- * dialog's bucket holds a request for it. A global function: its lookup
+ * the frame where packs (where.h) comes from one of its sides, the dialog
+ * has not been silent for CAC_DIALOG_IDLE_NS, and its bucket holds a
+ * request for it. A global function: its lookup
  * key stays off the stack of the program's deepest call chain. */
 __noinline int dialog_verified(CAC_CTX *ctx, __u64 where, __u64 callid)
 {
@@ -151,5 +152,10 @@ __noinline int dialog_verified(CAC_CTX *ctx, __u64 where, __u64 callid)
 	__u32 peer = dialog_peer(&f, 0);
 	if (!d || !peer || (d->caller != peer && d->callee != peer))
 		return 0;
-	return dialog_take(d, now_ns());
+	/* The bucket's arrival time is past the last verified request (by
+	 * at most a burst's worth): the dialog's last sign of life. */
+	__u64 now = now_ns(), last = d->tat_ns > d->invite_ns ? d->tat_ns : d->invite_ns;
+	if (now > last && now - last >= CAC_DIALOG_IDLE_NS)
+		return 0;
+	return dialog_take(d, now);
 }

@@ -291,7 +291,12 @@ enum cac_retransmit {
 enum cac_dialog_bucket {
 	CAC_DIALOG_CPS = 20,
 	CAC_DIALOG_BURST = 100,
+	/* A dialog silent this long since its INVITE and its last verified
+	 * request is no longer verified: its requests are held as a
+	 * stranger's, which a call's late BYE passes within. */
+	CAC_DIALOG_IDLE_S = 3600,
 };
+#define CAC_DIALOG_IDLE_NS (CAC_DIALOG_IDLE_S * 1000000000ULL)
 
 enum cac_l2tp_dir {
 	CAC_L2TP_TO_LNS = 0,

@@ -158,8 +158,9 @@ type XdpCacDialog struct {
 type XdpCacDialogBucket uint32
 
 const (
-	XdpCacDialogBucketCAC_DIALOG_CPS   XdpCacDialogBucket = 20
-	XdpCacDialogBucketCAC_DIALOG_BURST XdpCacDialogBucket = 100
+	XdpCacDialogBucketCAC_DIALOG_CPS    XdpCacDialogBucket = 20
+	XdpCacDialogBucketCAC_DIALOG_BURST  XdpCacDialogBucket = 100
+	XdpCacDialogBucketCAC_DIALOG_IDLE_S XdpCacDialogBucket = 3600
 )
 
 type XdpCacDialogSet struct {

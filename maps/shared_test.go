@@ -126,6 +126,7 @@ func TestSharedNumbers(t *testing.T) {
 		{"retransmits", admission.RetransmitsMax, uint64(bpf.XdpCacRetransmitCAC_RETRANSMITS_MAX)},
 		{"dialog cps", admission.DialogCPS, uint64(bpf.XdpCacDialogBucketCAC_DIALOG_CPS)},
 		{"dialog burst", admission.DialogBurst, uint64(bpf.XdpCacDialogBucketCAC_DIALOG_BURST)},
+		{"dialog idle", admission.DialogIdleNS, uint64(bpf.XdpCacDialogBucketCAC_DIALOG_IDLE_S) * 1e9},
 		{"refused per second", admission.RefusedNewPerSecond, uint64(bpf.XdpCacRetransmitREFUSED_NEW_PER_SECOND)},
 
 		{"to lns", l2tp.ToLNS, uint64(bpf.XdpCacL2tpDirCAC_L2TP_TO_LNS)},

@@ -30,12 +30,13 @@ type dialog struct {
 
 // The retransmission bounds of bpf/shared.h and bpf/dialog.h.
 const (
-	TimerBNS             = 32_000_000_000  // CAC_TIMER_B_NS
-	CancelNS             = 180_000_000_000 // CAC_CANCEL_NS
-	RetransmitsMax       = 10              // CAC_RETRANSMITS_MAX
-	DialogCPS            = 20              // CAC_DIALOG_CPS: a verified dialog's requests a second
-	DialogBurst          = 100             // CAC_DIALOG_BURST: ... and at once
-	RefusedNewPerSecond  = 512             // REFUSED_NEW_PER_SECOND, per CPU
+	TimerBNS             = 32_000_000_000    // CAC_TIMER_B_NS
+	CancelNS             = 180_000_000_000   // CAC_CANCEL_NS
+	RetransmitsMax       = 10                // CAC_RETRANSMITS_MAX
+	DialogCPS            = 20                // CAC_DIALOG_CPS: a verified dialog's requests a second
+	DialogBurst          = 100               // CAC_DIALOG_BURST: ... and at once
+	DialogIdleNS         = 3_600_000_000_000 // CAC_DIALOG_IDLE_NS: silent this long, a dialog is not verified
+	RefusedNewPerSecond  = 512               // REFUSED_NEW_PER_SECOND, per CPU
 	nanosecondsPerSecond = 1_000_000_000
 	defaultDialogSets    = 16384 // the dialogs map's max_entries in bpf/maps.h
 )
@@ -80,10 +81,14 @@ func (t *dialogTable) find(callid uint64) *dialog {
 }
 
 // verified is dialog_verified: callid names a dialog the table holds, peer
-// is one of its sides, and the dialog's bucket holds a request at now.
+// is one of its sides, it has not been silent for DialogIdleNS, and its
+// bucket holds a request at now.
 func (t *dialogTable) verified(callid uint64, peer uint32, now uint64) bool {
 	d := t.find(callid)
 	if d == nil || peer == 0 || (d.caller != peer && d.callee != peer) {
+		return false
+	}
+	if last := max(d.tatNS, d.inviteNS); now > last && now-last >= DialogIdleNS {
 		return false
 	}
 	return d.take(now)

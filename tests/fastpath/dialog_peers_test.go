@@ -187,3 +187,43 @@ func TestDialogForgottenOnRefusal(t *testing.T) {
 		t.Error("a refused re-INVITE ended a dialog the server had answered")
 	}
 }
+
+// TestDialogIdle: a dialog silent for an hour since its last verified
+// request is no longer verified; its requests are then held by the
+// sip-indialog limits as a stranger's are. One that speaks stays verified.
+func TestDialogIdle(t *testing.T) {
+	f := harness.NewFastPath(t, false)
+	var p policy.Policy
+	p.PerSource[cac.SIPInDialog] = policy.PerSource{Limit: harness.MustRate(t, 0.001, 1), Key: policy.SourceIP, IPv6Prefix: 64}
+	f.SetPolicy(t, p)
+	f.MustAt(t, 5*second)
+
+	caller := netip.MustParseAddr("203.0.113.5")
+	in := func(s SIP) []byte {
+		return Frame(Ether{}, IPv4{Src: caller, Dst: netip.MustParseAddr("192.0.2.10")}, UDP{Src: 5060, Dst: 5060}, s)
+	}
+	for _, id := range []string{"Call-ID: talks@203.0.113.5", "Call-ID: silent@203.0.113.5"} {
+		if passed, _ := f.Offer(t, in(harness.WithCallID(SIPRequest("INVITE", harness.ToNoTag), id)), 1); passed != 1 {
+			t.Fatal("the INVITE was refused")
+		}
+	}
+	talks := in(harness.WithCallID(SIPRequest("INFO", harness.ToTag), "Call-ID: talks@203.0.113.5"))
+	silent := in(harness.WithCallID(SIPRequest("BYE", harness.ToTag), "Call-ID: silent@203.0.113.5"))
+	verified := func(frame []byte) bool {
+		t.Helper()
+		before := f.Stats(t).SIPInDialogVerified
+		f.Offer(t, frame, 1)
+		return f.Stats(t).SIPInDialogVerified == before+1
+	}
+	f.MustAt(t, f.Now+uint64(admission.DialogIdleNS)/2)
+	if !verified(talks) {
+		t.Fatal("a dialog half an hour into its silence is not verified")
+	}
+	f.MustAt(t, f.Now+uint64(admission.DialogIdleNS)/2+second)
+	if !verified(talks) {
+		t.Error("a dialog that spoke half an hour ago is not verified")
+	}
+	if verified(silent) {
+		t.Error("a dialog silent for an hour is still verified")
+	}
+}
