@@ -199,13 +199,15 @@ enum cac_capacity {
  * so it is classified, not passed unseen. Each depth is a path of its own
  * to the verifier, with an offset it knows, for all that follows: eight
  * cost Linux 6.1's verifier 290,000 instructions more than two, three cost
- * about 48,000. A frame with more is no network's doing. IPv6 extension
- * headers walked before the UDP header; a frame with more is malformed,
- * never unseen (five or more are no real peer's doing). */
+ * about 48,000. Surplus leading priority tags are taken out first
+ * (priority.h), looking at CAC_MAX_STACK tags; any other tag beyond
+ * CAC_MAX_TAGS is malformed. IPv6 extension headers walked before the UDP
+ * header: Linux takes any number, so as many as the verifier bounds the
+ * offsets of; a frame with more is malformed, never unseen. */
 enum cac_frame_bound {
 	CAC_MAX_VLANS = 2,
 	CAC_MAX_TAGS = 3,
-	CAC_MAX_EXTHDRS = 8,
+	CAC_MAX_EXTHDRS = 16,
 	/* Tags looked at for priority tags to take out (priority.h). */
 	CAC_MAX_STACK = 16,
 };

@@ -197,7 +197,7 @@ type XdpCacFrameBound uint32
 const (
 	XdpCacFrameBoundCAC_MAX_VLANS   XdpCacFrameBound = 2
 	XdpCacFrameBoundCAC_MAX_TAGS    XdpCacFrameBound = 3
-	XdpCacFrameBoundCAC_MAX_EXTHDRS XdpCacFrameBound = 8
+	XdpCacFrameBoundCAC_MAX_EXTHDRS XdpCacFrameBound = 16
 	XdpCacFrameBoundCAC_MAX_STACK   XdpCacFrameBound = 16
 )
 

@@ -49,7 +49,7 @@ const (
 	etherTypeTooDeep  = 0xffff // ETH_P_TOO_DEEP: more VLAN tags than maxTags
 	maxVLANs          = 2      // CAC_MAX_VLANS: the tags a per-source key holds
 	maxTags           = 3      // CAC_MAX_TAGS: the tags walked to the EtherType
-	maxExtHeaders     = 8      // CAC_MAX_EXTHDRS: one more is malformed
+	maxExtHeaders     = 16     // CAC_MAX_EXTHDRS: one more is malformed
 	protoUDP          = 17
 )
 

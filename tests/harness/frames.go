@@ -193,8 +193,10 @@ func EdgeFrames() []FrameCase {
 		{"ipv6-5-ext", Frame(Ether{}, IPv6{Ext: []Ext{{Proto: 0}, {Proto: 60}, {Proto: 60}, {Proto: 60}, {Proto: 60}}}, UDP{Dst: 5060}, SIPRequest("INVITE", ToNoTag)), Sess(cac.SIPInvite)},
 		{"ipv6-8-ext", Frame(Ether{}, IPv6{Ext: Exts(8)}, UDP{Dst: 5060}, SIPRequest("INVITE", ToNoTag)), Sess(cac.SIPInvite)},
 		// Past the bound nothing says where UDP is: malformed, never unseen.
-		{"ipv6-9-ext", Frame(Ether{}, IPv6{Ext: Exts(9)}, UDP{Dst: 5060}, SIPRequest("INVITE", ToNoTag)), Malformed},
-		{"ipv6-9-ext-other-port", Frame(Ether{}, IPv6{Ext: Exts(9)}, UDP{Dst: 53}, Raw("query")), Malformed},
+		{"ipv6-9-ext", Frame(Ether{}, IPv6{Ext: Exts(9)}, UDP{Dst: 5060}, SIPRequest("INVITE", ToNoTag)), Sess(cac.SIPInvite)},
+		{"ipv6-16-ext", Frame(Ether{}, IPv6{Ext: Exts(16)}, UDP{Dst: 5060}, SIPRequest("INVITE", ToNoTag)), Sess(cac.SIPInvite)},
+		{"ipv6-17-ext", Frame(Ether{}, IPv6{Ext: Exts(17)}, UDP{Dst: 5060}, SIPRequest("INVITE", ToNoTag)), Malformed},
+		{"ipv6-17-ext-other-port", Frame(Ether{}, IPv6{Ext: Exts(17)}, UDP{Dst: 53}, Raw("query")), Malformed},
 		{"ipv4-fragment-tcp", Frame(Ether{}, IPv4{FragOff: 100}, TCP{}), Unwatched},
 		{"sip-source-port-only", Frame(Ether{}, IPv4{}, UDP{Src: 5060, Dst: 40000}, SIPRequest("INVITE", ToNoTag)), Unwatched},
 
