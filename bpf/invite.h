@@ -50,6 +50,25 @@ static __always_inline __u64 msg_txn(struct xdp_md *ctx, __u64 msg, __u64 l3, __
 }
 
 /*
+ * admitted_copy says whether a message of transaction txn at now belongs
+ * to the admitted INVITE of dialog d, within window of it: -1 when it does
+ * not, 1 for one that passes, 0 once the INVITE's allowance of copies
+ * (CAC_RETRANSMITS_MAX) is spent. The count is a plain increment: two CPUs
+ * racing on it only let a replay pass once more. Past the allowance it is
+ * written no more, so that a flood of copies leaves the entry's line
+ * shared.
+ */
+static __always_inline int admitted_copy(struct cac_dialog *d, __u64 txn, __u64 now, __u64 window)
+{
+	if (!d || d->txn != txn || now - d->invite_ns >= window)
+		return -1;
+	if (d->retransmits >= CAC_RETRANSMITS_MAX)
+		return 0;
+	d->retransmits++;
+	return 1;
+}
+
+/*
  * invite_retransmit says whether an INVITE retransmits a transaction seen
  * within Timer B: ADMITTED for one the filter admitted (while it has not
  * passed CAC_RETRANSMITS_MAX times), the reason for one it refused, or
@@ -61,16 +80,9 @@ __noinline int invite_retransmit(struct xdp_md *ctx, __u64 msg, __u64 l3, __u64 
 	__u64 txn = msg_txn(ctx, msg, l3, &callid);
 	if (!txn)
 		return RETRANSMIT_NONE;
-	struct cac_dialog *d = dialog_find(callid);
-	/* The count is a plain increment: two CPUs racing on it only let a
-	 * replay pass once more. Past the allowance it is written no more,
-	 * so that a flood of copies leaves the entry's line shared. */
-	if (d && d->txn == txn && now - d->invite_ns < CAC_TIMER_B_NS) {
-		if (d->retransmits >= CAC_RETRANSMITS_MAX)
-			return RETRANSMIT_NONE;
-		d->retransmits++;
-		return ADMITTED;
-	}
+	int copy = admitted_copy(dialog_find(callid), txn, now, CAC_TIMER_B_NS);
+	if (copy >= 0)
+		return copy ? ADMITTED : RETRANSMIT_NONE;
 	struct cac_refused *r = bpf_map_lookup_elem(&refused, &txn);
 	if (r && now - r->refused_ns < CAC_TIMER_B_NS && r->reason < CAC_NUM_REASONS)
 		return r->reason;
@@ -89,11 +101,7 @@ __noinline int invite_cancel(struct xdp_md *ctx, __u64 msg, __u64 l3, __u64 now)
 	__u64 txn = msg_txn(ctx, msg, l3, &callid);
 	if (!txn)
 		return RETRANSMIT_NONE;
-	struct cac_dialog *d = dialog_find(callid);
-	if (!d || d->txn != txn || now - d->invite_ns >= CAC_CANCEL_NS || d->retransmits >= CAC_RETRANSMITS_MAX)
-		return RETRANSMIT_NONE;
-	d->retransmits++;
-	return ADMITTED;
+	return admitted_copy(dialog_find(callid), txn, now, CAC_CANCEL_NS) > 0 ? ADMITTED : RETRANSMIT_NONE;
 }
 
 /* invite_admitted remembers the dialog and transaction of an admitted

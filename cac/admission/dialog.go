@@ -170,12 +170,21 @@ func (m *Model) cancels(callid, txn, now uint64) bool {
 	if txn == 0 {
 		return false
 	}
-	d := m.dialogs.find(callid)
-	if d == nil || d.txn != txn || now-d.inviteNS >= CancelNS || d.retransmits >= RetransmitsMax {
-		return false
+	return m.dialogs.find(callid).admittedCopy(txn, now, CancelNS) > 0
+}
+
+// admittedCopy is admitted_copy: -1 when a message of txn at now is no
+// copy of d's admitted INVITE within window, 1 for one that passes, 0 once
+// the INVITE's allowance of copies is spent. d may be nil.
+func (d *dialog) admittedCopy(txn, now, window uint64) int {
+	if d == nil || d.txn != txn || now-d.inviteNS >= window {
+		return -1
+	}
+	if d.retransmits >= RetransmitsMax {
+		return 0
 	}
 	d.retransmits++
-	return true
+	return 1
 }
 
 // refusedTable is the fast path's table of refused INVITE transactions,
@@ -213,12 +222,8 @@ func (m *Model) retransmit(callid, txn, now uint64) (again, refused bool, reason
 	if txn == 0 {
 		return false, false, 0
 	}
-	if d := m.dialogs.find(callid); d != nil && d.txn == txn && now-d.inviteNS < TimerBNS {
-		if d.retransmits >= RetransmitsMax {
-			return false, false, 0
-		}
-		d.retransmits++
-		return true, false, 0
+	if copy := m.dialogs.find(callid).admittedCopy(txn, now, TimerBNS); copy >= 0 {
+		return copy > 0, false, 0
 	}
 	if r, ok := m.refused.txns[txn]; ok && now-r.refusedNS < TimerBNS {
 		return true, true, r.reason

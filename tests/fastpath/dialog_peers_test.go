@@ -11,6 +11,35 @@ import (
 	"github.com/xdpcac/xdpcac/tests/harness"
 )
 
+// The addresses of the dialog tests: the caller, and the SIP server behind
+// the filter.
+var (
+	dialogCaller = netip.MustParseAddr("203.0.113.5")
+	dialogServer = netip.MustParseAddr("192.0.2.10")
+)
+
+// dialogFastPath is a fast path at 5 s whose sip-indialog limit is a
+// bucket of one per source that never refills (and whose sip-invite limit
+// is the same when invites is set): what passes beyond it passed as a
+// verified dialog's.
+func dialogFastPath(t *testing.T, invites bool) *harness.FastPath {
+	t.Helper()
+	f := harness.NewFastPath(t, false)
+	var p policy.Policy
+	p.PerSource[cac.SIPInDialog] = policy.PerSource{Limit: harness.MustRate(t, 0.001, 1), Key: policy.SourceIP, IPv6Prefix: 64}
+	if invites {
+		p.PerSource[cac.SIPInvite] = p.PerSource[cac.SIPInDialog]
+	}
+	f.SetPolicy(t, p)
+	f.MustAt(t, 5*second)
+	return f
+}
+
+// toServer is a SIP message from src to the server.
+func toServer(src netip.Addr, s SIP) []byte {
+	return Frame(Ether{}, IPv4{Src: src, Dst: dialogServer}, UDP{Src: 5060, Dst: 5060}, s)
+}
+
 // TestDialogBoundToPeers: a dialog is known by its Call-ID and its two
 // sides. The caller of an admitted INVITE and the callee the server sent
 // the call on to pass uncharged; the same Call-ID from a stranger, or
@@ -20,23 +49,15 @@ import (
 // admitted as a new call, takes no side of it. The model agrees on every
 // frame.
 func TestDialogBoundToPeers(t *testing.T) {
-	f := harness.NewFastPath(t, false)
+	f := dialogFastPath(t, true)
 	e := newEgress(t, f)
-	var p policy.Policy
-	p.PerSource[cac.SIPInDialog] = policy.PerSource{Limit: harness.MustRate(t, 0.001, 1), Key: policy.SourceIP, IPv6Prefix: 64}
-	p.PerSource[cac.SIPInvite] = policy.PerSource{Limit: harness.MustRate(t, 0.001, 1), Key: policy.SourceIP, IPv6Prefix: 64}
-	f.SetPolicy(t, p)
-	f.MustAt(t, 5*second)
 
-	caller := netip.MustParseAddr("203.0.113.5")
+	caller, server := dialogCaller, dialogServer
 	neighbour := netip.MustParseAddr("203.0.113.6")
 	stranger := netip.MustParseAddr("198.51.100.99")
 	callee := netip.MustParseAddr("198.51.100.20")
-	server := netip.MustParseAddr("192.0.2.10")
 	const id = "Call-ID: bound@203.0.113.5"
-	in := func(src netip.Addr, s SIP) []byte {
-		return Frame(Ether{}, IPv4{Src: src, Dst: server}, UDP{Src: 5060, Dst: 5060}, s)
-	}
+	in := toServer
 	bye := harness.WithCallID(SIPRequest("BYE", harness.ToTag), id)
 
 	if passed, _ := f.Offer(t, in(caller, harness.WithCallID(SIPRequest("INVITE", harness.ToNoTag), id)), 1); passed != 1 {
@@ -90,16 +111,8 @@ func TestDialogBoundToPeers(t *testing.T) {
 // it they are held by the sip-indialog limits as a stranger's are, so one
 // admitted INVITE opens no unlimited path. The model agrees on each.
 func TestDialogBucket(t *testing.T) {
-	f := harness.NewFastPath(t, false)
-	var p policy.Policy
-	p.PerSource[cac.SIPInDialog] = policy.PerSource{Limit: harness.MustRate(t, 0.001, 1), Key: policy.SourceIP, IPv6Prefix: 64}
-	f.SetPolicy(t, p)
-	f.MustAt(t, 5*second)
-
-	caller := netip.MustParseAddr("203.0.113.5")
-	in := func(s SIP) []byte {
-		return Frame(Ether{}, IPv4{Src: caller, Dst: netip.MustParseAddr("192.0.2.10")}, UDP{Src: 5060, Dst: 5060}, s)
-	}
+	f := dialogFastPath(t, false)
+	in := func(s SIP) []byte { return toServer(dialogCaller, s) }
 	const id = "Call-ID: bucket@203.0.113.5"
 	if passed, _ := f.Offer(t, in(harness.WithCallID(SIPRequest("INVITE", harness.ToNoTag), id)), 1); passed != 1 {
 		t.Fatal("the INVITE was refused")
@@ -132,18 +145,10 @@ func TestDialogBucket(t *testing.T) {
 // answer to another method changes nothing. The model agrees on every
 // frame both ways.
 func TestDialogForgottenOnRefusal(t *testing.T) {
-	f := harness.NewFastPath(t, false)
+	f := dialogFastPath(t, false)
 	e := newEgress(t, f)
-	var p policy.Policy
-	p.PerSource[cac.SIPInDialog] = policy.PerSource{Limit: harness.MustRate(t, 0.001, 1), Key: policy.SourceIP, IPv6Prefix: 64}
-	f.SetPolicy(t, p)
-	f.MustAt(t, 5*second)
-
-	caller := netip.MustParseAddr("203.0.113.5")
-	server := netip.MustParseAddr("192.0.2.10")
-	in := func(s SIP) []byte {
-		return Frame(Ether{}, IPv4{Src: caller, Dst: server}, UDP{Src: 5060, Dst: 5060}, s)
-	}
+	caller, server := dialogCaller, dialogServer
+	in := func(s SIP) []byte { return toServer(caller, s) }
 	answer := func(id, status, cseq string) []byte {
 		return Frame(Ether{}, IPv4{Src: server, Dst: caller}, UDP{Src: 5060, Dst: 5060},
 			Raw("SIP/2.0 "+status+"\r\nVia: SIP/2.0/UDP 203.0.113.5:5060;branch=z9hG4bK-1\r\n"+
@@ -192,16 +197,8 @@ func TestDialogForgottenOnRefusal(t *testing.T) {
 // request is no longer verified; its requests are then held by the
 // sip-indialog limits as a stranger's are. One that speaks stays verified.
 func TestDialogIdle(t *testing.T) {
-	f := harness.NewFastPath(t, false)
-	var p policy.Policy
-	p.PerSource[cac.SIPInDialog] = policy.PerSource{Limit: harness.MustRate(t, 0.001, 1), Key: policy.SourceIP, IPv6Prefix: 64}
-	f.SetPolicy(t, p)
-	f.MustAt(t, 5*second)
-
-	caller := netip.MustParseAddr("203.0.113.5")
-	in := func(s SIP) []byte {
-		return Frame(Ether{}, IPv4{Src: caller, Dst: netip.MustParseAddr("192.0.2.10")}, UDP{Src: 5060, Dst: 5060}, s)
-	}
+	f := dialogFastPath(t, false)
+	in := func(s SIP) []byte { return toServer(dialogCaller, s) }
 	for _, id := range []string{"Call-ID: talks@203.0.113.5", "Call-ID: silent@203.0.113.5"} {
 		if passed, _ := f.Offer(t, in(harness.WithCallID(SIPRequest("INVITE", harness.ToNoTag), id)), 1); passed != 1 {
 			t.Fatal("the INVITE was refused")
