@@ -24,6 +24,19 @@
  * filter saw. */
 #define RETRANSMIT_NONE (-2)
 
+/* l3_frame is the struct frame of the IP header that l3 packs (l3off,
+ * family << 16), on the packet of ctx. */
+static __always_inline struct frame l3_frame(struct xdp_md *ctx, __u64 l3)
+{
+	struct frame f = {
+		.data = (void *)(long)ctx->data,
+		.data_end = (void *)(long)ctx->data_end,
+		.l3off = where_l3off(l3),
+		.family = where_family(l3),
+	};
+	return f;
+}
+
 /* msg_txn hashes the transaction of the message that msg packs (offset,
  * length << 16), sent from the source of the IP header that l3 packs
  * (l3off, family << 16), and sets *callid. The source is the sender's:
@@ -34,12 +47,7 @@ static __always_inline __u64 msg_txn(struct xdp_md *ctx, __u64 msg, __u64 l3, __
 	__u64 txn = sip_txn(ctx, msg_off(msg), msg_len(msg), callid);
 	if (!txn)
 		return 0;
-	struct frame f = {
-		.data = (void *)(long)ctx->data,
-		.data_end = (void *)(long)ctx->data_end,
-		.l3off = where_l3off(l3),
-		.family = where_family(l3),
-	};
+	struct frame f = l3_frame(ctx, l3);
 	struct cac_prefix p;
 	prefix_of(&f, &p);
 	__u64 hi, lo;
@@ -128,12 +136,7 @@ __noinline int invite_admitted(struct xdp_md *ctx, __u64 msg, __u64 l3, __u64 no
 		d->retransmits = 0;
 		return 0;
 	}
-	struct frame f = {
-		.data = (void *)(long)ctx->data,
-		.data_end = (void *)(long)ctx->data_end,
-		.l3off = where_l3off(l3),
-		.family = where_family(l3),
-	};
+	struct frame f = l3_frame(ctx, l3);
 	__u32 callee = d->callid == callid ? d->callee : 0;
 	dialog_write(d, callid, now, txn, dialog_peer(&f, 0), callee);
 	return 0;
