@@ -2,6 +2,7 @@ package fastpath
 
 import (
 	"net/netip"
+	"strings"
 	"testing"
 	"time"
 
@@ -136,9 +137,10 @@ func readSIPEvent(t *testing.T, rd *ringbuf.Reader) maps.SIPEvent {
 	return ev
 }
 
-// TestSIPEventsAfterCRLF: a refused INVITE with leading CRLFs goes to user
-// space with the ports of its UDP header, not of the CRLFs before the
-// request line, and its message from the request line on; the 503 then
+// TestSIPEventsAfterCRLF: a refused INVITE with leading bytes (CR, LF, SP,
+// HT, NUL, up to 1,500 of them) goes to user space with the ports of its
+// UDP header, not of the bytes before the request line, and its message
+// from the request line on; the 503 then
 // goes from the port it was sent to, to the port it came from.
 func TestSIPEventsAfterCRLF(t *testing.T) {
 	f := harness.NewFastPath(t, false)
@@ -148,7 +150,7 @@ func TestSIPEventsAfterCRLF(t *testing.T) {
 	}
 	rd := sipEvents(t, f)
 	f.MustAt(t, 10*second)
-	for _, prefix := range []string{"\r\n", "\r\n\r\n\r\n\r\n\r\n\r\n\r\n\r\n"} {
+	for _, prefix := range []string{"\r\n", "\r\n\r\n\r\n\r\n\r\n\r\n\r\n\r\n", " \t\x00", strings.Repeat(" \r\n\t\x00", 300)} {
 		s := SIPRequest("INVITE", harness.ToNoTag)
 		s.Prefix = prefix
 		invite := func(id string) []byte {

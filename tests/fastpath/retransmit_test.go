@@ -128,7 +128,7 @@ func TestRetransmissionForms(t *testing.T) {
 }
 
 // TestTransactionHashes holds the program's hashes to the model's: for
-// Call-IDs of every length up to past the hashed 128 bytes, last in the
+// Call-IDs of every length up to past the hashed 256 bytes, last in the
 // message or not (so that both the word-wise and the byte-wise ends of
 // the hash are taken), the dialog table the program wrote holds the
 // model's Call-ID hash and transaction.
@@ -138,7 +138,7 @@ func TestTransactionHashes(t *testing.T) {
 	p.Levels[cac.SIPInvite] = harness.MustRate(t, 1, 1e6)
 	f.SetPolicy(t, p)
 	f.MustAt(t, 100*second)
-	for n := 1; n <= 140; n++ {
+	for n := 1; n <= 270; n++ {
 		for _, last := range []bool{false, true} {
 			id := strings.Repeat("x", n-1) + fmt.Sprint(n%10)
 			var payload Layer = SIPRequest("INVITE", harness.ToNoTag).With("Call-ID", id)
