@@ -141,8 +141,10 @@ static __always_inline int dialog_take(struct cac_dialog *d, __u64 now)
 /* dialog_verified reports whether callid names a dialog the filter knows,
  * the frame where packs (where.h) comes from one of its sides, the dialog
  * has not been silent for CAC_DIALOG_IDLE_NS, and its bucket holds a
- * request for it. A global function: its lookup
- * key stays off the stack of the program's deepest call chain. */
+ * request for it. A global function: its lookup key stays off the stack
+ * of the program's deepest call chain. A forking proxy's INVITEs of one
+ * Call-ID leave the last callee as the dialog's other side; the others'
+ * requests are held as strangers' are, which a call's few pass within. */
 __noinline int dialog_verified(CAC_CTX *ctx, __u64 where, __u64 callid)
 {
 	if (!ctx)
