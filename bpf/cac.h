@@ -219,6 +219,12 @@ struct cac_reject_scratch {
 struct cac_sip_index {
 	__u64 key;   /* the message it is of (sip_index_key); 0: none */
 	__u64 found; /* as sip_find_txn returns them */
+	/* The message's transaction as sip_txn hashed it, for the next
+	 * asking of the same message (a refused INVITE asks twice): valid
+	 * while txn_key is the message's key. */
+	__u64 txn_key;
+	__u64 callid;
+	__u64 txn;
 };
 
 /* An LPM key: IPv4 is mapped into IPv6 (::ffff:a.b.c.d), one trie for both. */

@@ -218,13 +218,36 @@ __noinline __u64 sip_first_line(CAC_CTX *ctx, __u64 moff, __u64 mlen, __u32 frag
 	int c = sip_byte(&m, skip);
 	if (is_lead(c))
 		return RESULT(CAC_KIND_MALFORMED, 0); /* more leading bytes than the bound */
-	/* A first fragment too short to show the method hides the request in
-	 * fragments that cannot be classified: that is no SIP peer's doing. */
-	if (mlen - skip < 8)
-		return fragmented ? RESULT(CAC_KIND_MALFORMED, 0) : RESULT(CAC_KIND_OTHER, 0);
 	if (skip)
 		odd = RESULT_ODD;
 	__u64 first = (__u64)skip << FIRST_SKIP_SHIFT;
+	/* A first fragment that ends within a word of the method: the method
+	 * shows only with the blank that ends it, and only INVITE is short
+	 * enough to be one of the three. One that shows none hides the
+	 * request in fragments that cannot be classified: malformed, as no
+	 * SIP peer sends it. A whole datagram so short is no request. */
+	if (mlen - skip < 8) {
+		if (!fragmented)
+			return RESULT(CAC_KIND_OTHER, 0);
+		int end = -1;
+		for (int i = 0; i < 7; i++) {
+			if (skip + i >= mlen)
+				break;
+			if (is_sp(sip_byte(&m, skip + i))) {
+				end = i;
+				break;
+			}
+		}
+		if (end <= 0)
+			return RESULT(CAC_KIND_MALFORMED, 0);
+		if (end == 6 && (sip_byte(&m, skip) | 0x20) == 'i' && (sip_byte(&m, skip + 1) | 0x20) == 'n' &&
+		    (sip_byte(&m, skip + 2) | 0x20) == 'v' && (sip_byte(&m, skip + 3) | 0x20) == 'i' &&
+		    (sip_byte(&m, skip + 4) | 0x20) == 't' && (sip_byte(&m, skip + 5) | 0x20) == 'e')
+			return first | FIRST_HEADERS | RESULT(CAC_KIND_CLASS, CAC_CLASS_SIP_INVITE) | RESULT_ODD;
+		if (!is_token(c))
+			odd = RESULT_ODD;
+		return first | FIRST_HEADERS | RESULT(CAC_KIND_CLASS, CAC_CLASS_SIP_OTHER) | odd;
+	}
 	m.off += skip;
 	m.len -= skip;
 
@@ -242,10 +265,15 @@ __noinline __u64 sip_first_line(CAC_CTX *ctx, __u64 moff, __u64 mlen, __u32 frag
 			odd = RESULT_ODD;
 		return first | FIRST_HEADERS | RESULT(CAC_KIND_CLASS, CAC_CLASS_SIP_OPTIONS) | odd;
 	}
-	if ((w | FOLD(8)) == W_REGISTER && is_sp(sip_byte(&m, 8))) {
+	int c8 = sip_byte(&m, 8);
+	/* The blank that ends REGISTER is its ninth byte: a first fragment
+	 * that ends before it does not show the method. */
+	if ((w | FOLD(8)) == W_REGISTER && c8 < 0 && fragmented)
+		return RESULT(CAC_KIND_MALFORMED, 0);
+	if ((w | FOLD(8)) == W_REGISTER && is_sp(c8)) {
 		/* Never in a dialog (RFC 3261 §10.2): a To tag changes nothing
 		 * for a registrar, so it changes nothing here. */
-		if (w != (W_REGISTER & ~FOLD(8)) || sip_byte(&m, 8) != ' ')
+		if (w != (W_REGISTER & ~FOLD(8)) || c8 != ' ')
 			odd = RESULT_ODD;
 		return first | RESULT(CAC_KIND_CLASS, CAC_CLASS_SIP_REGISTER) | odd;
 	}

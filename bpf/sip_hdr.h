@@ -145,9 +145,13 @@ __noinline __u64 sip_hash_value(CAC_CTX *ctx, __u64 moff, __u64 mlen, __u64 v)
 	return h ? h : 2;
 }
 
-/* sip_callid is the hash of a message's Call-ID, or 0 without one. */
+/* sip_callid is the hash of a message's Call-ID, or 0 without one: the one
+ * sip_txn kept in this CPU's index when it hashed the message before. */
 static __always_inline __u64 sip_callid(CAC_CTX *ctx, __u64 moff, __u64 mlen)
 {
+	__u64 callid, txn;
+	if (sip_index_txn(moff, mlen, &callid, &txn))
+		return callid;
 	__u64 v = sip_find_callid(ctx, moff, mlen);
 	return v ? sip_hash_value(ctx, moff, mlen, v) : 0;
 }

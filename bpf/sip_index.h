@@ -33,8 +33,35 @@ static __always_inline void sip_index_clear(void)
 {
 	__u32 zero = 0;
 	struct cac_sip_index *ix = bpf_map_lookup_elem(&sip_index, &zero);
-	if (ix)
+	if (ix) {
 		ix->key = 0;
+		ix->txn_key = 0;
+	}
+}
+
+/* sip_index_txn sets *callid and *txn to what sip_txn hashed of the
+ * message before, and reports whether it did. */
+static __always_inline int sip_index_txn(__u64 moff, __u64 mlen, __u64 *callid, __u64 *txn)
+{
+	__u32 zero = 0;
+	struct cac_sip_index *ix = bpf_map_lookup_elem(&sip_index, &zero);
+	if (!ix || ix->txn_key != sip_index_key(moff, mlen))
+		return 0;
+	*callid = ix->callid;
+	*txn = ix->txn;
+	return 1;
+}
+
+/* sip_index_keep_txn keeps what sip_txn hashed of the message. */
+static __always_inline void sip_index_keep_txn(__u64 moff, __u64 mlen, __u64 callid, __u64 txn)
+{
+	__u32 zero = 0;
+	struct cac_sip_index *ix = bpf_map_lookup_elem(&sip_index, &zero);
+	if (ix) {
+		ix->callid = callid;
+		ix->txn = txn;
+		ix->txn_key = sip_index_key(moff, mlen);
+	}
 }
 
 /* sip_indexed keeps found, sip_find_txn's answer for the message, and
@@ -76,6 +103,15 @@ static __always_inline int sip_indexed(__u64 moff, __u64 mlen, __u64 found, int 
 static __always_inline __u64 sip_index_found(__u64 moff, __u64 mlen)
 {
 	return SIP_INDEX_MISS;
+}
+
+static __always_inline int sip_index_txn(__u64 moff, __u64 mlen, __u64 *callid, __u64 *txn)
+{
+	return 0;
+}
+
+static __always_inline void sip_index_keep_txn(__u64 moff, __u64 mlen, __u64 callid, __u64 txn)
+{
 }
 
 #endif /* CAC_EGRESS */

@@ -166,12 +166,12 @@ static __always_inline __u64 txn_mix(__u64 h, __u64 v)
 }
 
 /*
- * sip_txn hashes a request's transaction: *callid gets the Call-ID's hash
- * (0 without one), and the result is the transaction's (0 unless all three
- * headers were found, so that a request without them is never taken for
- * a retransmission).
+ * sip_txn_hash hashes a request's transaction: *callid gets the Call-ID's
+ * hash (0 without one), and the result is the transaction's (0 unless all
+ * three headers were found, so that a request without them is never taken
+ * for a retransmission).
  */
-static __always_inline __u64 sip_txn(CAC_CTX *ctx, __u64 moff, __u64 mlen, __u64 *callid)
+static __always_inline __u64 sip_txn_hash(CAC_CTX *ctx, __u64 moff, __u64 mlen, __u64 *callid)
 {
 	__u64 at = sip_find_txn(ctx, moff, mlen);
 	__u64 c = at & 0xffff, s = (at >> 16) & 0xffff, v = (at >> 32) & 0xffff;
@@ -188,4 +188,19 @@ static __always_inline __u64 sip_txn(CAC_CTX *ctx, __u64 moff, __u64 mlen, __u64
 	h = txn_mix(h, cseq);
 	h = txn_mix(h, via);
 	return h ? h : 1;
+}
+
+/*
+ * sip_txn is sip_txn_hash, kept in this CPU's index for the next asking of
+ * the same message: a refused INVITE asks twice (whether it is a copy, and
+ * to remember it refused), and need not hash three headers twice.
+ */
+static __always_inline __u64 sip_txn(CAC_CTX *ctx, __u64 moff, __u64 mlen, __u64 *callid)
+{
+	__u64 kept;
+	if (sip_index_txn(moff, mlen, callid, &kept))
+		return kept;
+	kept = sip_txn_hash(ctx, moff, mlen, callid);
+	sip_index_keep_txn(moff, mlen, *callid, kept);
+	return kept;
 }

@@ -455,9 +455,12 @@ const (
 )
 
 type XdpCacSipIndex struct {
-	_     structs.HostLayout
-	Key   uint64
-	Found uint64
+	_      structs.HostLayout
+	Key    uint64
+	Found  uint64
+	TxnKey uint64
+	Callid uint64
+	Txn    uint64
 }
 
 type XdpCacSource struct {

@@ -22,7 +22,10 @@ import (
 // the dialogs up at an upgrade from a hash-map table are forgotten, and
 // their in-dialog requests held by the sip-indialog limits, as a dialog
 // evicted from a full table is.
-var reshapedMaps = map[string]bool{bpf.XdpMapRejects: true, bpf.XdpMapDialogs: true}
+//
+// A CPU's SIP index (sip_index.h) took the transaction it hashed: it holds
+// only the message the CPU reads, so nothing is lost.
+var reshapedMaps = map[string]bool{bpf.XdpMapRejects: true, bpf.XdpMapDialogs: true, bpf.XdpMapSipIndex: true}
 
 // reshape closes the pinned maps of p that this version uses in another
 // shape, leaves them nil and names them in missing, for loadUpgrade to

@@ -38,18 +38,31 @@ func classifySIP(m []byte, fragmented bool) (Result, []byte) {
 	if skip < len(m) && isLead(m[skip]) {
 		return kind(cac.Malformed), nil // more leading bytes than the bound
 	}
-	// A first fragment too short to show the method hides the request in
-	// fragments that cannot be classified: that is no SIP peer's doing.
-	if len(m)-skip < 8 {
-		if fragmented {
-			return kind(cac.Malformed), nil
-		}
-		return kind(cac.Other), nil
-	}
 	odd := skip > 0
 	m = m[skip:]
 	var c cac.Class
 	switch {
+	case len(m) < 8:
+		// A first fragment that ends within a word of the method: the
+		// method shows only with the blank that ends it, and only INVITE
+		// is short enough to be one of the three. One that shows none is
+		// malformed; a whole datagram so short is no request.
+		if !fragmented {
+			return kind(cac.Other), nil
+		}
+		end := bytes.IndexAny(m, " \t")
+		switch {
+		case end <= 0:
+			return kind(cac.Malformed), nil
+		case end == 6 && foldPrefix(m, "INVITE"):
+			c, odd = cac.SIPInvite, true
+		default:
+			c, odd = cac.SIPOther, odd || !isToken(m[0])
+		}
+	case foldPrefix(m, "REGISTER") && len(m) == 8 && fragmented:
+		// The blank that ends REGISTER is its ninth byte: a first
+		// fragment that ends before it does not show the method.
+		return kind(cac.Malformed), nil
 	case methodIs(m, "INVITE"):
 		c, odd = cac.SIPInvite, odd || !bytes.HasPrefix(m, []byte("INVITE "))
 	case methodIs(m, "OPTIONS"):
