@@ -104,7 +104,9 @@ fuzz:
 
 # fuzz-receivers is the generative receiver differential of tests/peers
 # (receivers_fuzz_test.go) at length: FUZZ_RECEIVERS_N requests, each a
-# valid one with one to four mutations, sent through the filter to
+# valid one with one to four mutations of the message and, for half, of
+# its frame (priority tags, IPv4 options, IPv6 extension headers,
+# fragments), sent through the filter to
 # Kamailio and read by sipgo's parser, the filter's charge of each held to
 # what they read. XDPCAC_FUZZ_SEED picks another seed (default 1);
 # XDPCAC_FUZZ_RECORD=1 writes its findings to tests/peers/receivers/corpus,

@@ -355,6 +355,12 @@ func EdgeFrames() []FrameCase {
 		{"sip-first-fragment-tagged-whole-headers", Frame(Ether{}, IPv6{Ext: []Ext{{Proto: 44, MF: true}}}, UDP{Dst: 5060, Len: 1800}, Raw("INVITE sip:b@x SIP/2.0\r\nTo: <sip:b@x>;tag=5\r\n\r\nv=0")), InDialog},
 		{"sip-first-fragment-crlf-only", Frame(Ether{}, IPv4{MF: true}, UDP{Dst: 5060, Len: 1800}, Raw("\r\n\r\nINV")), Malformed},
 		{"sip-first-fragment-too-short", Frame(Ether{}, IPv4{MF: true}, UDP{Dst: 5060, Len: 1800}, Raw("INVITE")), Malformed},
+		// A first fragment shows a method only with the blank that ends it.
+		{"sip-first-fragment-register-cut", Frame(Ether{}, IPv4{MF: true}, UDP{Dst: 5060, Len: 1800}, Raw("REGISTER")), Malformed},
+		{"sip-first-fragment-register-blank", Frame(Ether{}, IPv4{MF: true}, UDP{Dst: 5060, Len: 1800}, Raw("register sip:x@y SIP/2.0")), Odd(Sess(cac.SIPRegister))},
+		{"sip-first-fragment-short-invite", Frame(Ether{}, IPv4{MF: true}, UDP{Dst: 5060, Len: 1800}, Raw(" INVITE ")), Odd(Sess(cac.SIPInvite))},
+		{"sip-first-fragment-short-ack", Frame(Ether{}, IPv4{MF: true}, UDP{Dst: 5060, Len: 1800}, Raw("\r\n\r\nACK ")), Odd(Sess(cac.SIPOther))},
+		{"sip-first-fragment-short-none", Frame(Ether{}, IPv4{MF: true}, UDP{Dst: 5060, Len: 1800}, Raw("\r\n\r\nINVI")), Malformed},
 		{"sip-first-fragment-empty", Frame(Ether{}, IPv4{MF: true}, UDP{Dst: 5060, Len: 1800}), Malformed},
 		{"l2tp-first-fragment", Frame(Ether{}, IPv4{MF: true}, UDP{Dst: 1701, Len: 1800}, L2TP{MsgType: SCCRQ, Length: 1792}), Sess(cac.L2TPSCCRQ)},
 		{"l2tp-first-fragment-too-short", Frame(Ether{}, IPv4{MF: true}, UDP{Dst: 1701, Len: 1800}, Raw{0xc8, 0x02, 7, 0, 0, 0, 0, 0}), Malformed},

@@ -68,6 +68,7 @@ type fzBed struct {
 	dests    []netip.AddrPort
 	logOff   int
 	sentinel int
+	fragID   uint32 // the last fragmented message's identification
 }
 
 func newFzBed(t *testing.T) *fzBed {
@@ -132,32 +133,41 @@ func (b *fzBed) read(t *testing.T) maps.Stats {
 }
 
 // fzTotal is every count a frame to the SIP port moves one of: a class's
-// admitted or refused, or passed as other traffic.
+// admitted or refused, passed as other traffic, or passed as a fragment
+// after the first.
 func fzTotal(s maps.Stats) uint64 {
-	n := s.PassedOther
+	n := s.PassedOther + s.Fragment
 	for _, c := range s.Classes {
 		n += c.Seen()
 	}
 	return n
 }
 
-// send sends one frame and returns what the filter made of it: the class
-// it charged, "other" for passed uncharged, "uncounted" for no count at
-// all within fzCountWait; several counts at once are named together.
-func (b *fzBed) send(t *testing.T, frame []byte) string {
-	if err := unix.Sendto(b.fd, frame, 0, &b.sll); err != nil {
-		t.Fatalf("send: %v", err)
+// send sends the frames of one message and returns what the filter made
+// of them: the classes it charged, "other" for passed uncharged. Every
+// frame moves one count, a fragmented message's first its charge and
+// each other one the fragment counter; so the counts are read until
+// they have moved by the number of frames, and the message's charge is
+// the sum of the deltas over all its frames. A fragment count other than
+// one for each frame after the first is named with the charge, and
+// "uncounted" ends it when fewer counts moved within fzCountWait.
+func (b *fzBed) send(t *testing.T, frames [][]byte) string {
+	for _, f := range frames {
+		if err := unix.Sendto(b.fd, f, 0, &b.sll); err != nil {
+			t.Fatalf("send: %v", err)
+		}
 	}
-	before := fzTotal(b.last)
+	want := fzTotal(b.last) + uint64(len(frames))
 	var s maps.Stats
-	start := time.Now()
+	start, short := time.Now(), false
 	for {
 		s = b.read(t)
-		if fzTotal(s) != before {
+		if fzTotal(s) >= want {
 			break
 		}
 		if time.Since(start) > fzCountWait {
-			return "uncounted"
+			short = true
+			break
 		}
 		if time.Since(start) > time.Millisecond {
 			time.Sleep(50 * time.Microsecond)
@@ -171,6 +181,12 @@ func (b *fzBed) send(t *testing.T, frame []byte) string {
 	}
 	if s.PassedOther != b.last.PassedOther {
 		moved = append(moved, "other")
+	}
+	if n := s.Fragment - b.last.Fragment; n != uint64(len(frames)-1) {
+		moved = append(moved, fmt.Sprintf("fragment×%d", n))
+	}
+	if short {
+		moved = append(moved, "uncounted")
 	}
 	b.last = s
 	return strings.Join(moved, "+")

@@ -29,6 +29,7 @@ type fzMsg struct {
 	body                            string
 	v6                              bool
 	ext                             []Ext
+	encap                           fzEncap  // the rest of the frame around it
 	muts                            []string // what was done, for the report
 }
 
@@ -142,7 +143,7 @@ var fzMutations = []fzMutation{
 }
 
 // fzGenerate is message n of seed: a base request and one to four
-// mutations, no longer than fzMaxPayload.
+// mutations, no longer than fzMaxPayload, in a frame fzEncapsulate drew.
 func fzGenerate(seed uint64, n int, marker string, v4, v6 netip.Addr) *fzMsg {
 	r := rand.New(rand.NewPCG(seed, uint64(n)))
 	for {
@@ -161,6 +162,7 @@ func fzGenerate(seed uint64, n int, marker string, v4, v6 netip.Addr) *fzMsg {
 			}
 		}
 		if len(m.bytes()) <= fzMaxPayload {
+			fzEncapsulate(seed, n, m)
 			return m
 		}
 	}
