@@ -148,8 +148,8 @@ __noinline __u32 sip_leading(CAC_CTX *ctx, __u64 moff, __u64 mlen)
 	struct sip_msg m = sip_msg_of(ctx, moff, mlen);
 	__u32 skip = 0;
 
-	if (moff > SIP_MSG_OFF_MAX)
-		return 0;
+	if (moff > SIP_MSG_OFF_MAX || !is_lead(sip_byte(&m, 0)))
+		return 0; /* most messages: no word to look at */
 	for (int i = 0; i < SIP_LEAD_MAX / 8; i++) {
 		__u64 w;
 		if (skip + 8 > mlen || !sip_load_word(&m, moff + skip, &w))
