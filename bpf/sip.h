@@ -173,19 +173,18 @@ static __always_inline int is_token(int c)
 #define STUN_COOKIE W8(0x21, 0x12, 0xa4, 0x42, 0, 0, 0, 0)
 
 /*
- * sip_is_stun reports whether a whole datagram is a STUN message (RFC
- * 5389 §6): the two top bits zero, the magic cookie, and a length that is
- * a multiple of four and says where the datagram ends. A SIP peer sends
+ * sip_is_stun reports whether a whole datagram of len bytes whose first
+ * word is w is a STUN message (RFC 5389 §6): the two top bits zero, the
+ * magic cookie, and a length that is a multiple of four and says where the
+ * datagram ends. A SIP peer sends
  * STUN to the SIP port for RFC 5626 keep-alives; no SIP receiver takes one
  * for a request.
  */
-static __always_inline int sip_is_stun(struct sip_msg *m, int fragmented)
+static __always_inline int sip_is_stun(__u64 w, __u64 len, int fragmented)
 {
-	__u64 w;
-	if (fragmented || m->len < 20 || !sip_load_word(m, m->off, &w))
-		return 0;
 	__u32 length = (w >> 8 & 0xff00) | (w >> 24 & 0xff);
-	return (w & 0xc0) == 0 && (w >> 32) == STUN_COOKIE && (length & 3) == 0 && length + 20 == m->len;
+	return !fragmented && len >= 20 && (w & 0xc0) == 0 && (w >> 32) == STUN_COOKIE && (length & 3) == 0 &&
+	       length + 20 == len;
 }
 
 /* What sip_first_line returns above a classifier result (bits 0-31): the
@@ -210,16 +209,24 @@ __noinline __u64 sip_first_line(CAC_CTX *ctx, __u64 moff, __u64 mlen, __u32 frag
 
 	if (moff > SIP_MSG_OFF_MAX || mlen > 0xffff)
 		return RESULT(CAC_KIND_MALFORMED, 0);
-	if (sip_is_stun(&m, fragmented))
+	__u64 w = 0;
+	int whole = mlen >= 8 && sip_load_word(&m, moff, &w);
+	if (whole && sip_is_stun(w, mlen, fragmented))
 		return RESULT(CAC_KIND_OTHER, 0);
-	__u32 skip = sip_leading(ctx, moff, mlen);
-	if (skip == mlen && !fragmented)
-		return RESULT(CAC_KIND_OTHER, 0); /* a keep-alive */
-	int c = sip_byte(&m, skip);
-	if (is_lead(c))
-		return RESULT(CAC_KIND_MALFORMED, 0); /* more leading bytes than the bound */
-	if (skip)
-		odd = RESULT_ODD;
+	__u32 skip = 0;
+	int c = w & 0xff;
+	/* Most messages open with their method, and that first word is all
+	 * there is to read before it: the rest is for those that do not. */
+	if (!whole || is_lead(c)) {
+		skip = sip_leading(ctx, moff, mlen);
+		if (skip == mlen && !fragmented)
+			return RESULT(CAC_KIND_OTHER, 0); /* a keep-alive */
+		c = sip_byte(&m, skip);
+		if (is_lead(c))
+			return RESULT(CAC_KIND_MALFORMED, 0); /* more leading bytes than the bound */
+		if (skip)
+			odd = RESULT_ODD;
+	}
 	__u64 first = (__u64)skip << FIRST_SKIP_SHIFT;
 	/* A first fragment that ends within a word of the method: the method
 	 * shows only with the blank that ends it, and only INVITE is short
@@ -250,18 +257,18 @@ __noinline __u64 sip_first_line(CAC_CTX *ctx, __u64 moff, __u64 mlen, __u32 frag
 	}
 	m.off += skip;
 	m.len -= skip;
-
-	__u64 w;
-	if (!sip_load_word(&m, m.off, &w))
+	if (skip && !sip_load_word(&m, m.off, &w))
 		return RESULT(CAC_KIND_MALFORMED, 0); /* cannot be: 8 bytes are there */
+	int c6 = (w >> 48) & 0xff, c7 = w >> 56;
+
 	/* A tab ends a method as a space does (Kamailio's token end). */
-	if ((((w | FOLD(6)) & BYTES(6)) == (W_INVITE & BYTES(6))) && is_sp(sip_byte(&m, 6))) {
+	if ((((w | FOLD(6)) & BYTES(6)) == (W_INVITE & BYTES(6))) && is_sp(c6)) {
 		if ((w & BYTES(7)) != (W8('I', 'N', 'V', 'I', 'T', 'E', ' ', 0) & BYTES(7)))
 			odd = RESULT_ODD;
 		return first | FIRST_HEADERS | RESULT(CAC_KIND_CLASS, CAC_CLASS_SIP_INVITE) | odd;
 	}
-	if (((w | FOLD(7)) & BYTES(7)) == (W_OPTIONS & BYTES(7)) && is_sp(sip_byte(&m, 7))) {
-		if ((w & BYTES(7)) != (W_OPTIONS & ~FOLD(7) & BYTES(7)) || sip_byte(&m, 7) != ' ')
+	if (((w | FOLD(7)) & BYTES(7)) == (W_OPTIONS & BYTES(7)) && is_sp(c7)) {
+		if ((w & BYTES(7)) != (W_OPTIONS & ~FOLD(7) & BYTES(7)) || c7 != ' ')
 			odd = RESULT_ODD;
 		return first | FIRST_HEADERS | RESULT(CAC_KIND_CLASS, CAC_CLASS_SIP_OPTIONS) | odd;
 	}
@@ -285,7 +292,7 @@ __noinline __u64 sip_first_line(CAC_CTX *ctx, __u64 moff, __u64 mlen, __u32 frag
 	 * marked, for the INVITE it may cancel (invite.h). */
 	if (!is_token(c))
 		odd = RESULT_ODD;
-	if (((w | FOLD(6)) & BYTES(6)) == (W_CANCEL & BYTES(6)) && is_sp(sip_byte(&m, 6)))
+	if (((w | FOLD(6)) & BYTES(6)) == (W_CANCEL & BYTES(6)) && is_sp(c6))
 		odd |= RESULT_CANCEL;
 	return first | FIRST_HEADERS | RESULT(CAC_KIND_CLASS, CAC_CLASS_SIP_OTHER) | odd;
 }
