@@ -134,29 +134,62 @@ __noinline __u64 sip_find_txn(CAC_CTX *ctx, __u64 moff, __u64 mlen)
 	return sip_find_txn_from(ctx, moff, mlen, 0, 0);
 }
 
-/* sip_cseq_number is what a transaction takes of the CSeq value at s: its
- * number (blanks skipped, at most ten digits), not its method, so that a
- * CANCEL names the transaction of the INVITE it cancels (RFC 3261 §9.1).
- * Even and never 0; HASH_CUT for a value with no number or a longer one. */
+/* cseq_fold folds the first word of a CSeq number and what follows it (w2)
+ * into what a transaction takes of it: never 0, and even (no HASH_CUT). */
+static __always_inline __u64 cseq_fold(__u64 w1, __u64 w2)
+{
+	__u64 h = ((w1 ^ (w2 * 0x9e3779b97f4a7c15ULL)) * 0xff51afd7ed558ccdULL) & ~HASH_CUT;
+	return h ? h : 2;
+}
+
+/* cseq_end marks the bytes of w that end a CSeq number: a blank or a line's
+ * end; the lowest marked is exact. */
+static __always_inline __u64 cseq_end(__u64 w)
+{
+	return word_has(w, ' ' * WORD_ONES) | word_has(w, '\t' * WORD_ONES) | word_has(w, WORD_CRS) |
+	       word_has(w, WORD_NEWLINES);
+}
+
+/*
+ * sip_cseq_number is what a transaction takes of the CSeq value at s: its
+ * number (blanks skipped; its bytes up to a blank or the line's end, at
+ * most ten), not its method, so that a CANCEL names the transaction of the
+ * INVITE it cancels (RFC 3261 §9.1). Even and never 0; HASH_CUT for a value
+ * with no number or a longer one. A word at a time, two at most; a byte at
+ * a time only near the message's end.
+ */
 __noinline __u64 sip_cseq_number(CAC_CTX *ctx, __u64 moff, __u64 mlen, __u64 s)
 {
 	struct sip_msg m = sip_msg_of(ctx, moff, mlen);
-	__u64 n = 0;
-	int digits = 0;
+	__u64 w1 = 0, w2 = 0;
+	__u32 k;
 
 	if (s > SIP_SCAN_MAX + 16)
 		return HASH_CUT;
 	sip_skip_sp(&m, &s);
-	for (int i = 0; i < 11; i++) {
-		int c = sip_byte(&m, s + i);
-		if (c < '0' || c > '9')
-			break;
-		n = n * 10 + (c - '0');
-		digits++;
+	if (s + 16 <= mlen && sip_load_word(&m, m.off + s, &w1) && sip_load_word(&m, m.off + s + 8, &w2)) {
+		__u64 stop = cseq_end(w1);
+		if (stop) {
+			k = first_byte(stop);
+			return k ? cseq_fold(w1 & ((1ULL << (8 * k)) - 1), 0) : HASH_CUT;
+		}
+		stop = cseq_end(w2);
+		if (!stop || first_byte(stop) > 2)
+			return HASH_CUT; /* more than ten bytes */
+		k = first_byte(stop);
+		return cseq_fold(w1, w2 & ((1ULL << (8 * k)) - 1));
 	}
-	if (!digits || digits > 10)
-		return HASH_CUT;
-	return n * 2 + 2;
+	w1 = w2 = 0;
+	for (k = 0; k < 11; k++) {
+		int c = sip_byte(&m, s + k);
+		if (c < 0 || is_sp(c) || c == '\r' || c == '\n')
+			break;
+		if (k < 8)
+			w1 |= (__u64)c << (8 * k);
+		else
+			w2 |= (__u64)c << (8 * (k - 8));
+	}
+	return k && k <= 10 ? cseq_fold(w1, w2) : HASH_CUT;
 }
 
 /* txn_mix folds one more header's hash into a transaction's. */

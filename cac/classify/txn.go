@@ -58,27 +58,35 @@ func findTxn(m []byte) (at [3]int) {
 func txnMix(h, v uint64) uint64 { return (h ^ v) * fnvPrime }
 
 // cseqNumber is sip_cseq_number: what a transaction takes of the CSeq value
-// at s, its number and not its method, so that a CANCEL names the INVITE's
-// transaction; hashCut for a value with no number or one of more than ten
-// digits.
+// at s, its number (its bytes up to a blank or the line's end, at most ten)
+// and not its method, so that a CANCEL names the INVITE's transaction;
+// hashCut for a value with no number or a longer one.
 func cseqNumber(m []byte, s int) uint64 {
 	if s > SIPScanMax+16 {
 		return hashCut
 	}
 	s = skipSP(m, s)
-	var n uint64
-	digits := 0
-	for ; digits < 11; digits++ {
-		c := at(m, s+digits)
-		if c < '0' || c > '9' {
+	var w1, w2 uint64
+	n := 0
+	for ; n < 11; n++ {
+		c := at(m, s+n)
+		if c < 0 || isSP(c) || c == '\r' || c == '\n' {
 			break
 		}
-		n = n*10 + uint64(c-'0')
+		if n < 8 {
+			w1 |= uint64(c) << (8 * n)
+		} else {
+			w2 |= uint64(c) << (8 * (n - 8))
+		}
 	}
-	if digits == 0 || digits > 10 {
+	if n == 0 || n > 10 {
 		return hashCut
 	}
-	return n*2 + 2
+	h := (w1 ^ w2*0x9e3779b97f4a7c15) * 0xff51afd7ed558ccd &^ hashCut
+	if h == 0 {
+		return 2
+	}
+	return h
 }
 
 // Txn is sip_txn: the hash of a SIP request's Call-ID (0 without one) and
