@@ -21,7 +21,9 @@ import (
 // The dialog table became an array of sets (docs/design.md, "Dialogs"):
 // the dialogs up at an upgrade from a hash-map table are forgotten, and
 // their in-dialog requests held by the sip-indialog limits, as a dialog
-// evicted from a full table is.
+// evicted from a full table is. So are those up at an upgrade from a
+// version whose ways held no sides, bucket or flags ("Dialogs bound to
+// their peers").
 //
 // A CPU's SIP index (sip_index.h) took the transaction it hashed: it holds
 // only the message the CPU reads, so nothing is lost.
