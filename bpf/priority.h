@@ -18,7 +18,7 @@
  * and its leading priority tags; when there are more tags than
  * CAC_MAX_TAGS it moves the MAC addresses over as many leading priority
  * tags as are too many, and moves the frame's start there. A frame with no
- * tag costs one compare.
+ * tag costs a load of its EtherType and the VLAN check.
  */
 static __always_inline void strip_priority_tags(struct xdp_md *ctx)
 {
