@@ -225,6 +225,9 @@ struct cac_sip_index {
 	__u64 txn_key;
 	__u64 callid;
 	__u64 txn;
+	/* callid alone is valid while callid_key is the message's key: a new
+	 * call's INVITE hashes no more than its Call-ID (invite.h). */
+	__u64 callid_key;
 };
 
 /* An LPM key: IPv4 is mapped into IPv6 (::ffff:a.b.c.d), one trie for both. */
@@ -376,12 +379,21 @@ struct cac_dialog_set {
 	struct cac_dialog way[CAC_DIALOG_WAYS];
 };
 
-/* An INVITE transaction the filter refused, by its hash: a retransmission
- * within Timer B is refused again for the same reason. */
+/* A line of the table of recent Call-IDs (recent.h): one byte a slot. */
+enum { CAC_RECENT_SLOTS = 64 };
+struct cac_recent_line {
+	__u8 stamp[CAC_RECENT_SLOTS];
+};
+
+/* An INVITE transaction the filter refused, kept by the hash of its
+ * Call-ID: a retransmission within Timer B is refused again for the same
+ * reason. Keyed by the Call-ID, a new call's INVITE is looked up without
+ * hashing its CSeq and Via (invite.h). */
 struct cac_refused {
 	__u64 refused_ns;
 	__u32 reason;
 	__u32 pad;
+	__u64 txn; /* the refused transaction of the Call-ID the entry is of */
 };
 
 

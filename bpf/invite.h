@@ -12,6 +12,7 @@
 #include "dialog.h"
 #include "reject.h"
 #include "sip_txn.h"
+#include "recent.h"
 #include "where.h"
 
 /* A CPU's budget of refused INVITE transactions remembered, per second:
@@ -80,19 +81,27 @@ static __always_inline int admitted_copy(struct cac_dialog *d, __u64 txn, __u64 
  * invite_retransmit says whether an INVITE retransmits a transaction seen
  * within Timer B: ADMITTED for one the filter admitted (while it has not
  * passed CAC_RETRANSMITS_MAX times), the reason for one it refused, or
- * RETRANSMIT_NONE.
+ * RETRANSMIT_NONE. Both tables are keyed by the Call-ID, so the INVITE of
+ * a new call, which neither holds, hashes no more than its Call-ID: the
+ * CSeq and Via are hashed only for a Call-ID the filter has seen, and the
+ * tables are looked in only for one recent.h says may be there.
  */
 __noinline int invite_retransmit(struct xdp_md *ctx, __u64 msg, __u64 l3, __u64 now)
 {
-	__u64 callid;
+	__u64 callid = sip_callid(ctx, msg_off(msg), msg_len(msg));
+	if (!callid || !recent_maybe(callid, now))
+		return RETRANSMIT_NONE;
+	struct cac_dialog *d = dialog_find(callid);
+	struct cac_refused *r = bpf_map_lookup_elem(&refused, &callid);
+	if (!d && !r)
+		return RETRANSMIT_NONE;
 	__u64 txn = msg_txn(ctx, msg, l3, &callid);
 	if (!txn)
 		return RETRANSMIT_NONE;
-	int copy = admitted_copy(dialog_find(callid), txn, now, CAC_TIMER_B_NS);
+	int copy = admitted_copy(d, txn, now, CAC_TIMER_B_NS);
 	if (copy >= 0)
 		return copy ? ADMITTED : RETRANSMIT_NONE;
-	struct cac_refused *r = bpf_map_lookup_elem(&refused, &txn);
-	if (r && now - r->refused_ns < CAC_TIMER_B_NS && r->reason < CAC_NUM_REASONS)
+	if (r && r->txn == txn && now - r->refused_ns < CAC_TIMER_B_NS && r->reason < CAC_NUM_REASONS)
 		return r->reason;
 	return RETRANSMIT_NONE;
 }
@@ -127,6 +136,7 @@ __noinline int invite_admitted(struct xdp_md *ctx, __u64 msg, __u64 l3, __u64 no
 	struct cac_dialog *d = dialog_way(s, callid);
 	if (d->callid == callid && txn && d->txn == txn && now - d->invite_ns < CAC_TIMER_B_NS)
 		return 0;
+	recent_note(callid, now);
 	if (d->callid == callid && d->caller) {
 		/* Another INVITE of a known dialog (a new try after a
 		 * challenge): its transaction is the one to repeat, but the
@@ -142,8 +152,9 @@ __noinline int invite_admitted(struct xdp_md *ctx, __u64 msg, __u64 l3, __u64 no
 	return 0;
 }
 
-/* invite_refused remembers the transaction of a refused INVITE, within
- * this CPU's budget for the second. */
+/* invite_refused remembers the transaction of a refused INVITE by its
+ * Call-ID, within this CPU's budget for the second: a later refused
+ * transaction of the Call-ID takes the place of an earlier one. */
 __noinline int invite_refused(struct xdp_md *ctx, __u64 msg, __u64 l3, __u64 now, __u32 reason)
 {
 	__u32 zero = 0;
@@ -158,7 +169,8 @@ __noinline int invite_refused(struct xdp_md *ctx, __u64 msg, __u64 l3, __u64 now
 	if (!txn)
 		return 0;
 	b->used++;
-	struct cac_refused r = {.refused_ns = now, .reason = reason};
-	bpf_map_update_elem(&refused, &txn, &r, BPF_ANY);
+	recent_note(callid, now);
+	struct cac_refused r = {.refused_ns = now, .reason = reason, .txn = txn};
+	bpf_map_update_elem(&refused, &callid, &r, BPF_ANY);
 	return 0;
 }

@@ -348,14 +348,23 @@ struct {
 	__type(value, struct cac_settings);
 } settings SEC(".maps");
 
-/* The INVITE transactions the filter refused, by hash, for their
+/* The INVITE transactions the filter refused, by their Call-ID, for their
  * retransmissions (invite.h). */
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
 	__uint(max_entries, 65536);
-	__type(key, __u64); /* the transaction's hash (sip_txn.h) */
+	__type(key, __u64); /* the hash of the Call-ID (sip_hdr.h) */
 	__type(value, struct cac_refused);
 } refused SEC(".maps");
+
+/* When a Call-ID of each slot last had a transaction remembered, in
+ * either table above (recent.h): 8192 lines of 64 slots, 512 KiB. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 8192);
+	__type(key, __u32);
+	__type(value, struct cac_recent_line);
+} recent_calls SEC(".maps");
 
 /* A CPU's budget of refused INVITE transactions remembered this second. */
 struct {

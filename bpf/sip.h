@@ -50,7 +50,8 @@ __noinline int sip_to_headers(CAC_CTX *ctx, __u64 moff, __u64 mlen, __u32 fragme
 		 * the two paths meet as one state at the next line. */
 		off = r & 0xffff;
 		if (!(r & SIP_TO_FOUND)) {
-			found = txn_note(ctx, moff, mlen, off, found);
+			if (r & SIP_TXN_LINE)
+				found = txn_note(ctx, moff, mlen, off, found);
 			continue;
 		}
 		many |= seen << 1; /* SIP_TO_MANY */

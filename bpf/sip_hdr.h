@@ -146,12 +146,14 @@ __noinline __u64 sip_hash_value(CAC_CTX *ctx, __u64 moff, __u64 mlen, __u64 v)
 }
 
 /* sip_callid is the hash of a message's Call-ID, or 0 without one: the one
- * sip_txn kept in this CPU's index when it hashed the message before. */
+ * kept in this CPU's index when the message's Call-ID was hashed before. */
 static __always_inline __u64 sip_callid(CAC_CTX *ctx, __u64 moff, __u64 mlen)
 {
-	__u64 callid, txn;
-	if (sip_index_txn(moff, mlen, &callid, &txn))
+	__u64 callid;
+	if (sip_index_callid(moff, mlen, &callid))
 		return callid;
 	__u64 v = sip_find_callid(ctx, moff, mlen);
-	return v ? sip_hash_value(ctx, moff, mlen, v) : 0;
+	callid = v ? sip_hash_value(ctx, moff, mlen, v) : 0;
+	sip_index_keep_callid(moff, mlen, callid);
+	return callid;
 }

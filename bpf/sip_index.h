@@ -36,6 +36,30 @@ static __always_inline void sip_index_clear(void)
 	if (ix) {
 		ix->key = 0;
 		ix->txn_key = 0;
+		ix->callid_key = 0;
+	}
+}
+
+/* sip_index_callid sets *callid to the hash of the message's Call-ID kept
+ * before, and reports whether there was one. */
+static __always_inline int sip_index_callid(__u64 moff, __u64 mlen, __u64 *callid)
+{
+	__u32 zero = 0;
+	struct cac_sip_index *ix = bpf_map_lookup_elem(&sip_index, &zero);
+	if (!ix || ix->callid_key != sip_index_key(moff, mlen))
+		return 0;
+	*callid = ix->callid;
+	return 1;
+}
+
+/* sip_index_keep_callid keeps the hash of the message's Call-ID. */
+static __always_inline void sip_index_keep_callid(__u64 moff, __u64 mlen, __u64 callid)
+{
+	__u32 zero = 0;
+	struct cac_sip_index *ix = bpf_map_lookup_elem(&sip_index, &zero);
+	if (ix) {
+		ix->callid = callid;
+		ix->callid_key = sip_index_key(moff, mlen);
 	}
 }
 
@@ -60,7 +84,7 @@ static __always_inline void sip_index_keep_txn(__u64 moff, __u64 mlen, __u64 cal
 	if (ix) {
 		ix->callid = callid;
 		ix->txn = txn;
-		ix->txn_key = sip_index_key(moff, mlen);
+		ix->txn_key = ix->callid_key = sip_index_key(moff, mlen);
 	}
 }
 
@@ -111,6 +135,15 @@ static __always_inline int sip_index_txn(__u64 moff, __u64 mlen, __u64 *callid, 
 }
 
 static __always_inline void sip_index_keep_txn(__u64 moff, __u64 mlen, __u64 callid, __u64 txn)
+{
+}
+
+static __always_inline int sip_index_callid(__u64 moff, __u64 mlen, __u64 *callid)
+{
+	return 0;
+}
+
+static __always_inline void sip_index_keep_callid(__u64 moff, __u64 mlen, __u64 callid)
 {
 }
 

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
 /*
  * The header lines of a SIP message, one after another: sip_next_line
- * finds the next line and says whether it is a To header, the blank line
- * that ends the headers, or a bound of the search (sip_msg.h). The walks
+ * finds the next line and says whether it is a To header, one that may
+ * name a transaction, the blank line that ends the headers, or a bound of
+ * the search (sip_msg.h). The walks
  * of sip.h, sip_hdr.h, sip_txn.h and sip_user.h are made of it.
  */
 #pragma once
@@ -21,13 +22,18 @@
  * its colon. */
 #define SIP_TO_FOUND (1L << 32)
 #define SIP_TO_WIDE (1L << 33)
+/* Marks a header line whose name starts as a transaction's headers do
+ * (Call-ID, CSeq, Via, or compact i or v): only such a line is worth
+ * txn_note's look (sip_txn.h). */
+#define SIP_TXN_LINE (1L << 34)
 
 /*
  * sip_header_at looks at the header line starting at h. It returns the
  * offset just past the colon of a To header ("To" or compact "t", any case,
  * spaces allowed before the colon), SIP_TO_WIDE | an offset for one with
  * more blanks there than the filter skips, SIP_NO_TO at the blank line that
- * ends the headers, and 0 for any other header.
+ * ends the headers, SIP_TXN_LINE for a header whose name starts with c, i
+ * or v, and 0 for any other header.
  */
 static __always_inline long sip_header_at(struct sip_msg *m, __u64 h)
 {
@@ -35,7 +41,7 @@ static __always_inline long sip_header_at(struct sip_msg *m, __u64 h)
 	if (c == '\r' || c == '\n')
 		return SIP_NO_TO;
 	if ((c | 0x20) != 't')
-		return 0;
+		return (c | 0x20) == 'c' || (c | 0x20) == 'i' || (c | 0x20) == 'v' ? SIP_TXN_LINE : 0;
 	__u64 j = h + 1;
 	c = sip_byte(m, j);
 	if ((c | 0x20) == 'o')
@@ -65,6 +71,8 @@ static __always_inline long sip_line_after(struct sip_msg *m, __u64 nl)
 	long v = sip_header_at(m, nl + 1);
 	if (v < 0)
 		return v;
+	if (v == SIP_TXN_LINE)
+		return SIP_TXN_LINE | (long)(nl + 1);
 	return v ? SIP_TO_FOUND | v : (long)(nl + 1);
 }
 
@@ -90,7 +98,7 @@ __noinline long sip_next_line_tail(CAC_CTX *ctx, __u64 moff, __u64 mlen, __u64 o
  * sip_next_line finds the line after the first newline at or past off and
  * returns what sip_header_at makes of it: SIP_TO_FOUND | the To value's
  * offset, SIP_NO_TO at the blank line, or the line's offset for any other
- * header. When there is no further line before SIP_SCAN_MAX it returns
+ * header, with SIP_TXN_LINE for one that may name a transaction. When there is no further line before SIP_SCAN_MAX it returns
  * SIP_END if the whole message is shorter than that, SIP_BOUND if not: so
  * the answer does not depend on where the words fall. Whole words first; off
  * only grows by 8 there, one verifier state a step.

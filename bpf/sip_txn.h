@@ -113,7 +113,7 @@ __noinline __u64 sip_find_txn_from(CAC_CTX *ctx, __u64 moff, __u64 mlen, __u64 a
 		if (r < 0)
 			break;
 		off = r & 0xffff;
-		if (!(r & SIP_TO_FOUND))
+		if (r & SIP_TXN_LINE)
 			found = txn_note(ctx, moff, mlen, off, found);
 	}
 	return found;
@@ -209,7 +209,9 @@ static __always_inline __u64 sip_txn_hash(CAC_CTX *ctx, __u64 moff, __u64 mlen, 
 	__u64 at = sip_find_txn(ctx, moff, mlen);
 	__u64 c = at & 0xffff, s = (at >> 16) & 0xffff, v = (at >> 32) & 0xffff;
 
-	*callid = c ? sip_hash_value(ctx, moff, mlen, c) : 0;
+	/* A refused INVITE hashed its Call-ID alone first (invite.h). */
+	if (!sip_index_callid(moff, mlen, callid))
+		*callid = c ? sip_hash_value(ctx, moff, mlen, c) : 0;
 	if (!c || !s || !v)
 		return 0;
 	__u64 cseq = sip_cseq_number(ctx, moff, mlen, s), via = sip_hash_value(ctx, moff, mlen, v);

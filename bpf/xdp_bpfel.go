@@ -334,11 +334,17 @@ const (
 	XdpCacReasonCAC_NUM_REASONS            XdpCacReason = 13
 )
 
+type XdpCacRecentLine struct {
+	_     structs.HostLayout
+	Stamp [64]uint8
+}
+
 type XdpCacRefused struct {
 	_         structs.HostLayout
 	RefusedNs uint64
 	Reason    uint32
 	Pad       uint32
+	Txn       uint64
 }
 
 type XdpCacReject struct {
@@ -455,12 +461,13 @@ const (
 )
 
 type XdpCacSipIndex struct {
-	_      structs.HostLayout
-	Key    uint64
-	Found  uint64
-	TxnKey uint64
-	Callid uint64
-	Txn    uint64
+	_         structs.HostLayout
+	Key       uint64
+	Found     uint64
+	TxnKey    uint64
+	Callid    uint64
+	Txn       uint64
+	CallidKey uint64
 }
 
 type XdpCacSource struct {
@@ -570,6 +577,7 @@ const (
 	XdpMapLeases            = "leases"
 	XdpMapLimits            = "limits"
 	XdpMapPolicySlot        = "policy_slot"
+	XdpMapRecentCalls       = "recent_calls"
 	XdpMapRefused           = "refused"
 	XdpMapRefusedBudget     = "refused_budget"
 	XdpMapRejectBudget      = "reject_budget"
@@ -673,6 +681,7 @@ type XdpMapSpecs struct {
 	Leases            *ebpf.MapSpec `ebpf:"leases"`
 	Limits            *ebpf.MapSpec `ebpf:"limits"`
 	PolicySlot        *ebpf.MapSpec `ebpf:"policy_slot"`
+	RecentCalls       *ebpf.MapSpec `ebpf:"recent_calls"`
 	Refused           *ebpf.MapSpec `ebpf:"refused"`
 	RefusedBudget     *ebpf.MapSpec `ebpf:"refused_budget"`
 	RejectBudget      *ebpf.MapSpec `ebpf:"reject_budget"`
@@ -752,6 +761,7 @@ type XdpMaps struct {
 	Leases            *ebpf.Map `ebpf:"leases"`
 	Limits            *ebpf.Map `ebpf:"limits"`
 	PolicySlot        *ebpf.Map `ebpf:"policy_slot"`
+	RecentCalls       *ebpf.Map `ebpf:"recent_calls"`
 	Refused           *ebpf.Map `ebpf:"refused"`
 	RefusedBudget     *ebpf.Map `ebpf:"refused_budget"`
 	RejectBudget      *ebpf.Map `ebpf:"reject_budget"`
@@ -805,6 +815,7 @@ func (m *XdpMaps) Close() error {
 		m.Leases,
 		m.Limits,
 		m.PolicySlot,
+		m.RecentCalls,
 		m.Refused,
 		m.RefusedBudget,
 		m.RejectBudget,

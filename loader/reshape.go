@@ -25,9 +25,16 @@ import (
 // version whose ways held no sides, bucket or flags ("Dialogs bound to
 // their peers").
 //
-// A CPU's SIP index (sip_index.h) took the transaction it hashed: it holds
-// only the message the CPU reads, so nothing is lost.
-var reshapedMaps = map[string]bool{bpf.XdpMapRejects: true, bpf.XdpMapDialogs: true, bpf.XdpMapSipIndex: true}
+// A CPU's SIP index (sip_index.h) took the transaction it hashed, and then
+// the Call-ID alone: it holds only the message the CPU reads, so nothing
+// is lost.
+//
+// The table of refused INVITE transactions came to be keyed by Call-ID
+// ("Retransmissions"): the retransmissions of INVITEs refused in the last
+// seconds before an upgrade are judged as new ones, and most likely
+// refused again.
+var reshapedMaps = map[string]bool{bpf.XdpMapRejects: true, bpf.XdpMapDialogs: true, bpf.XdpMapSipIndex: true,
+	bpf.XdpMapRefused: true}
 
 // reshape closes the pinned maps of p that this version uses in another
 // shape, leaves them nil and names them in missing, for loadUpgrade to

@@ -415,7 +415,7 @@ func (m *Model) Decide(frame []byte, now uint64) Decision {
 		if !d.Rejected {
 			m.learnInvite(callid, txn, now, classify.SourceOf(frame).Peer())
 		} else if limited {
-			m.refused.refuse(txn, now, d.Reason)
+			m.refused.refuse(callid, txn, now, d.Reason)
 		}
 	}
 	if d.Answered {

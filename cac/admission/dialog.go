@@ -188,20 +188,22 @@ func (d *dialog) admittedCopy(txn, now, window uint64) int {
 }
 
 // refusedTable is the fast path's table of refused INVITE transactions,
-// with the budget of new entries it takes a second (the model is one
-// CPU).
+// by Call-ID, with the budget of new entries it takes a second (the model
+// is one CPU).
 type refusedTable struct {
-	txns         map[uint64]refusedTxn
+	calls        map[uint64]refusedTxn
 	second, used uint64
 }
 
 type refusedTxn struct {
+	txn       uint64
 	refusedNS uint64
 	reason    cac.Reason
 }
 
-// refuse remembers a refused transaction, as invite_refused does.
-func (t *refusedTable) refuse(txn, now uint64, reason cac.Reason) {
+// refuse remembers a refused transaction of callid, as invite_refused
+// does: in place of one refused before of the same Call-ID.
+func (t *refusedTable) refuse(callid, txn, now uint64, reason cac.Reason) {
 	if s := now / nanosecondsPerSecond; s != t.second {
 		t.second, t.used = s, 0
 	}
@@ -209,10 +211,10 @@ func (t *refusedTable) refuse(txn, now uint64, reason cac.Reason) {
 		return
 	}
 	t.used++
-	if t.txns == nil {
-		t.txns = map[uint64]refusedTxn{}
+	if t.calls == nil {
+		t.calls = map[uint64]refusedTxn{}
 	}
-	t.txns[txn] = refusedTxn{refusedNS: now, reason: reason}
+	t.calls[callid] = refusedTxn{txn: txn, refusedNS: now, reason: reason}
 }
 
 // retransmit is invite_retransmit: whether an INVITE of callid and txn at
@@ -225,7 +227,7 @@ func (m *Model) retransmit(callid, txn, now uint64) (again, refused bool, reason
 	if copy := m.dialogs.find(callid).admittedCopy(txn, now, TimerBNS); copy >= 0 {
 		return copy > 0, false, 0
 	}
-	if r, ok := m.refused.txns[txn]; ok && now-r.refusedNS < TimerBNS {
+	if r, ok := m.refused.calls[callid]; ok && r.txn == txn && now-r.refusedNS < TimerBNS {
 		return true, true, r.reason
 	}
 	return false, false, 0
