@@ -62,8 +62,9 @@ func (r scaleRun) rate() float64 { return (r.rcvd[0] + r.rcvd[1]) / r.secs }
 // is that the other CPU receives too. A row's scaling is 2 × its one-CPU
 // ns per frame ÷ its two-CPU ns per frame (over both threads): 2 when a
 // frame costs the same whether or not the other CPU receives, less when
-// the CPUs fight over cache lines. BENCHMARKS.md, "Receiving CPU on two
-// queues", has the method and the figures.
+// the CPUs fight over cache lines. Its INVITE rows send a new call each
+// frame, as BenchmarkReceiveCPU's do (rcvFrames). BENCHMARKS.md,
+// "Receiving CPU on two queues", has the method and the figures.
 func BenchmarkReceiveScale(b *testing.B) {
 	testenv.RequireBPF(b)
 	testenv.RequireTool(b, "ethtool", "ethtool")
@@ -73,7 +74,7 @@ func BenchmarkReceiveScale(b *testing.B) {
 	rb := newRcvBench(b, vethQueues)
 	tb, bif, n := rb.tb, rb.tb.BoxIface, rb.n
 	row := func(prefix, frame string, spoof bool) scaleRow {
-		w := scaleRow{name: prefix + "/" + frame, frame: rb.frames[frame], gen: rb.gen(frame, spoof)}
+		w := scaleRow{name: prefix + "/" + frame, frame: rb.frames[frame].data, gen: rb.gen(frame, spoof)}
 		if spoof {
 			w.name += "-spoofed"
 		}
@@ -149,6 +150,11 @@ func BenchmarkReceiveScale(b *testing.B) {
 	}
 	reportScale(b, order, control, ones, twos, n, rounds)
 }
+
+// scaleTarget is the least scaling from one CPU to two that every xdpcac
+// row is to reach: what the floor rows reach, near enough, where nothing
+// is shared but what the kernel shares.
+const scaleTarget = 1.9
 
 // A setup of the box side, brought up and taken down once a round, as
 // BenchmarkReceiveCPU's rcvSetup.
@@ -269,11 +275,11 @@ func reportScale(b *testing.B, order []string, control map[string]string, ones, 
 			medianOf(b1), medianOf(b2), medianOf(rate), strings.Join(each, ", "))
 		b.ReportMetric(medianOf(sc), strings.ReplaceAll(name, "/", "-")+"-scale")
 	}
-	fmt.Printf("\nTarget: scale >= 1.80 on two CPUs (median of the rounds)\n")
+	fmt.Printf("\nTarget: scale >= %.2f on two CPUs (median of the rounds)\n", scaleTarget)
 	for _, name := range order {
 		if strings.HasPrefix(name, "xdpcac-") {
 			verdict := "missed"
-			if medianOf(scale(name)) >= 1.8 {
+			if medianOf(scale(name)) >= scaleTarget {
 				verdict = "met"
 			}
 			fmt.Printf("%-32s %6.2f  %s\n", name, medianOf(scale(name)), verdict)
