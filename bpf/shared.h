@@ -214,7 +214,8 @@ enum cac_frame_bound {
 
 /* The bounds of the SIP readers (sip_msg.h, sip_hdr.h): the To header must
  * start within SIP_SCAN_MAX bytes and SIP_MAX_LINES header lines, and its
- * tag within SIP_TO_MAX bytes of the colon; at most SIP_WS_MAX spaces or
+ * tag within SIP_TO_MAX bytes of the colon and SIP_TO_STEPS reads of the
+ * bytes that change what its value means; at most SIP_WS_MAX spaces or
  * tabs around ':', ';' and '='; at most SIP_LEAD_MAX leading bytes (SP,
  * HT, NUL, CR, LF: what Kamailio skips) before the first line, a word at
  * a time; a header value is hashed by its first SIP_HASH_MAX bytes. */
@@ -222,6 +223,7 @@ enum cac_sip_bound {
 	SIP_SCAN_MAX = 2048,
 	SIP_MAX_LINES = 64,
 	SIP_TO_MAX = 256,
+	SIP_TO_STEPS = 32,
 	SIP_WS_MAX = 4,
 	SIP_LEAD_MAX = 2048,
 	SIP_HASH_MAX = 256,

@@ -198,7 +198,12 @@ __noinline __u64 sip_to_step(CAC_CTX *ctx, __u64 moff, __u64 mlen, __u64 at, __u
  * Only the bytes sip_next_special finds can change the state, so each
  * step jumps from one to the next; an escaped byte is taken as it comes.
  * A value longer than SIP_TO_MAX is read no further: what lies past it
- * cannot make the request a new dialog's, and it is charged as one.
+ * cannot make the request a new dialog's, and it is charged as one. So
+ * is a value that takes more than SIP_TO_STEPS steps (a step a quote,
+ * bracket, semicolon, backslash, '=' or newline, an escaped byte, and
+ * the end): a real To has a dozen at most, and a value made of ";t"
+ * parameters took 126, the dearest part of the worst request the bounds
+ * let through.
  */
 __noinline int sip_to_tagged(CAC_CTX *ctx, __u64 moff, __u64 mlen, __u64 v)
 {
@@ -207,7 +212,7 @@ __noinline int sip_to_tagged(CAC_CTX *ctx, __u64 moff, __u64 mlen, __u64 v)
 	__u64 end = v + SIP_TO_MAX < mlen ? v + SIP_TO_MAX : mlen;
 	__u64 r = v << 8 | TO_PLAIN;
 
-	for (int i = 0; i < SIP_TO_MAX + 1; i++) {
+	for (int i = 0; i < SIP_TO_STEPS; i++) {
 		r = sip_to_step(ctx, moff, mlen, r, end);
 		if (r & TO_DONE)
 			return !!(r & TO_TAGGED);

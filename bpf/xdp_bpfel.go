@@ -429,6 +429,7 @@ const (
 	XdpCacSipBoundSIP_SCAN_MAX  XdpCacSipBound = 2048
 	XdpCacSipBoundSIP_MAX_LINES XdpCacSipBound = 64
 	XdpCacSipBoundSIP_TO_MAX    XdpCacSipBound = 256
+	XdpCacSipBoundSIP_TO_STEPS  XdpCacSipBound = 32
 	XdpCacSipBoundSIP_WS_MAX    XdpCacSipBound = 4
 	XdpCacSipBoundSIP_LEAD_MAX  XdpCacSipBound = 2048
 	XdpCacSipBoundSIP_HASH_MAX  XdpCacSipBound = 256

@@ -104,6 +104,7 @@ func TestSharedNumbers(t *testing.T) {
 		{"scan", classify.SIPScanMax, uint64(bpf.XdpCacSipBoundSIP_SCAN_MAX)},
 		{"lines", classify.SIPMaxLines, uint64(bpf.XdpCacSipBoundSIP_MAX_LINES)},
 		{"to", classify.SIPToMax, uint64(bpf.XdpCacSipBoundSIP_TO_MAX)},
+		{"to steps", classify.SIPToSteps, uint64(bpf.XdpCacSipBoundSIP_TO_STEPS)},
 		{"spaces", classify.SIPWSMax, uint64(bpf.XdpCacSipBoundSIP_WS_MAX)},
 		{"lead", classify.SIPLeadMax, uint64(bpf.XdpCacSipBoundSIP_LEAD_MAX)},
 

@@ -13,6 +13,7 @@ const (
 	SIPScanMax  = 2048 // the To header must start before this offset
 	SIPMaxLines = 64   // ... and be among this many header lines
 	SIPToMax    = 256  // its tag must start within this many bytes of the colon
+	SIPToSteps  = 32   // ... and its value take at most this many steps to read (toTagged)
 	SIPWSMax    = 4    // spaces or tabs allowed around ':', ';' and '='
 	SIPLeadMax  = 2048 // leading SP, HT, NUL, CR and LF bytes skipped before the first line
 

@@ -29,12 +29,20 @@ func toName(m []byte, h int) (v int, ok, wide bool) {
 // reads it: the last tag parameter outside the quoted display name and
 // <URI>, spelt ";tag=", with a value that holds no '='. Folded lines
 // continue the header. A value cut short at SIPToMax may go on with a tag
-// parameter that takes the tag away: no tag.
+// parameter that takes the tag away: no tag. So has one that takes more
+// than SIPToSteps steps: the fast path reads it a step at a time, a step
+// each byte that can change the state (toStep) and one to find the end.
 func toTagged(m []byte, v int) bool {
 	quoted, escaped, angle, tagged, inTag := false, false, false, false, false
 	end := min(v+SIPToMax, len(m))
+	steps := 0
 	for off := v; off < end; off++ {
 		c := int(m[off])
+		if escaped || toStep(c) {
+			if steps++; steps > SIPToSteps {
+				return false
+			}
+		}
 		if c == '\n' {
 			if !isSP(at(m, off+1)) {
 				return tagged
@@ -70,7 +78,17 @@ func toTagged(m []byte, v int) bool {
 			}
 		}
 	}
-	return tagged && end == len(m)
+	return tagged && end == len(m) && steps < SIPToSteps
+}
+
+// toStep reports whether c is a byte sip_next_special (bpf/sip_to.h)
+// stops at: one that can change what a To value means.
+func toStep(c int) bool {
+	switch c {
+	case '"', '<', '>', ';', '\\', '\n', '=':
+		return true
+	}
+	return false
 }
 
 // What tagAt makes of a header parameter (TAG_NONE, TAG_SET, TAG_EMPTY of

@@ -4,6 +4,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/xdpcac/xdpcac/cac"
@@ -174,7 +175,10 @@ func randomFrame(rng *rand.Rand) []byte {
 		layers = append(layers, L2TP{Version: uint8(2 + rng.IntN(2)), MsgType: msgs[rng.IntN(len(msgs))]})
 	default:
 		methods := []string{"INVITE", "OPTIONS", "BYE", "ACK", "invite"}
-		tos := []string{harness.ToNoTag, harness.ToTag, `"a;tag=1" <sip:b@x>`, "<sip:b@x;tag=1>", "<sip:b@x> ; TAG = z", "sip:b@x;tag="}
+		tos := []string{harness.ToNoTag, harness.ToTag, `"a;tag=1" <sip:b@x>`, "<sip:b@x;tag=1>", "<sip:b@x> ; TAG = z", "sip:b@x;tag=",
+			// About SIP_TO_STEPS: 31, 32 and 33 steps to the end of the line.
+			"<sip:b@x" + strings.Repeat(";p", 27) + ">;tag=1", "<sip:b@x" + strings.Repeat(";p", 28) + ">;tag=1",
+			"<sip:b@x" + strings.Repeat(";p", 29) + ">;tag=1"}
 		layers = append(layers, SIPRequest(methods[rng.IntN(len(methods))], tos[rng.IntN(len(tos))]))
 	}
 	return Frame(layers...)
