@@ -136,6 +136,14 @@ func BenchmarkNewCalls(b *testing.B) {
 		{"sip-invite (IPv6) rejected, a new call each run", v6, stampProg(b, markedAt(v6), 0, rejecting)},
 		{"sip-invite (IPv6) rejected, a new call and source each run", v6, stampProg(b, markedAt(v6), v6src, rejecting)},
 	}
+	// bench-flood's INVITE with an SDP body and its worst case, with the
+	// floor that finds every header line of the worst.
+	frames := rcvFrames(b, Ether{})
+	sdp, worst := frames["invite-sdp"], frames["worst"]
+	cases = append(cases,
+		newCallRow{"sip-invite with SDP rejected, a new call each run", sdp.data, stampProg(b, sdp.calls, 0, rejecting)},
+		newCallRow{"floor-lines: the worst INVITE", worst.data, stampProg(b, worst.calls, 0, floorLinesProg(b))},
+		newCallRow{"worst INVITE rejected, a new call each run", worst.data, stampProg(b, worst.calls, 0, rejecting)})
 	// XDPCAC_NEWCALLS_ONLY keeps only the rows whose names it matches
 	// (and the baseline), to profile one with perf, say.
 	if s := os.Getenv("XDPCAC_NEWCALLS_ONLY"); s != "" {

@@ -91,7 +91,7 @@ func TestReceiveFrames(t *testing.T) {
 	src, dst := netip.MustParseAddr("2001:db8::1:1"), netip.MustParseAddr("2001:db8::2")
 	reached := func(late int, more bool) bool {
 		m := worstMessage(t, src.String(), late)
-		h := slicesIndexPrefix(m.Headers, "X-Filler-00:")
+		h := slicesIndexPrefix(m.Headers, "C-Filler-00:")
 		tagged := "To:<sip:b@x>;tag=1"
 		m.Headers[h] = tagged + strings.Repeat("x", len(m.Headers[h])-len(tagged))
 		if more { // the same bytes in one more line

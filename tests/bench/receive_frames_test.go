@@ -107,7 +107,8 @@ func sdpInvite(src netip.Addr) SIP {
 // Every semicolon is a step of that reading and a call of sip_tag_at, and
 // a "t" makes sip_tag_at look on for "ag": of the values tried
 // (parameters, escaped quotes, URI parameters, empty tags), the dearest,
-// about twice a plain To's cost.
+// about twice a plain To's cost. Since SIP_TO_STEPS the reading stops
+// after 32 steps, so the rest of it costs nothing.
 var worstTo = "<sip:bob@example.com>" + strings.Repeat(";t", (worstToMax-3-21)/2)
 
 // worstIPv6 is an IPv6 header with every extension header parse_ipv6
@@ -127,7 +128,9 @@ func worstIPv6(src, dst netip.Addr) IPv6 {
 // headers (top Via, Call-ID, CSeq) are the last before To, so that every
 // line before them is also looked at for one of them (txn_note), and the
 // Via and Call-ID values are as long as sip_hash_value hashes, so that
-// all of them is hashed. Fillers take the lines and bytes left; late
+// all of them is hashed. Fillers take the lines and bytes left, named
+// with a C, so that each is also looked at as a Call-ID or CSeq might be
+// (the walk passes over lines of other letters, SIP_TXN_LINE); late
 // adds that many bytes to them, to put To past the bound in a test.
 func worstMessage(tb testing.TB, a string, late int) SIP {
 	tb.Helper()
@@ -151,7 +154,7 @@ func worstMessage(tb testing.TB, a string, late int) SIP {
 	}
 	nFill := worstLines - 1 - len(fixed) - len(tail)
 	left := worstScan - 1 - used + late
-	const name = "X-Filler-00: "
+	const name = "C-Filler-00: "
 	if left < nFill*(len(name)+1+2) {
 		tb.Fatalf("worst INVITE: %d bytes for %d fillers", left, nFill)
 	}
@@ -159,7 +162,7 @@ func worstMessage(tb testing.TB, a string, late int) SIP {
 	for i := range nFill {
 		n := left / (nFill - i) // with its name and CRLF
 		left -= n
-		fill = append(fill, fmt.Sprintf("X-Filler-%02d: ", i)+strings.Repeat("f", n-len(name)-2))
+		fill = append(fill, fmt.Sprintf("C-Filler-%02d: ", i)+strings.Repeat("f", n-len(name)-2))
 	}
 	msg.Headers = append(append(append(fixed, fill...), tail...), "To: "+worstTo)
 	return msg
