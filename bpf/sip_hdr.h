@@ -152,7 +152,10 @@ static __always_inline __u64 sip_callid(CAC_CTX *ctx, __u64 moff, __u64 mlen)
 	__u64 callid;
 	if (sip_index_callid(moff, mlen, &callid))
 		return callid;
-	__u64 v = sip_find_callid(ctx, moff, mlen);
+	/* The index read here too, not only in sip_find_callid: most often
+	 * it holds the offset, and the call is not made. */
+	__u64 v = sip_index_found(moff, mlen);
+	v = v != SIP_INDEX_MISS ? v & 0xffff : sip_find_callid(ctx, moff, mlen);
 	callid = v ? sip_hash_value(ctx, moff, mlen, v) : 0;
 	sip_index_keep_callid(moff, mlen, callid);
 	return callid;

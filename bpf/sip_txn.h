@@ -206,7 +206,9 @@ static __always_inline __u64 txn_mix(__u64 h, __u64 v)
  */
 static __always_inline __u64 sip_txn_hash(CAC_CTX *ctx, __u64 moff, __u64 mlen, __u64 *callid)
 {
-	__u64 at = sip_find_txn(ctx, moff, mlen);
+	__u64 at = sip_index_found(moff, mlen);
+	if (at == SIP_INDEX_MISS) /* as sip_find_txn would, without its call */
+		at = sip_find_txn_from(ctx, moff, mlen, 0, 0);
 	__u64 c = at & 0xffff, s = (at >> 16) & 0xffff, v = (at >> 32) & 0xffff;
 
 	/* A refused INVITE hashed its Call-ID alone first (invite.h). */
