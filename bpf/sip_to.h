@@ -77,9 +77,10 @@ static __always_inline __u64 has_byte(__u64 w, __u64 c)
  * '=' (one in a tag's value takes the tag away).
  * It returns end when there is none. A word at a time; the last partial
  * word is the one that ends the message, shifted as in sip_next_line.
+ * With semi, the bytes looked for are only a semicolon and a newline
+ * (sip_next_semi).
  */
-__noinline long sip_next_special(CAC_CTX *ctx, __u64 moff, __u64 mlen, __u64 off,
-				 __u64 end)
+static __always_inline long next_special(CAC_CTX *ctx, __u64 moff, __u64 mlen, __u64 off, __u64 end, int semi)
 {
 	struct sip_msg m = sip_msg_of(ctx, moff, mlen);
 
@@ -100,8 +101,9 @@ __noinline long sip_next_special(CAC_CTX *ctx, __u64 moff, __u64 mlen, __u64 off
 		if (!sip_load_word(&m, moff + off - back, &w))
 			return end;
 		w >>= back * 8;
-		__u64 z = has_byte(w, '"') | has_byte(w, '<') | has_byte(w, '>') |
-			  has_byte(w, ';') | has_byte(w, '\\') | has_byte(w, '\n') | has_byte(w, '=');
+		__u64 z = has_byte(w, ';') | has_byte(w, '\n');
+		if (!semi)
+			z |= has_byte(w, '"') | has_byte(w, '<') | has_byte(w, '>') | has_byte(w, '\\') | has_byte(w, '=');
 		if (end - off < 8)
 			z &= (1ULL << ((end - off) * 8)) - 1; /* bytes from end on do not count */
 		if (z)
@@ -109,6 +111,19 @@ __noinline long sip_next_special(CAC_CTX *ctx, __u64 moff, __u64 mlen, __u64 off
 		off += 8;
 	}
 	return end;
+}
+
+__noinline long sip_next_special(CAC_CTX *ctx, __u64 moff, __u64 mlen, __u64 off, __u64 end)
+{
+	return next_special(ctx, moff, mlen, off, end, 0);
+}
+
+/* sip_next_semi is sip_next_special for a semicolon or a newline only:
+ * a To value with no semicolon before the newline that ends its header
+ * has no parameter, and no tag, whatever else it holds. */
+__noinline long sip_next_semi(CAC_CTX *ctx, __u64 moff, __u64 mlen, __u64 off, __u64 end)
+{
+	return next_special(ctx, moff, mlen, off, end, 1);
 }
 
 /* What sip_to_step carries and returns beside the state (bits 0-1) and
@@ -212,6 +227,14 @@ __noinline int sip_to_tagged(CAC_CTX *ctx, __u64 moff, __u64 mlen, __u64 v)
 	__u64 end = v + SIP_TO_MAX < mlen ? v + SIP_TO_MAX : mlen;
 	__u64 r = v << 8 | TO_PLAIN;
 
+	/* The untagged To of a new call, the one a flood sends, is read in
+	 * one call and no step. */
+	__u64 p = sip_next_semi(ctx, moff, mlen, v, end);
+	if (p >= end)
+		return 0;
+	struct sip_msg m = sip_msg_of(ctx, moff, mlen);
+	if (sip_byte(&m, p) == '\n' && !is_sp(sip_byte(&m, p + 1)))
+		return 0;
 	for (int i = 0; i < SIP_TO_STEPS; i++) {
 		r = sip_to_step(ctx, moff, mlen, r, end);
 		if (r & TO_DONE)
