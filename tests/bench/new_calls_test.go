@@ -119,6 +119,8 @@ type newCallRow struct {
 func BenchmarkNewCalls(b *testing.B) {
 	var p policy.Policy
 	p.Levels[cac.SIPInvite] = harness.MustRate(b, 0.001, 1) // empty after the first INVITE
+	p.Levels[cac.PPPoEPADI] = harness.MustRate(b, 0.001, 1) // and PADI
+	p.Levels[cac.L2TPICRQ] = harness.MustRate(b, 0.001, 1)  // and ICRQ
 	rejecting := production(b, p)
 	empty := harness.PassProgram(b, "empty_pass")
 	invite := SIPRequest("INVITE", harness.ToNoTag).
@@ -140,7 +142,15 @@ func BenchmarkNewCalls(b *testing.B) {
 	// floor that finds every header line of the worst.
 	frames := rcvFrames(b, Ether{})
 	sdp, worst := frames["invite-sdp"], frames["worst"]
+	// The PADI and ICRQ a flood repeats, against a bare limit of the same
+	// parse (floorGCRAProg).
+	gcra, _ := floorGCRAProg(b)
+	padi, icrq := frames["padi"].data, frames["icrq"].data
 	cases = append(cases,
+		newCallRow{"floor-gcra: pppoe-padi refused by one bucket", padi, stampProg(b, nil, 0, gcra)},
+		newCallRow{"pppoe-padi rejected", padi, stampProg(b, nil, 0, rejecting)},
+		newCallRow{"floor-gcra: l2tp-icrq refused by one bucket", icrq, stampProg(b, nil, 0, gcra)},
+		newCallRow{"l2tp-icrq rejected", icrq, stampProg(b, nil, 0, rejecting)},
 		newCallRow{"sip-invite with SDP rejected, a new call each run", sdp.data, stampProg(b, sdp.calls, 0, rejecting)},
 		newCallRow{"floor-lines: the worst INVITE", worst.data, stampProg(b, worst.calls, 0, floorLinesProg(b))},
 		newCallRow{"worst INVITE rejected, a new call each run", worst.data, stampProg(b, worst.calls, 0, rejecting)})
