@@ -134,9 +134,11 @@ __noinline int invite_admitted(struct xdp_md *ctx, __u64 msg, __u64 l3, __u64 no
 	if (!s)
 		return 0;
 	struct cac_dialog *d = dialog_way(s, callid);
+	/* Noted before the early return too: a copy admitted again after an
+	 * upgrade that made the recent table afresh marks it for the rest. */
+	recent_note(callid, now);
 	if (d->callid == callid && txn && d->txn == txn && now - d->invite_ns < CAC_TIMER_B_NS)
 		return 0;
-	recent_note(callid, now);
 	if (d->callid == callid && d->caller) {
 		/* Another INVITE of a known dialog (a new try after a
 		 * challenge): its transaction is the one to repeat, but the

@@ -183,6 +183,8 @@ var addedMaps = map[string]bool{
 	bpf.XdpMapRejectScratch: true,
 	// SIP in one pass.
 	bpf.XdpMapSipIndex: true,
+	// Recent Call-IDs, before a refused INVITE's lookups (recent.h).
+	bpf.XdpMapRecentCalls: true,
 }
 
 // openUpgrade is Open for an upgrade: a map of addedMaps that the
