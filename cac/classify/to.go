@@ -31,7 +31,8 @@ func toName(m []byte, h int) (v int, ok, wide bool) {
 // continue the header. A value cut short at SIPToMax may go on with a tag
 // parameter that takes the tag away: no tag. So has one that takes more
 // than SIPToSteps steps: the fast path reads it a step at a time, a step
-// each byte that can change the state (toStep) and one to find the end.
+// each byte that can change the state (toStep), each escaped byte, and one
+// to find the end when no newline ends it.
 func toTagged(m []byte, v int) bool {
 	quoted, escaped, angle, tagged, inTag := false, false, false, false, false
 	end := min(v+SIPToMax, len(m))
