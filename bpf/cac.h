@@ -220,8 +220,9 @@ struct cac_sip_index {
 	__u64 key;   /* the message it is of (sip_index_key); 0: none */
 	__u64 found; /* as sip_find_txn returns them */
 	/* The message's transaction as sip_txn hashed it, for the next
-	 * asking of the same message (a refused INVITE asks twice): valid
-	 * while txn_key is the message's key. */
+	 * asking of the same message (a refused INVITE of a recent Call-ID
+	 * asks whether it is a copy, then is remembered): valid while
+	 * txn_key is the message's key. */
 	__u64 txn_key;
 	__u64 callid;
 	__u64 txn;

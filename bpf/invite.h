@@ -62,19 +62,29 @@ static __always_inline __u64 msg_txn(struct xdp_md *ctx, __u64 msg, __u64 l3, __
  * admitted_copy says whether a message of transaction txn at now belongs
  * to the admitted INVITE of dialog d, within window of it: -1 when it does
  * not, 1 for one that passes, 0 once the INVITE's allowance of copies
- * (CAC_RETRANSMITS_MAX) is spent. The count is a plain increment: two CPUs
- * racing on it only let a replay pass once more. Past the allowance it is
- * written no more, so that a flood of copies leaves the entry's line
- * shared.
+ * (CAC_RETRANSMITS_MAX) is spent. The count is an atomic add, so that CPUs
+ * racing on the copies of one INVITE never pass more than the allowance
+ * between them (a plain increment lost one pass's worth per race). Past the
+ * allowance it is read and not written, bar the one add each racing CPU
+ * may make, so that a flood of copies leaves the entry's line shared.
  */
+_Static_assert(__builtin_offsetof(struct cac_dialog, retransmits) % 8 == 0 &&
+		       __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
+	       "retransmits is the low half of an aligned 64-bit word");
+
 static __always_inline int admitted_copy(struct cac_dialog *d, __u64 txn, __u64 now, __u64 window)
 {
 	if (!d || d->txn != txn || now - d->invite_ns >= window)
 		return -1;
 	if (d->retransmits >= CAC_RETRANSMITS_MAX)
 		return 0;
-	d->retransmits++;
-	return 1;
+	/* The add that returns the count before it is of the 64-bit word
+	 * the count is the low half of (the objects are built for cpu v1,
+	 * which has no fetching add of 32 bits). The count stays far from
+	 * a carry into the caller: at most the allowance and one add for
+	 * each CPU racing past it. */
+	__u64 *word = (__u64 *)&d->retransmits;
+	return (__u32)__sync_fetch_and_add(word, 1) < CAC_RETRANSMITS_MAX;
 }
 
 /*

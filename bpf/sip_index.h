@@ -4,7 +4,8 @@
  * pass"). The classifier's search for To headers (sip.h) also notes where
  * the first Call-ID, CSeq and Via are, and goes on past an untagged To
  * until it has all three when the request is an INVITE. It leaves them in
- * this CPU's sip_index, and sip_find_txn and sip_find_callid read them
+ * this CPU's sip_index, and the readers (sip_callid and sip_txn_hash, and
+ * the walks sip_find_txn and sip_find_callid they fall back on) read them
  * there instead of walking the lines again. Only the XDP program keeps an
  * index; the egress program walks.
  *

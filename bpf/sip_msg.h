@@ -5,9 +5,10 @@
  * The search for a new dialog is bounded so that it verifies on every
  * supported kernel and costs little: the To header must start within
  * SIP_SCAN_MAX bytes and SIP_MAX_LINES header lines, and its tag within
- * SIP_TO_MAX bytes of the colon. A request whose To header or tag is not
- * found within these bounds, or not at all, is taken for a new dialog: it
- * is charged, never waved through.
+ * SIP_TO_MAX bytes of the colon, read in SIP_TO_STEPS steps at most (a
+ * step: a parameter, or a run of blanks or escaped bytes). A request
+ * whose To header or tag is not found within these bounds, or not at
+ * all, is taken for a new dialog: it is charged, never waved through.
  */
 #pragma once
 

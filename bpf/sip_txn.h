@@ -229,8 +229,10 @@ static __always_inline __u64 sip_txn_hash(CAC_CTX *ctx, __u64 moff, __u64 mlen, 
 
 /*
  * sip_txn is sip_txn_hash, kept in this CPU's index for the next asking of
- * the same message: a refused INVITE asks twice (whether it is a copy, and
- * to remember it refused), and need not hash three headers twice.
+ * the same message: a refused INVITE of a Call-ID recent.h has seen asks
+ * twice (whether it is a copy, and to remember it refused), and need not
+ * hash three headers twice. A new call's asks once: its first question
+ * needs the Call-ID alone (sip_callid).
  */
 static __always_inline __u64 sip_txn(CAC_CTX *ctx, __u64 moff, __u64 mlen, __u64 *callid)
 {
