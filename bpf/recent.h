@@ -14,9 +14,10 @@
  * within Timer B (32 s) is never more than eight units old, so the answer
  * is never "no" for a Call-ID one of the tables may answer for; it may be
  * "maybe" for one neither holds (another Call-ID of the slot, or a stamp
- * 128 units old), which only costs the lookups. The table starts empty: an
- * upgrade from a version without it judges the retransmissions of the
- * INVITEs of the last seconds before it as new calls.
+ * 128 units old), which only costs the lookups. An upgrade from a
+ * version without the table stamps every slot at its own time
+ * (maps.MarkAllRecent), so that copies of the INVITEs of its last seconds
+ * are still found.
  */
 #pragma once
 

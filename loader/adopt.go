@@ -5,11 +5,13 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/link"
 	"github.com/xdpcac/xdpcac/bpf"
 	"github.com/xdpcac/xdpcac/maps"
+	"golang.org/x/sys/unix"
 )
 
 // Adopted says what Adopt did.
@@ -163,6 +165,12 @@ func loadUpgrade(a Attachment, dir string, p *Pinned, missing []string, target *
 		objs.Close()
 		return nil, err
 	}
+	if slices.Contains(missing, bpf.XdpMapRecentCalls) {
+		if err := markRecent(objs.RecentCalls); err != nil {
+			objs.Close()
+			return nil, err
+		}
+	}
 	return objs, nil
 }
 
@@ -298,4 +306,15 @@ func HoldLink(stateDir string, a Attachment) (link.Link, error) {
 		return nil, fmt.Errorf("hold the link of %s: %w", a, err)
 	}
 	return l, nil
+}
+
+// markRecent marks every Call-ID recent in the table this version adds
+// (maps.MarkAllRecent), at the clock the program reads: the kernel's
+// coarse monotonic one.
+func markRecent(m *ebpf.Map) error {
+	var ts unix.Timespec
+	if err := unix.ClockGettime(unix.CLOCK_MONOTONIC_COARSE, &ts); err != nil {
+		return fmt.Errorf("read the clock for the recent Call-ID table: %w", err)
+	}
+	return maps.MarkAllRecent(m, uint64(ts.Nano()))
 }

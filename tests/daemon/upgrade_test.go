@@ -11,7 +11,9 @@ import (
 	"github.com/cilium/ebpf/link"
 	"github.com/xdpcac/xdpcac/bpf"
 	"github.com/xdpcac/xdpcac/loader"
+	"github.com/xdpcac/xdpcac/maps"
 	"github.com/xdpcac/xdpcac/tests/harness"
+	"golang.org/x/sys/unix"
 )
 
 // attachedForUpgrade attaches the filter of lifeConfig with burst 3 and
@@ -45,10 +47,11 @@ func oldVersionOnLink(t *testing.T, dir string) {
 }
 
 // TestUpgradeAddsMaps: an attachment of a version before the L2TP tunnel
-// table has no pin of it. The reading commands still work on it, and an
-// upgrade makes the table, pins it beside the others and switches the
-// link to this version's program, which uses it; the other maps, and
-// what they count, stay.
+// table and the recent Call-ID table has no pins of them. The reading
+// commands still work on it, and an upgrade makes the tables, pins them
+// beside the others and switches the link to this version's program,
+// which uses them; the other maps, and what they count, stay, and every
+// Call-ID counts as recent in the new table.
 func TestUpgradeAddsMaps(t *testing.T) {
 	tb, _, a, dir := attachedForUpgrade(t)
 
@@ -56,21 +59,55 @@ func TestUpgradeAddsMaps(t *testing.T) {
 	// pin of the table it did not have.
 	oldVersionOnLink(t, dir)
 	pin := filepath.Join(dir, bpf.XdpMapL2tpTunnels)
-	if err := os.Remove(pin); err != nil {
-		t.Fatal(err)
+	recentPin := filepath.Join(dir, bpf.XdpMapRecentCalls)
+	for _, p := range []string{pin, recentPin} {
+		if err := os.Remove(p); err != nil {
+			t.Fatal(err)
+		}
 	}
 	if s := tb.Stats(t).Classes["pppoe-padi"]; s.Seen != 1 {
 		t.Errorf("show stats on the older attachment: %+v, want its 1 PADI", s)
 	}
 
+	before := coarseNow(t)
 	got, err := loader.Adopt(a, loader.Options{StateDir: tb.State})
 	if err != nil || got != loader.Upgraded {
 		t.Fatalf("adopt: %v, %v; want upgraded", got, err)
 	}
+	after := coarseNow(t)
 	runningUses(t, tb, pin)
+	allRecent(t, runningUses(t, tb, recentPin), before, after)
 	if s := tb.Stats(t).Classes["pppoe-padi"]; s.Seen != 1 {
 		t.Errorf("counters after the upgrade: %+v, want the 1 PADI of before", s)
 	}
+}
+
+// allRecent checks that every slot of the recent Call-ID table an upgrade
+// made holds a stamp of a time between before and after: the copies of
+// INVITEs the older version admitted are still looked up as copies.
+func allRecent(t *testing.T, m *ebpf.Map, before, after uint64) {
+	t.Helper()
+	ok := map[byte]bool{maps.RecentStamp(before): true, maps.RecentStamp(after): true}
+	var line []byte
+	for i := range m.MaxEntries() {
+		if err := m.Lookup(i, &line); err != nil {
+			t.Fatal(err)
+		}
+		for j, b := range line {
+			if !ok[b] {
+				t.Fatalf("slot %d of line %d of the new recent Call-ID table is %#x, want the upgrade's stamp %#x", j, i, b, maps.RecentStamp(before))
+			}
+		}
+	}
+}
+
+// coarseNow reads the clock the program reads.
+func coarseNow(t *testing.T) uint64 {
+	var ts unix.Timespec
+	if err := unix.ClockGettime(unix.CLOCK_MONOTONIC_COARSE, &ts); err != nil {
+		t.Fatal(err)
+	}
+	return uint64(ts.Nano())
 }
 
 // runningUses checks that the program on the box's interface uses the map
