@@ -55,7 +55,7 @@ func Adopt(a Attachment, o Options) (Adopted, error) {
 	if pinnedMulti(dir) {
 		return adoptMulti(a, o, dir, p, missing)
 	}
-	objs, err := loadUpgrade(a, dir, p, missing, nil)
+	objs, err := loadUpgrade(o.StateDir, a, p, missing, nil)
 	if err != nil {
 		return "", err
 	}
@@ -146,11 +146,19 @@ func keptOrEgress(a Attachment, o Options, dir string, objs *bpf.XdpObjects) (Ad
 }
 
 // loadUpgrade loads this version's program against the pinned maps of the
-// attachment in dir (for the target dispatcher, if any) and pins the maps
-// it adds. A map this version adds is pinned before the program that uses
-// it runs: the pins are whole whatever happens after.
-func loadUpgrade(a Attachment, dir string, p *Pinned, missing []string, target *ebpf.Program) (*bpf.XdpObjects, error) {
+// attachment (for the target dispatcher, if any) and pins the maps it
+// adds or reshapes: a shared one another attachment of the state
+// directory already has in this version's shape (an upgrade of it went
+// first) is joined, any other made afresh. A map this version adds is
+// pinned before the program that uses it runs: the pins are whole
+// whatever happens after.
+func loadUpgrade(stateDir string, a Attachment, p *Pinned, missing []string, target *ebpf.Program) (*bpf.XdpObjects, error) {
+	dir := a.Dir(stateDir)
 	missing, err := reshape(p, missing)
+	if err != nil {
+		return nil, err
+	}
+	joined, err := joinSiblings(stateDir, a, p, missing)
 	if err != nil {
 		return nil, err
 	}
@@ -165,7 +173,7 @@ func loadUpgrade(a Attachment, dir string, p *Pinned, missing []string, target *
 		objs.Close()
 		return nil, err
 	}
-	if slices.Contains(missing, bpf.XdpMapRecentCalls) {
+	if slices.Contains(missing, bpf.XdpMapRecentCalls) && !joined[bpf.XdpMapRecentCalls] {
 		if err := markRecent(objs.RecentCalls); err != nil {
 			objs.Close()
 			return nil, err

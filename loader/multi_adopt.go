@@ -20,7 +20,7 @@ func adoptMulti(a Attachment, o Options, dir string, p *Pinned, missing []string
 		return "", err
 	}
 	defer target.Close()
-	objs, err := loadUpgrade(a, dir, p, missing, target)
+	objs, err := loadUpgrade(o.StateDir, a, p, missing, target)
 	if err != nil {
 		return "", err
 	}

@@ -71,3 +71,53 @@ func unpinReshaped(dir, name string) error {
 	}
 	return nil
 }
+
+// joinSiblings puts in p, for each shared map named in missing, the one
+// another attachment of stateDir has pinned in this version's shape, and
+// says which it found. Without it every attachment's upgrade would make
+// its own: interfaces that share one budget would each keep their own
+// dialogs, sessions or leases from then on.
+func joinSiblings(stateDir string, a Attachment, p *Pinned, missing []string) (map[string]bool, error) {
+	want := map[string]bool{}
+	for _, name := range missing {
+		want[name] = Shared(name)
+	}
+	others, err := List(stateDir)
+	if err != nil {
+		return nil, err
+	}
+	spec, err := bpf.LoadXdp()
+	if err != nil {
+		return nil, err
+	}
+	joined := map[string]bool{}
+	err = eachMap(&p.XdpMaps, func(name string, field **ebpf.Map) error {
+		if !want[name] || spec.Maps[name] == nil {
+			return nil
+		}
+		for _, b := range others {
+			if b == a {
+				continue
+			}
+			m, err := ebpf.LoadPinnedMap(filepath.Join(b.Dir(stateDir), name), nil)
+			if errors.Is(err, fs.ErrNotExist) {
+				continue
+			}
+			if err != nil {
+				return fmt.Errorf("open %s of %s: %w", name, b, err)
+			}
+			if s := spec.Maps[name]; m.Type() != s.Type || m.KeySize() != s.KeySize || m.ValueSize() != s.ValueSize {
+				m.Close() // b is still of the version before: its map is not this one's
+				continue
+			}
+			if *field != nil {
+				(*field).Close()
+			}
+			*field = m
+			joined[name] = true
+			return nil
+		}
+		return nil
+	})
+	return joined, err
+}

@@ -13,6 +13,7 @@ import (
 	"github.com/xdpcac/xdpcac/loader"
 	"github.com/xdpcac/xdpcac/maps"
 	"github.com/xdpcac/xdpcac/tests/harness"
+	"github.com/xdpcac/xdpcac/tests/testenv"
 	"golang.org/x/sys/unix"
 )
 
@@ -196,4 +197,63 @@ func upgradeOverOldPin(t *testing.T, name string, old *ebpf.MapSpec) (*harness.T
 		t.Fatalf("adopt: %v, %v; want upgraded", got, err)
 	}
 	return tb, runningUses(t, tb, pin)
+}
+
+// TestUpgradeSharesAddedMaps: two interfaces of one state directory share
+// their tables. Upgraded one after the other from a version without the
+// recent Call-ID and dialog tables of this one, they share the tables the
+// first upgrade made, as an attach of both with this version would.
+func TestUpgradeSharesAddedMaps(t *testing.T) {
+	tb, cfg, a, dir := attachedForUpgrade(t)
+	second, _ := testenv.Veth(t, tb.Box, tb.Peer)
+	if _, stderr, err := tb.Cacctl(t, "attach", second, "--config", cfg); err != nil {
+		t.Fatalf("attach %s: %v: %s", second, err, stderr)
+	}
+	t.Cleanup(func() { tb.Cacctl(t, "detach", second) })
+	b := loader.Attachment{Iface: second, Netns: tb.Box}
+	names := []string{bpf.XdpMapRecentCalls, bpf.XdpMapDialogs}
+	old := &ebpf.MapSpec{Type: ebpf.LRUHash, KeySize: 8, ValueSize: 24, MaxEntries: 1024}
+	for _, d := range []string{dir, b.Dir(tb.State)} {
+		oldVersionOnLink(t, d)
+		if err := os.Remove(filepath.Join(d, bpf.XdpMapRecentCalls)); err != nil {
+			t.Fatal(err)
+		}
+		// One old dialog table, pinned in both directories.
+		pin := filepath.Join(d, bpf.XdpMapDialogs)
+		if err := os.Remove(pin); err != nil {
+			t.Fatal(err)
+		}
+		m, err := ebpf.NewMap(old)
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = m.Pin(pin)
+		m.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, at := range []loader.Attachment{a, b} {
+		if got, err := loader.Adopt(at, loader.Options{StateDir: tb.State}); err != nil || got != loader.Upgraded {
+			t.Fatalf("adopt %s: %v, %v; want upgraded", at, got, err)
+		}
+	}
+	for _, name := range names {
+		ids := [2]ebpf.MapID{}
+		for i, d := range []string{dir, b.Dir(tb.State)} {
+			m, err := ebpf.LoadPinnedMap(filepath.Join(d, name), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			info, err := m.Info()
+			m.Close()
+			if err != nil {
+				t.Fatal(err)
+			}
+			ids[i], _ = info.ID()
+		}
+		if ids[0] != ids[1] {
+			t.Errorf("after the upgrades the two interfaces pin %s maps %d and %d, want one shared", name, ids[0], ids[1])
+		}
+	}
 }
