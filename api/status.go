@@ -22,6 +22,9 @@ type StatusReport struct {
 	// Degraded says why the filter does not protect as configured; empty
 	// when it does. status exits 3 when it is not.
 	Degraded []string `json:"degraded"`
+	// Missing are the interfaces the daemon's file in force names that
+	// have no attachment; [] for none, or without a daemon.
+	Missing []MissingInterface `json:"missing_interfaces"`
 	// UnwatchedListeners are the SIP listeners of the network namespaces
 	// the filter acts in that it does not watch (docs/design.md, "SIP
 	// listeners"): a warning, which degrades nothing; [] for none.
@@ -84,7 +87,8 @@ type InterfaceStatus struct {
 }
 
 // DegradedBy says what keeps the filter from protecting as configured:
-// nothing attached, a stale control plane, an interface without its
+// nothing attached, an interface the daemon's file names that is missing,
+// an attached one gone, a stale control plane, an interface without its
 // egress program, pins the daemon could not make again, a filter a
 // stopped attach left on an interface.
 func (v StatusReport) DegradedBy() []string {
@@ -92,11 +96,21 @@ func (v StatusReport) DegradedBy() []string {
 	if len(v.Interfaces) == 0 {
 		why = append(why, "attached to no interface")
 	}
+	for _, m := range v.Missing {
+		if m.Present {
+			why = append(why, "interface "+m.Interface+" not attached: the file in force names it, but it was detached; cacctl apply attaches it again")
+			continue
+		}
+		why = append(why, "interface "+m.Interface+" missing: the file in force names it; the filter goes on it when it appears")
+	}
 	if v.Stale {
 		why = append(why, "control plane stale (on-stale "+v.OnStale+")")
 	}
 	for _, i := range v.Interfaces {
-		if i.Egress == "missing" {
+		switch {
+		case i.Link == "defunct":
+			why = append(why, "interface "+i.Interface+" gone: the filter returns with it")
+		case i.Egress == "missing":
 			why = append(why, "no egress program on "+i.Interface)
 		}
 	}
@@ -111,4 +125,32 @@ func (v StatusReport) DegradedBy() []string {
 		}
 	}
 	return why
+}
+
+// Unattached are the interfaces the daemon's file in force names that
+// have no attachment; none without a daemon.
+func (v StatusReport) Unattached() []string {
+	if v.Daemon == nil {
+		return nil
+	}
+	attached := map[string]bool{}
+	for _, i := range v.Interfaces {
+		attached[i.Interface] = true
+	}
+	var out []string
+	for _, name := range v.Daemon.Interfaces {
+		if !attached[name] {
+			out = append(out, name)
+		}
+	}
+	return out
+}
+
+// MissingInterface is an interface the daemon's file in force names
+// that has no attachment.
+type MissingInterface struct {
+	Interface string `json:"interface"`
+	// Present says the interface exists: it was detached by hand, not
+	// deleted or never made.
+	Present bool `json:"present"`
 }

@@ -34,6 +34,10 @@ type Status struct {
 	// PinsLost are the attachments whose pins are gone and could not be
 	// made again yet: the filter is on, but the CLI cannot see it.
 	PinsLost []string `json:"pins_lost"`
+	// Interfaces are those the file in force names, as attachments are
+	// named (IFACE or NETNS:IFACE): status says which of them are
+	// missing.
+	Interfaces []string `json:"interfaces"`
 }
 
 // ApplyRequest asks the daemon to put a file in force.

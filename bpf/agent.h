@@ -58,10 +58,10 @@ static __always_inline void agent_saw(__u32 agent, __u64 now)
 }
 
 /* sip_event_out hands a SIP message to user space, and counts one the
- * ring buffer had no room for. */
-static __always_inline void sip_event_out(struct frame *f, __u8 kind, __u32 agent, __u32 code)
+ * ring buffer had no room for; ifindex as sip_event_copy takes it. */
+static __always_inline void sip_event_out(struct frame *f, __u8 kind, __u32 agent, __u32 code, __u32 ifindex)
 {
-	if (sip_event_copy(f, kind, agent, code, 0))
+	if (sip_event_copy(f, kind, agent, code, 0, ifindex))
 		lost_sip_event();
 }
 

@@ -343,12 +343,18 @@ struct cac_sip_event {
 	 * message of a dialog that holds sessions: 1 when the SIP server
 	 * sent it (sessions.h). */
 	__u8 sent;
-	__u8 _pad;
+	__u8 l2len; /* bytes of l2 that are the frame's; 0: none */
 	/* For a message of a dialog that holds sessions (sessions.h): the
 	 * hash of its Call-ID, the sessions table's key. 0 otherwise. */
 	__u64 callid;
 	__u8 saddr[16];
 	__u8 daddr[16];
+	/* For a refused request to answer: the interface it came in on, and
+	 * its link-layer header as it came (Ethernet and VLAN tags), so that
+	 * the answer leaves on that wire to the MAC the request came from,
+	 * whatever the routing table says (docs/design.md, "Answers"). */
+	__u32 ifindex;
+	__u8 l2[CAC_SIP_L2_MAX];
 	__u8 data[CAC_SIP_COPY];
 };
 

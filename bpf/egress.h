@@ -107,7 +107,7 @@ static __always_inline int egress_hand_up(struct frame *f, __u32 agent, int reas
 	budget_second(b, now);
 	if (b->used >= EGRESS_REFUSED_PER_SECOND)
 		return -1;
-	if (sip_event_copy(f, CAC_SIP_EGRESS_REFUSED, agent, reason, 0))
+	if (sip_event_copy(f, CAC_SIP_EGRESS_REFUSED, agent, reason, 0, 0))
 		return -1;
 	b->used++;
 	return 0;

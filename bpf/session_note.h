@@ -56,7 +56,7 @@ __noinline int session_note(CAC_CTX *ctx, __u64 where, __u32 from_server)
 		if (!bpf_map_lookup_elem(&sessions, &key) || b->used >= SESSION_EVENTS_PER_SECOND)
 			continue;
 		b->used++;
-		if (sip_event_copy(&f, CAC_SIP_SESSION, agent, (from_server & 1) << 16, key)) {
+		if (sip_event_copy(&f, CAC_SIP_SESSION, agent, (from_server & 1) << 16, key, 0)) {
 #ifndef CAC_EGRESS
 			lost_sip_event();
 #endif

@@ -173,6 +173,9 @@ enum cac_capacity {
 	CAC_OUT_CODES_WORDS = 7,
 	/* How much of a SIP message goes to user space with an event. */
 	CAC_SIP_COPY = 1472,
+	/* How much of a refused request's link-layer header goes with its
+	 * event: Ethernet and the three VLAN tags the classifier walks. */
+	CAC_SIP_L2_MAX = 28,
 	/* Refused INVITEs a CPU of the egress program hands up a second;
 	 * past that, one it would refuse goes on to the agent, which answers
 	 * for itself, rather than wait for Timer B unanswered. */

@@ -23,8 +23,11 @@
  * need a proof for every byte.
  */
 /* code is the response code, and in bit 16 whether it answers a request
- * the server sent; callid the hash of a session's Call-ID, or 0. */
-static __always_inline int sip_event_copy(struct frame *f, __u8 kind, __u32 agent, __u32 code, __u64 callid)
+ * the server sent; callid the hash of a session's Call-ID, or 0; ifindex
+ * the interface a request to answer came in on, whose link-layer header
+ * goes with it, or 0. */
+static __always_inline int sip_event_copy(struct frame *f, __u8 kind, __u32 agent, __u32 code, __u64 callid,
+					  __u32 ifindex)
 {
 	struct cac_sip_event *ev = bpf_ringbuf_reserve(&sip_events, sizeof(*ev), 0);
 	if (!ev)
@@ -36,10 +39,19 @@ static __always_inline int sip_event_copy(struct frame *f, __u8 kind, __u32 agen
 	ev->agent = agent;
 	ev->code = code & 0xffff;
 	ev->sent = (code >> 16) & 1;
-	ev->_pad = 0;
 	ev->callid = callid;
 	__builtin_memset(ev->saddr, 0, sizeof(ev->saddr));
 	__builtin_memset(ev->daddr, 0, sizeof(ev->daddr));
+	__builtin_memset(ev->l2, 0, sizeof(ev->l2));
+	ev->l2len = 0;
+	ev->ifindex = ifindex;
+	/* A header longer than l2 holds (more tags than the classifier
+	 * walks, never admitted this far) goes without: the answer is
+	 * routed. */
+	if (ifindex && l3off >= sizeof(struct ethhdr) && l3off <= CAC_SIP_L2_MAX && data + CAC_SIP_L2_MAX <= data_end) {
+		__builtin_memcpy(ev->l2, data, CAC_SIP_L2_MAX);
+		ev->l2len = l3off;
+	}
 	if (f->family == 4) {
 		struct iphdr *ip = data + l3off;
 		if ((void *)(ip + 1) > data_end)

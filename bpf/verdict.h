@@ -102,7 +102,7 @@ __noinline int sip_rejected(struct xdp_md *ctx, __u64 where)
 		return 0;
 	b->used++;
 	struct frame f = where_frame(ctx, where);
-	sip_event_out(&f, CAC_SIP_REJECTED, NO_AGENT, 0);
+	sip_event_out(&f, CAC_SIP_REJECTED, NO_AGENT, 0, ctx->ingress_ifindex);
 	return 0;
 }
 
@@ -131,7 +131,7 @@ __noinline int agent_response(struct xdp_md *ctx, __u64 where, __u32 slot)
 	__u32 al = (slot & 1) * CAC_MAX_AGENTS + agent;
 	struct cac_agent *a = bpf_map_lookup_elem(&agent_limits, &al);
 	if (a && out_code(a, code))
-		sip_event_out(&f, CAC_SIP_AGENT_RESPONSE, agent, code | (__u32)answers_sent(ctx, &f, agent) << 16);
+		sip_event_out(&f, CAC_SIP_AGENT_RESPONSE, agent, code | (__u32)answers_sent(ctx, &f, agent) << 16, 0);
 	return 0;
 }
 

@@ -84,6 +84,7 @@ const (
 	XdpCacCapacityCAC_MAX_AGENT_ADDRS       XdpCacCapacity = 1024
 	XdpCacCapacityCAC_OUT_CODES_WORDS       XdpCacCapacity = 7
 	XdpCacCapacityCAC_SIP_COPY              XdpCacCapacity = 1472
+	XdpCacCapacityCAC_SIP_L2MAX             XdpCacCapacity = 28
 	XdpCacCapacityEGRESS_REFUSED_PER_SECOND XdpCacCapacity = 1024
 	XdpCacCapacityCAC_MAX_SESSION_LIMITS    XdpCacCapacity = 5376
 	XdpCacCapacityCAC_NO_SESSION_LIMIT      XdpCacCapacity = 4294967295
@@ -436,20 +437,22 @@ const (
 )
 
 type XdpCacSipEvent struct {
-	_      structs.HostLayout
-	Kind   uint8
-	Family uint8
-	Len    uint16
-	Agent  uint32
-	Sport  uint16
-	Dport  uint16
-	Code   uint16
-	Sent   uint8
-	Pad    uint8
-	Callid uint64
-	Saddr  [16]uint8
-	Daddr  [16]uint8
-	Data   [1472]uint8
+	_       structs.HostLayout
+	Kind    uint8
+	Family  uint8
+	Len     uint16
+	Agent   uint32
+	Sport   uint16
+	Dport   uint16
+	Code    uint16
+	Sent    uint8
+	L2len   uint8
+	Callid  uint64
+	Saddr   [16]uint8
+	Daddr   [16]uint8
+	Ifindex uint32
+	L2      [28]uint8
+	Data    [1472]uint8
 }
 
 type XdpCacSipEventKind uint32

@@ -119,8 +119,7 @@ func lookupReadGroup(name string) (int, error) {
 // theirs to connect to (root:GROUP 0660, in a directory they may pass
 // through), or root's alone again. The socket changes first: a failure
 // leaves the directory as it was.
-func (d *Daemon) setReadGroup(gid int, name string) error {
-	socket := api.PathsOf(d.cfg.StateDir).Socket
+func (d *Daemon) setReadGroup(socket string, gid int, name string) error {
 	mode, owner, dir := os.FileMode(0o600), 0, os.FileMode(0)
 	d.mu.Lock()
 	had := d.readGID >= 0

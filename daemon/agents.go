@@ -80,10 +80,7 @@ type savedTarget struct {
 // startAgents starts watching the agents of cfg, with statuses carried
 // over from before (a reload, or the file a previous daemon left).
 func (d *Daemon) startAgents(ctx context.Context, cfg *config.Config, prev map[agents.TargetKey]agents.Status) (*sipAgents, error) {
-	rejects := false
-	for _, cl := range cfg.Classes {
-		rejects = rejects || cl.Reject
-	}
+	rejects := rejectsWanted(cfg)
 	if len(cfg.SessionAgents) == 0 && !rejects && !cfg.HasCapacity() {
 		return nil, nil
 	}

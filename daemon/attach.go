@@ -31,16 +31,10 @@ func (d *Daemon) linkEvent(cfg *config.Config, opts loader.Options, ev linkEvent
 // kept, an interface that came back attached again), and then puts cfg in
 // force on all of them. On an error it detaches what it attached, so the
 // limits in force stay as they were.
-func (d *Daemon) attachAll(cfg *config.Config, opts loader.Options) error {
-	var fresh []loader.Attachment
-	undo := func(err error) error {
-		for _, a := range fresh {
-			d.unhold(a)
-			if derr := loader.Detach(a, d.cfg.StateDir); derr != nil {
-				d.log.Error("take back an attachment", "interface", a.String(), "err", derr)
-			}
-		}
-		return err
+func (d *Daemon) attachAll(cfg *config.Config, opts loader.Options) (fresh []loader.Attachment, err error) {
+	undo := func(err error) ([]loader.Attachment, error) {
+		d.undoAttach(fresh)
+		return nil, err
 	}
 	for _, i := range cfg.Interfaces {
 		a := loader.Attachment{Iface: i.Name, Netns: d.cfg.Netns}
@@ -59,12 +53,28 @@ func (d *Daemon) attachAll(cfg *config.Config, opts loader.Options) error {
 		}
 	}
 	if atts, err := loader.List(d.cfg.StateDir); err != nil || len(atts) == 0 {
-		return undo(err) // nothing attached yet: the first to appear starts with opts
+		if err != nil {
+			return undo(err)
+		}
+		return nil, nil // nothing attached yet: the first to appear starts with opts
 	}
 	if _, err := loader.Apply(d.cfg.StateDir, opts); err != nil {
 		return undo(err)
 	}
-	return nil
+	return fresh, nil
+}
+
+// undoAttach detaches the attachments a start made (attachAll's fresh),
+// so that a start refused leaves the interfaces as it found them.
+func (d *Daemon) undoAttach(fresh []loader.Attachment) {
+	for _, a := range fresh {
+		d.unhold(a)
+		if err := loader.Detach(a, d.cfg.StateDir); err != nil {
+			d.log.Error("take back an attachment", "interface", a.String(), "err", err)
+			continue
+		}
+		d.log.Info("took back the attachment of a refused start", "interface", a.String())
+	}
 }
 
 // ensure attaches one interface or takes it over, and holds its link.
@@ -120,4 +130,14 @@ func (d *Daemon) exit(cfg *config.Config) error {
 		d.log.Info("detached", "interface", a.String())
 	}
 	return errors.Join(errs...)
+}
+
+// configured names the interfaces of cfg as status names attachments
+// (loader.Attachment.Key), for status to tell which are missing.
+func (d *Daemon) configured(cfg *config.Config) []string {
+	out := make([]string, 0, len(cfg.Interfaces))
+	for _, i := range cfg.Interfaces {
+		out = append(out, loader.Attachment{Iface: i.Name, Netns: d.cfg.Netns}.Key())
+	}
+	return out
 }

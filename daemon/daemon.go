@@ -134,7 +134,7 @@ func New(cfg Config) *Daemon {
 	}
 	return &Daemon{
 		cfg: cfg, log: cfg.Log, sessions: newSessionKeeper(cfg.Log), fleet: newFleetRunner(cfg.Log, cfg.StateDir), listeners: newListenerWatch(cfg.Netns, cfg.Log), applies: make(chan applyCall), reloads: make(chan struct{}, 1), readGID: -1, reading: make(chan struct{}, 2),
-		status: api.Status{PID: os.Getpid(), Config: cfg.File, ReloadConfig: cfg.File, PinsLost: []string{}, Since: cfg.Now(), StateDir: cfg.StateDir, Netns: cfg.Netns},
+		status: api.Status{PID: os.Getpid(), Config: cfg.File, ReloadConfig: cfg.File, PinsLost: []string{}, Interfaces: []string{}, Since: cfg.Now(), StateDir: cfg.StateDir, Netns: cfg.Netns},
 	}
 }
 
@@ -192,13 +192,43 @@ func (d *Daemon) Run(ctx context.Context) error {
 	}
 	defer func() { m.close() }()
 	d.loopEvery.Store(int64(m.loop.Interval))
-	defer d.release()
-	opts = d.keepTableSizes(opts)
-	if err := d.attachAll(cfg, opts); err != nil {
+	if err := d.preflight(cfg); err != nil {
 		return err
 	}
+	// The sockets are bound before anything is attached too: an address
+	// or a socket taken refuses the start with the interfaces as they
+	// were, not under limits no daemon serves.
+	metricsL, err := listenMetrics(cfg.Metrics.Listen)
+	if err != nil {
+		return err
+	}
+	defer closeListener(metricsL) // the server closes it too: a second close does nothing
+	apiL, err := listenAPI(api.PathsOf(d.cfg.StateDir).Socket)
+	if err != nil {
+		return err
+	}
+	stopAPI := apiL.close
+	defer func() { stopAPI() }()
+	if err := d.setReadGroup(apiL.path, readGID, cfg.API.ReadGroup); err != nil {
+		return err
+	}
+	defer d.release()
+	opts = d.keepTableSizes(opts)
+	fresh, err := d.attachAll(cfg, opts)
+	if err != nil {
+		return err
+	}
+	// What fails from here to READY takes back what this start attached
+	// (d.undoAttach): a start refused leaves no filter behind it, where a
+	// service manager would start it again and again.
+	ready := false
+	defer func() {
+		if !ready {
+			d.undoAttach(fresh)
+		}
+	}()
 	d.mu.Lock()
-	d.status.LoadedAt = d.cfg.Now()
+	d.status.LoadedAt, d.status.Interfaces = d.cfg.Now(), d.configured(cfg)
 	d.mu.Unlock()
 	d.listeners.configure(cfg.Ports.SIP)
 	listenersCtx, stopListeners := context.WithCancel(ctx)
@@ -216,15 +246,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 		return err
 	}
 	defer d.fleet.stop()
-	stopAPI, err := d.serveAPI()
-	if err != nil {
-		return err
-	}
-	defer stopAPI()
-	if err := d.setReadGroup(readGID, cfg.API.ReadGroup); err != nil {
-		return err
-	}
-	metrics, err := d.serveMetrics(cfg.Metrics.Listen)
+	metrics, err := d.serveMetricsOn(cfg.Metrics.Listen, metricsL)
 	if err != nil {
 		return err
 	}
@@ -234,6 +256,12 @@ func (d *Daemon) Run(ctx context.Context) error {
 		return err
 	}
 	go d.pingWatchdog(ctx)
+	stopServing, err := d.serveAPI(apiL)
+	if err != nil {
+		return err
+	}
+	stopAPI = stopServing
+	ready = true
 	d.notify("READY=1\nSTATUS=enforcing " + d.cfg.File)
 	defer d.notify("STOPPING=1")
 
@@ -328,14 +356,17 @@ func (d *Daemon) reload(call applyCall, cur *config.Config) (*config.Config, loa
 		opts.AgentAddrs = d.carryAgentAddrs(next, opts.AgentAddrs)
 	}
 	if err == nil {
-		if err = d.attachAll(next, opts); err != nil && nm != nil {
+		err = d.preflight(next)
+	}
+	if err == nil {
+		if _, err = d.attachAll(next, opts); err != nil && nm != nil {
 			nm.close()
 			nm = nil
 		}
 	}
 	var gerr error
 	if err == nil {
-		if gerr = d.setReadGroup(readGID, next.API.ReadGroup); gerr != nil {
+		if gerr = d.setReadGroup(api.PathsOf(d.cfg.StateDir).Socket, readGID, next.API.ReadGroup); gerr != nil {
 			d.log.Warn("the readers' group of the new configuration", "err", gerr)
 		}
 	}
@@ -347,6 +378,7 @@ func (d *Daemon) reload(call applyCall, cur *config.Config) (*config.Config, loa
 		return nil, opts, nil, err
 	}
 	d.status.Config, d.status.LoadedAt, d.status.LastError = file, d.cfg.Now(), ""
+	d.status.Interfaces = d.configured(next)
 	if gerr != nil {
 		d.status.LastError = gerr.Error() // in force, but not its readers' group
 	}

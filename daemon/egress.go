@@ -67,7 +67,7 @@ func (d *Daemon) newEgressAnswerer() (*egressAnswerer, error) {
 func (w *egressAnswerer) answer(ag config.SessionAgent, ev maps.SIPEvent, now time.Time) error {
 	reason := cac.EgressReason(ev.Code)
 	w.note(ev.Dst.Addr(), reason, now)
-	return sendAnswer(w.raw, w.counts, ev, sipd.HeadersOnly(ev.Message), ag.EgressResponseCode, 0,
+	return sendAnswer(w.raw, nil, w.counts, ev, sipd.HeadersOnly(ev.Message), ag.EgressResponseCode, 0,
 		"session agent "+ag.Name+": "+reason.Text())
 }
 

@@ -35,6 +35,26 @@ func (m *metricsServer) stop() {
 // reads the pinned maps and what only the daemon knows: the session
 // agents' state and the 503s it sent.
 func (d *Daemon) serveMetrics(listen string) (*metricsServer, error) {
+	return d.serveMetricsOn(listen, nil)
+}
+
+// listenMetrics binds the metrics address, for serveMetricsOn: at start
+// before anything is attached, so that an address taken refuses the start
+// with the interfaces as they were. "" binds nothing.
+func listenMetrics(listen string) (net.Listener, error) {
+	if listen == "" {
+		return nil, nil
+	}
+	l, err := net.Listen("tcp", listen)
+	if err != nil {
+		return nil, fmt.Errorf("metrics.listen %s: %w", listen, err)
+	}
+	return l, nil
+}
+
+// serveMetricsOn is serveMetrics on l, bound to listen already (nil: it
+// is bound here).
+func (d *Daemon) serveMetricsOn(listen string, l net.Listener) (*metricsServer, error) {
 	if listen == "" {
 		d.mu.Lock()
 		d.status.Metrics = ""
@@ -68,9 +88,14 @@ func (d *Daemon) serveMetrics(listen string) (*metricsServer, error) {
 	if err := reg.Register(newListenerCollector(d.listeners.count)); err != nil {
 		return nil, fmt.Errorf("register SIP listener metrics: %w", err)
 	}
-	l, err := net.Listen("tcp", listen)
-	if err != nil {
-		return nil, fmt.Errorf("metrics.listen %s: %w", listen, err)
+	if err := reg.Register(newInterfaceCollector(d)); err != nil {
+		return nil, fmt.Errorf("register interface metrics: %w", err)
+	}
+	if l == nil {
+		var err error
+		if l, err = listenMetrics(listen); err != nil {
+			return nil, err
+		}
 	}
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{

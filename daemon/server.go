@@ -21,25 +21,43 @@ func writeJSON(w http.ResponseWriter, code int, v any) {
 	json.NewEncoder(w).Encode(v)
 }
 
-// listenAPI opens the API socket, replacing one a dead daemon left.
-func listenAPI(socket string) (net.Listener, error) {
-	os.Remove(socket) // the daemon lock says no live daemon owns it
+// apiListener is the API socket, bound before anything is attached at a
+// path of its own beside the socket's: a client finds no socket, and so
+// no daemon, until serveAPI moves it into place.
+type apiListener struct {
+	net.Listener
+	path   string // where it is bound now
+	socket string // where it is served
+}
+
+// listenAPI binds the API socket for serveAPI.
+func listenAPI(socket string) (*apiListener, error) {
+	path := fmt.Sprintf("%s.%d", socket, os.Getpid())
+	os.Remove(path) // a dead daemon's of the same pid
 	old := syscall.Umask(0o077)
-	l, err := net.Listen("unix", socket)
+	l, err := net.Listen("unix", path)
 	syscall.Umask(old)
 	if err != nil {
 		return nil, fmt.Errorf("listen on %s: %w", socket, err)
 	}
-	return l, nil
+	l.(*net.UnixListener).SetUnlinkOnClose(false) // close removes what it named
+	return &apiListener{Listener: l, path: path, socket: socket}, nil
 }
 
-// serveAPI serves the API socket until the returned function is called.
-func (d *Daemon) serveAPI() (func(), error) {
-	socket := api.PathsOf(d.cfg.StateDir).Socket
-	l, err := listenAPI(socket)
-	if err != nil {
-		return nil, err
+// close closes the socket and removes it where it is.
+func (a *apiListener) close() {
+	a.Close()
+	os.Remove(a.path)
+}
+
+// serveAPI moves the API socket l into place, replacing one a dead daemon
+// left (the daemon lock says no live daemon owns it), and serves it until
+// the returned function is called.
+func (d *Daemon) serveAPI(l *apiListener) (func(), error) {
+	if err := os.Rename(l.path, l.socket); err != nil {
+		return nil, fmt.Errorf("put the API socket in place: %w", err)
 	}
+	l.path = l.socket
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET "+api.PathStatus, func(w http.ResponseWriter, r *http.Request) {
 		d.mu.Lock()
@@ -127,6 +145,6 @@ func (d *Daemon) serveAPI() (func(), error) {
 	go srv.Serve(l)
 	return func() {
 		srv.Close()
-		os.Remove(socket)
+		os.Remove(l.socket)
 	}, nil
 }

@@ -117,6 +117,8 @@ type answerer struct {
 	mu  sync.Mutex
 	b   bucket.Bucket
 	raw *sipd.RawUDP // in the interfaces' namespace
+	// wire sends an answer out of the interface its request came in on.
+	wire *sipd.Wire
 }
 
 func (d *Daemon) newAnswerer(cfg *config.Config, _ *loader.Pinned) (*answerer, error) {
@@ -128,7 +130,12 @@ func (d *Daemon) newAnswerer(cfg *config.Config, _ *loader.Pinned) (*answerer, e
 	if err != nil {
 		return nil, fmt.Errorf("answer refused SIP requests (action: reject): %w", err)
 	}
-	return &answerer{retryAfter: cfg.SIPReject.RetryAfter, limit: l, counts: &d.answers, raw: raw}, nil
+	wire, err := d.openWire()
+	if err != nil {
+		raw.Close()
+		return nil, fmt.Errorf("answer refused SIP requests (action: reject): %w", err)
+	}
+	return &answerer{retryAfter: cfg.SIPReject.RetryAfter, limit: l, counts: &d.answers, raw: raw, wire: wire}, nil
 }
 
 // answer sends the 503 for one refused request, from the address and port
@@ -145,7 +152,7 @@ func (w *answerer) answer(log *slog.Logger, ev maps.SIPEvent) {
 	}
 	// Garbage gets no answer, and no log line either: a flood of it
 	// would write one a request.
-	if err := sendAnswer(w.raw, w.counts, ev, msg, 503, w.retryAfter, ""); errors.Is(err, errUnsent) {
+	if err := sendAnswer(w.raw, w.wire, w.counts, ev, msg, 503, w.retryAfter, ""); errors.Is(err, errUnsent) {
 		log.Warn("answer a refused SIP request", "err", err)
 	}
 }
@@ -157,9 +164,12 @@ var errUnsent = errors.New("not sent")
 // retryAfter, and a Warning of why when not empty): from the address and
 // port it was sent to, to its sender at the port its Via names (rport and
 // all), but never another host than the sender: received= is the
-// sender's word, and an answer must not be aimed at a third party. It
-// counts the answer as answered or suppressed.
-func sendAnswer(raw *sipd.RawUDP, counts *answerCounts, ev maps.SIPEvent, msg []byte, code int, retryAfter time.Duration, why string) error {
+// sender's word, and an answer must not be aimed at a third party. With
+// wire, and an event that says where the request came in, the answer
+// leaves by that interface to the MAC it came from (docs/design.md,
+// "Answers"); else it is routed. It counts the answer as answered or
+// suppressed.
+func sendAnswer(raw *sipd.RawUDP, wire *sipd.Wire, counts *answerCounts, ev maps.SIPEvent, msg []byte, code int, retryAfter time.Duration, why string) error {
 	resp, err := sipd.Reject(msg, code, retryAfter, why)
 	if err != nil {
 		counts.suppressed.Add(1)
@@ -171,7 +181,14 @@ func sendAnswer(raw *sipd.RawUDP, counts *answerCounts, ev maps.SIPEvent, msg []
 		return err
 	}
 	to = netip.AddrPortFrom(ev.Src.Addr(), to.Port())
-	if err := raw.Send(ev.Dst, to, resp); err != nil {
+	send := func() error { return raw.Send(ev.Dst, to, resp) }
+	if wire != nil && ev.Ifindex != 0 {
+		// Out of the interface the request came in on, to the MAC it
+		// came from; a request whose frame the event could not carry is
+		// answered as routed.
+		send = func() error { return wire.SendReply(ev.Ifindex, ev.L2, ev.Dst, to, resp) }
+	}
+	if err := send(); err != nil {
 		counts.suppressed.Add(1)
 		return fmt.Errorf("%w: from %s to %s: %w", errUnsent, ev.Dst, to, err)
 	}
@@ -193,6 +210,19 @@ func (d *Daemon) openRaw() (*sipd.RawUDP, error) {
 	return raw, err
 }
 
+// openWire opens the packet socket answers leave their request's wire
+// by, in the interfaces' namespace, whose interface indexes it names.
+func (d *Daemon) openWire() (*sipd.Wire, error) {
+	var w *sipd.Wire
+	err := loader.InNetns(d.cfg.Netns, func() error {
+		var err error
+		w, err = sipd.OpenWire()
+		return err
+	})
+	return w, err
+}
+
 func (w *answerer) close() {
 	w.raw.Close()
+	w.wire.Close()
 }

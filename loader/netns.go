@@ -84,3 +84,10 @@ type missingInterface string
 
 func (e missingInterface) Error() string        { return string(e) }
 func (e missingInterface) Is(target error) bool { return target == ErrNoInterface }
+
+// Exists says whether the interface of a exists now; false when it
+// cannot be looked up at all.
+func Exists(a Attachment) bool {
+	_, err := linkByName(a.Netns, a.Iface)
+	return err == nil
+}

@@ -64,6 +64,15 @@ func (a Attachment) Key() string {
 	return a.Netns + ":" + a.Iface
 }
 
+// AttachmentOfKey is the attachment of netns that key names (Key): a
+// daemon's interfaces are all in its one namespace.
+func AttachmentOfKey(key, netns string) Attachment {
+	if netns == "" {
+		return Attachment{Iface: key}
+	}
+	return Attachment{Iface: strings.TrimPrefix(key, netns+":"), Netns: netns}
+}
+
 // Dir is where the pins of a live in stateDir.
 func (a Attachment) Dir(stateDir string) string { return filepath.Join(stateDir, a.dirName()) }
 

@@ -135,6 +135,11 @@ type SIPEvent struct {
 	CallID   uint64
 	Src, Dst netip.AddrPort
 	Message  []byte
+	// Ifindex is the interface a refused request came in on, and L2 its
+	// link-layer header as it came (Ethernet, VLAN tags, EtherType), for
+	// its answer to leave on that wire; 0 and nil when not known.
+	Ifindex uint32
+	L2      []byte
 }
 
 // DecodeSIPEvent reads a struct cac_sip_event from the ring buffer: a
@@ -154,11 +159,15 @@ func DecodeSIPEvent(raw []byte) (SIPEvent, error) {
 		}
 		return a
 	}
-	return SIPEvent{
+	out := SIPEvent{
 		Kind: ev.Kind, Agent: ev.Agent, Code: ev.Code, Sent: ev.Sent == 1, CallID: ev.Callid,
 		Src: netip.AddrPortFrom(addr(ev.Saddr), ev.Sport), Dst: netip.AddrPortFrom(addr(ev.Daddr), ev.Dport),
 		Message: append([]byte(nil), ev.Data[:ev.Len]...),
-	}, nil
+	}
+	if ev.Ifindex != 0 && ev.L2len >= 14 && int(ev.L2len) <= len(ev.L2) {
+		out.Ifindex, out.L2 = ev.Ifindex, append([]byte(nil), ev.L2[:ev.L2len]...)
+	}
+	return out, nil
 }
 
 // ResetAgents empties the last-request stamp and the buckets of the agents

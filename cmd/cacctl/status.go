@@ -24,7 +24,8 @@ func newStatusCmd(g *globals) *cobra.Command {
 		Short: "Each attached interface, its mode and program version, the daemon and its heartbeat",
 		Args:  exactArgs(),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			v := api.StatusReport{Version: version.String(), StateDir: g.stateDir, Interfaces: []api.InterfaceStatus{}, Orphans: []api.Orphan{}}
+			v := api.StatusReport{Version: version.String(), StateDir: g.stateDir, Interfaces: []api.InterfaceStatus{}, Orphans: []api.Orphan{},
+				Missing: []api.MissingInterface{}}
 			if c := api.Dial(g.stateDir); c != nil {
 				st, err := c.Status()
 				if err != nil {
@@ -59,6 +60,10 @@ func newStatusCmd(g *globals) *cobra.Command {
 			if len(ca.Attachments) > 0 {
 				cav := maps.CallAdmissionViewOf(ca.CallAdmission, ca.Inputs, ca.Rings, ca.Stats, control.MonotonicCoarse(), nil)
 				v.HeartbeatAgeMS, v.Stale, v.OnStale = cav.HeartbeatAgeMS, cav.Stale, cav.OnStale
+			}
+			for _, key := range v.Unattached() {
+				a := loader.AttachmentOfKey(key, v.Daemon.Netns)
+				v.Missing = append(v.Missing, api.MissingInterface{Interface: key, Present: loader.Exists(a)})
 			}
 			// Named, not degraded: the filter protects what it watches.
 			if v.UnwatchedListeners, err = daemon.StatusListeners(g.stateDir); err != nil {

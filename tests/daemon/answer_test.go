@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"net"
+	"os/exec"
 	"net/netip"
 	"strings"
 	"testing"
@@ -72,5 +73,44 @@ func TestRejectFromServerPort(t *testing.T) {
 		if !strings.Contains(body, want+"\n") {
 			t.Errorf("/metrics lacks %s:\n%s", want, harness.GrepLines(body, "xdpcac_sip_rejects"))
 		}
+	}
+}
+
+// TestRejectOnIngressWire: the box routes the caller's address out of
+// another interface (asymmetric routing, a VRF a side), yet the 503 of a
+// refused INVITE reaches the caller: it leaves on the wire the INVITE came
+// in on, to the MAC it came from, and only then counts as answered.
+func TestRejectOnIngressWire(t *testing.T) {
+	tb := harness.SipTestbed(t)
+	other, _ := testenv.Veth(t, tb.Box, testenv.Netns(t)) // toward a namespace nobody listens in
+	if out, err := exec.Command("ip", "-n", tb.Box, "route", "add", harness.StrangerIP+"/32", "dev", other).CombinedOutput(); err != nil {
+		t.Fatalf("route the caller elsewhere: %v: %s", err, out)
+	}
+	harness.ListenUDP(t, tb.Box, harness.BoxIP+":5060")
+	tb.StartDaemon(t, harness.WriteConfig(t, harness.E2eConfig+"interfaces: [{name: "+tb.BoxIface+"}]\n"+
+		"metrics: {listen: \"127.0.0.1:0\"}\n"+
+		"classes:\n  sip-invite: {action: reject, per-source: {cps: 0.001, burst: 1}}\n"))
+	caller := harness.ListenUDP(t, tb.Peer, harness.StrangerIP+":0")
+	invite := "INVITE sip:bob@" + harness.BoxIP + " SIP/2.0\r\n" +
+		"Via: SIP/2.0/UDP " + harness.StrangerIP + ":5099;rport;branch=z9hG4bKwire\r\n" +
+		"Max-Forwards: 70\r\nTo: <sip:bob@" + harness.BoxIP + ">\r\nFrom: <sip:alice@" + harness.StrangerIP + ">;tag=w\r\n" +
+		"Call-ID: wire@" + harness.StrangerIP + "\r\nCSeq: 1 INVITE\r\nContent-Length: 0\r\n\r\n"
+	for i := range 2 { // the first takes the one call, the second is refused
+		m := strings.ReplaceAll(invite, "wire", "wire"+harness.Itoa(i))
+		if _, err := caller.WriteToUDP([]byte(m), net.UDPAddrFromAddrPort(netip.MustParseAddrPort(harness.BoxIP+":5060"))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	buf := make([]byte, 4096)
+	caller.SetReadDeadline(time.Now().Add(5 * time.Second))
+	n, from, err := caller.ReadFromUDPAddrPort(buf)
+	if err != nil {
+		t.Fatalf("no answer reached the caller, whose address the box routes elsewhere: %v\n%s", err, harness.GrepLines(tb.Metrics(t), "xdpcac_sip_rejects"))
+	}
+	if msg := string(buf[:n]); !strings.HasPrefix(msg, "SIP/2.0 503 ") || from != netip.MustParseAddrPort(harness.BoxIP+":5060") {
+		t.Errorf("answer from %v:\n%s", from, msg)
+	}
+	if body := tb.Metrics(t); !strings.Contains(body, "xdpcac_sip_rejects_answered_total 1\n") {
+		t.Errorf("/metrics:\n%s", harness.GrepLines(body, "xdpcac_sip_rejects"))
 	}
 }
