@@ -79,7 +79,10 @@ type InterfaceStatus struct {
 	Priority   uint32 `json:"priority"`
 	Link       string `json:"link"`
 	ProgramTag string `json:"program_tag"`
-	Current    bool   `json:"current"`
+	// ProgramID is the kernel's ID of the running program, as bpftool
+	// and xdp-loader name it.
+	ProgramID uint32 `json:"program_id"`
+	Current   bool   `json:"current"`
 	// Egress is how the egress program that learns the dialogs the SIP
 	// server opens is attached: tcx, clsact, none (attached by a version
 	// before it) or missing (cacctl run attaches it again).

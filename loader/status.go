@@ -22,7 +22,10 @@ type AttachmentStatus struct {
 	// ProgramTag is the kernel's tag of the running program; Current
 	// says whether it is this version's.
 	ProgramTag string
-	Current    bool
+	// ProgramID is the kernel's ID of that program, as bpftool and
+	// xdp-loader name it.
+	ProgramID uint32
+	Current   bool
 	// Egress is how the egress program is attached: EgressTCX,
 	// EgressClsact, EgressNone or EgressGone.
 	Egress string
@@ -81,7 +84,7 @@ func Status(stateDir string) ([]AttachmentStatus, error) {
 		if err != nil {
 			return nil, fmt.Errorf("program info of %s: %w", a, err)
 		}
-		st.ProgramTag = pinfo.Tag
+		st.ProgramTag, st.ProgramID = pinfo.Tag, uint32(info.Program)
 		if current == "" {
 			if current, err = embeddedTag(stateDir, a); err != nil {
 				return nil, err
@@ -141,6 +144,9 @@ func multiStatus(st *AttachmentStatus, dir string) error {
 		return fmt.Errorf("program info of %s: %w", st.Attachment, err)
 	}
 	st.ProgramTag = info.Tag
+	if id, ok := info.ID(); ok {
+		st.ProgramID = uint32(id)
+	}
 	return nil
 }
 

@@ -79,7 +79,10 @@ type SessionsView struct {
 // AgentLimitView is a session agent's own bucket, by its index in the
 // file's session-agents.
 type AgentLimitView struct {
-	Index int       `json:"index"`
+	Index int `json:"index"`
+	// Name is the agent's name in the file the running daemon has in
+	// force; "" without a daemon, whose file alone names them.
+	Name  string    `json:"name"`
 	Limit LimitView `json:"limit"`
 	// Connection is its connection limit at egress, and FailFast whether
 	// an INVITE toward it out of service is refused there

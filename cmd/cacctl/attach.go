@@ -147,14 +147,27 @@ func newDetachCmd(g *globals) *cobra.Command {
 func newValidateCmd(g *globals) *cobra.Command {
 	var cfgFile string
 	cmd := &cobra.Command{
-		Use:   "validate --config FILE",
+		Use:   "validate FILE | --config FILE",
 		Short: "Check a configuration file; every error names its line and key",
 		Long: `validate checks FILE as apply would, without changing anything: what it
 refuses, apply refuses. It prints the call admission lines the IOS block
 comes to, and warns of interfaces this box lacks, which apply and run
 refuse when the file names no other: the file may be meant for another box.`,
-		Args: exactArgs(),
+		Args: func(cmd *cobra.Command, args []string) error {
+			switch {
+			case len(args) > 1:
+				return usagef("%s takes one file, as FILE or --config FILE (got %d arguments)", cmd.CommandPath(), len(args))
+			case len(args) == 1 && cfgFile != "" && args[0] != cfgFile:
+				return usagef("%s was given two files, %s and --config %s: give one", cmd.CommandPath(), args[0], cfgFile)
+			case len(args) == 0 && cfgFile == "":
+				return usagef("%s wants the file to check: cacctl validate FILE", cmd.CommandPath())
+			}
+			return nil
+		},
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 1 {
+				cfgFile = args[0]
+			}
 			cfg, _, err := daemon.LoadOptions(cfgFile)
 			if err != nil {
 				return err
@@ -171,8 +184,7 @@ refuse when the file names no other: the file may be meant for another box.`,
 			return nil
 		},
 	}
-	cmd.Flags().StringVar(&cfgFile, "config", "", "configuration file (required)")
-	cmd.MarkFlagRequired("config")
+	cmd.Flags().StringVar(&cfgFile, "config", "", "configuration file, as apply and run take it")
 	return cmd
 }
 

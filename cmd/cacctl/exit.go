@@ -101,6 +101,17 @@ func groupsRefuseStrays(c *cobra.Command) {
 			cmd.Help()
 			return usagef("%s wants one of: %s", cmd.CommandPath(), strings.Join(names, ", "))
 		}
+		// IOS: a prefix of more than one command is ambiguous, and
+		// says which it could be.
+		var could []string
+		for _, n := range names {
+			if strings.HasPrefix(n, args[0]) {
+				could = append(could, n)
+			}
+		}
+		if len(could) > 1 {
+			return usagef("%s: ambiguous command %q: %s", cmd.CommandPath(), args[0], strings.Join(could, ", "))
+		}
 		return usagef("%s has no command %q: want one of %s", cmd.CommandPath(), args[0], strings.Join(names, ", "))
 	}
 }

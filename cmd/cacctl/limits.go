@@ -6,7 +6,9 @@ import (
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
+	"github.com/xdpcac/xdpcac/api"
 	"github.com/xdpcac/xdpcac/cac"
+	"github.com/xdpcac/xdpcac/daemon"
 	"github.com/xdpcac/xdpcac/internal/show"
 	"github.com/xdpcac/xdpcac/loader"
 	"github.com/xdpcac/xdpcac/maps"
@@ -31,6 +33,7 @@ func newShowLimitsCmd(g *globals) *cobra.Command {
 				return err
 			}
 			v := maps.LimitsViewOf(in)
+			nameAgents(g.stateDir, v.Agents)
 			if *out == "json" {
 				return printJSON(cmd.OutOrStdout(), v)
 			}
@@ -101,7 +104,34 @@ func writeLimits(w io.Writer, v maps.LimitsView) error {
 		if a.FailFast {
 			down = "out of service: fail-fast"
 		}
-		fmt.Fprintf(w, "session agent %d: %s; connection %s, sessions %s; %s\n", a.Index, rate(a.Limit), rate(a.Connection), sessions(a.Sessions), down)
+		name := fmt.Sprintf("session agent %d", a.Index)
+		if a.Name != "" {
+			name = "session agent " + a.Name
+		}
+		fmt.Fprintf(w, "%s: %s; connection %s, sessions %s; %s\n", name, rate(a.Limit), rate(a.Connection), sessions(a.Sessions), down)
 	}
 	return nil
+}
+
+// nameAgents names the agents of v as the running daemon's file in force
+// does; the fast path knows them by index only. Without a daemon, or
+// when its file cannot be read, they keep their indexes.
+func nameAgents(stateDir string, v []maps.AgentLimitView) {
+	c := api.Dial(stateDir)
+	if c == nil || len(v) == 0 {
+		return
+	}
+	st, err := c.Status()
+	if err != nil {
+		return
+	}
+	cfg, _, err := daemon.LoadOptions(st.Config)
+	if err != nil {
+		return
+	}
+	for i := range v {
+		if v[i].Index < len(cfg.SessionAgents) {
+			v[i].Name = cfg.SessionAgents[v[i].Index].Name
+		}
+	}
 }

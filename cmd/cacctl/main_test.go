@@ -45,9 +45,13 @@ func TestArgumentErrors(t *testing.T) {
 		{[]string{"attach", "eth0"}, `required flag(s) "config" not set`},
 		{[]string{"detach", "a", "b"}, "cacctl detach takes 1 argument(s): IFACE (got 2)"},
 		{[]string{"show", "stats", "-o", "yaml"}, `want text or json, got "yaml"`},
-		{[]string{"validate"}, `required flag(s) "config" not set`},
+		{[]string{"validate"}, "cacctl validate wants the file to check: cacctl validate FILE"},
 		{[]string{"validate", "--config", "/nonexistent/cac.yaml"}, "read config: open /nonexistent/cac.yaml"},
-		{[]string{"validate", "--config", "../../cac/config/testdata/full.yaml", "extra"}, "takes 0 argument(s)"},
+		{[]string{"validate", "/nonexistent/cac.yaml"}, "read config: open /nonexistent/cac.yaml"},
+		{[]string{"validate", "--config", "../../cac/config/testdata/full.yaml", "extra"}, "was given two files, extra and --config ../../cac/config/testdata/full.yaml"},
+		{[]string{"validate", "a.yaml", "b.yaml"}, "takes one file, as FILE or --config FILE (got 2 arguments)"},
+		{[]string{"s"}, `cacctl: ambiguous command "s": show, status`},
+		{[]string{"show", "s"}, `cacctl show: ambiguous command "s": `},
 	}
 	for _, c := range cases {
 		_, err := run(c.args...)
@@ -114,6 +118,8 @@ func TestExitCodes(t *testing.T) {
 		{[]string{"validate", "--config"}, exitUsage},
 		{[]string{"validate", "--config", "/nonexistent/cac.yaml"}, exitFailed},
 		{[]string{"validate", "--config", "../../cac/config/testdata/full.yaml"}, exitOK},
+		{[]string{"validate", "../../cac/config/testdata/full.yaml"}, exitOK},
+		{[]string{"validate", "../../cac/config/testdata/full.yaml", "--config", "../../cac/config/testdata/full.yaml"}, exitOK},
 		{[]string{"version"}, exitOK},
 		{[]string{"--version"}, exitOK},
 		{[]string{"completion", "bash"}, exitOK},

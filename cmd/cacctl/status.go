@@ -39,7 +39,7 @@ func newStatusCmd(g *globals) *cobra.Command {
 			}
 			for _, a := range atts {
 				v.Interfaces = append(v.Interfaces, api.InterfaceStatus{
-					Interface: a.Key(), Mode: a.Mode, Priority: a.Priority, Link: a.Link, ProgramTag: a.ProgramTag, Current: a.Current, Egress: a.Egress,
+					Interface: a.Key(), Mode: a.Mode, Priority: a.Priority, Link: a.Link, ProgramTag: a.ProgramTag, ProgramID: a.ProgramID, Current: a.Current, Egress: a.Egress,
 				})
 			}
 			orphans, err := loader.Orphans(g.stateDir)
@@ -119,9 +119,9 @@ func writeStatus(w io.Writer, v api.StatusReport) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "interface\tmode\tlink\tegress\tprogram")
 	for _, i := range v.Interfaces {
-		prog := "this version (" + i.ProgramTag + ")"
+		prog := fmt.Sprintf("this version (id %d, tag %s)", i.ProgramID, i.ProgramTag)
 		if !i.Current {
-			prog = "another version (" + i.ProgramTag + "): cacctl run takes it over"
+			prog = fmt.Sprintf("another version (id %d, tag %s): cacctl run takes it over", i.ProgramID, i.ProgramTag)
 		}
 		mode := i.Mode
 		if mode == "" {

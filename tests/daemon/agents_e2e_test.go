@@ -101,6 +101,10 @@ func TestSessionAgentProtected(t *testing.T) {
 	tb.StartDaemon(t, harness.WriteConfig(t, agentConfig(tb, ", ping-send-mode: continuous, cps: 1000",
 		"classes:\n  sip-invite: {action: reject, per-source: {cps: 0.001, burst: 2}}\n  sip-options: {per-source: {cps: 0.001, burst: 2}}\n")))
 	tb.WaitStatus(t, harness.AgentIP, true, 3*time.Second)
+	// show limits names the agent as the file in force does.
+	if out, stderr, err := tb.Cacctl(t, "show", "limits"); err != nil || !strings.Contains(out, "session agent peer1: 1000/s") {
+		t.Errorf("show limits does not name the agent: %v: %s%s", err, out, stderr)
+	}
 
 	// Each request a call of its own: none is a retransmission.
 	from := func(src string, method string, n int) []byte {

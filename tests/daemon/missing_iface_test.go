@@ -16,7 +16,8 @@ import (
 // degraded (exit 3) and names the other as missing, as
 // xdpcac_interface_attached does with a 0. Once the attached interface is
 // deleted too, status says it is gone, not that it lacks an egress
-// program, and its series turns 0.
+// program, and its series turns 0. status gives the program's ID, as
+// xdp-loader does.
 func TestMissingInterfaceNamed(t *testing.T) {
 	tb := harness.NewTestbed(t)
 	missing := testenv.Unique("xcm")
@@ -28,6 +29,9 @@ func TestMissingInterfaceNamed(t *testing.T) {
 	v, degraded := statusReport(t, tb)
 	if !degraded || !has(v.Degraded, "interface "+gone+" missing") {
 		t.Errorf("status with %s missing: exit 3 %v, degraded %q; want exit 3 and the interface named", missing, degraded, v.Degraded)
+	}
+	if id := harness.XdpProgID(t, tb.Box, tb.BoxIface); len(v.Interfaces) != 1 || v.Interfaces[0].ProgramID != id {
+		t.Errorf("status names programs %+v, want the one attachment running program %d", v.Interfaces, id)
 	}
 	m := tb.Metrics(t)
 	for _, want := range []string{`xdpcac_interface_attached{interface="` + box + `"} 1`, `xdpcac_interface_attached{interface="` + gone + `"} 0`} {
