@@ -2,8 +2,8 @@ package daemon
 
 import (
 	"net"
-	"os/exec"
 	"net/netip"
+	"os/exec"
 	"strings"
 	"testing"
 	"time"
