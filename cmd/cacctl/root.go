@@ -69,6 +69,7 @@ admits or drops it, and shows what it counted.`,
 		newDemoCmd(g),
 		newTopCmd(g),
 		newClearCmd(g),
+		newGenDocsCmd(),
 	)
 	root.InitDefaultCompletionCmd()
 	groupsRefuseStrays(root)

@@ -14,13 +14,17 @@ import (
 
 // pkg is the package under test: XDPCAC_DEB's, or one built by
 // deploy/debian/build.sh. The build keeps the environment's CGO and the
-// test's paths so that it reuses what go test compiled, and compresses
-// with gzip, which takes a second where xz takes fifteen; make deb's own
-// build (static, -trimpath, xz) is tested by passing its file in
-// XDPCAC_DEB.
+// test's paths so that it reuses what go test compiled; make deb's own
+// build (static, -trimpath) is tested by passing its file in XDPCAC_DEB
+// (XDPCAC_DEB=$(ls dist/*.deb) from the top of the checkout).
 func pkg(t *testing.T) string {
 	t.Helper()
 	if deb := os.Getenv("XDPCAC_DEB"); deb != "" {
+		// A relative path is from the top of the checkout, where make
+		// deb writes dist/, not from this package's directory.
+		if !filepath.IsAbs(deb) {
+			deb = filepath.Join("../..", deb)
+		}
 		return deb
 	}
 	for _, tool := range []string{"dpkg-deb", "file", "ldd", "git"} {
@@ -33,7 +37,7 @@ func pkg(t *testing.T) string {
 		t.Fatal(err)
 	}
 	cmd := exec.Command("sh", "../../deploy/debian/build.sh", t.TempDir())
-	cmd.Env = append(os.Environ(), "CGO_ENABLED="+strings.TrimSpace(string(cgo)), "DEB_GOFLAGS=", "DEB_COMPRESS=gzip")
+	cmd.Env = append(os.Environ(), "CGO_ENABLED="+strings.TrimSpace(string(cgo)), "DEB_GOFLAGS=")
 	start := time.Now()
 	out, err := cmd.Output()
 	if err != nil {
@@ -110,12 +114,14 @@ func TestInstall(t *testing.T) {
 
 	cacctl := filepath.Join(root, "usr/sbin/cacctl")
 	for path, mode := range map[string]fs.FileMode{
-		"usr/sbin/cacctl":                         0o755,
-		"lib/systemd/system/xdpcac.service":       0o644,
-		"etc/xdpcac/cac.yaml":                     0o644,
-		"usr/share/xdpcac/xdpcac-alerts.yml":      0o644,
-		"usr/share/xdpcac/grafana-dashboard.json": 0o644,
-		"usr/share/doc/xdpcac/copyright":          0o644,
+		"usr/sbin/cacctl":                              0o755,
+		"lib/systemd/system/xdpcac.service":            0o644,
+		"etc/xdpcac/cac.yaml":                          0o644,
+		"usr/share/xdpcac/xdpcac-alerts.yml":           0o644,
+		"usr/share/xdpcac/grafana-dashboard.json":      0o644,
+		"usr/share/doc/xdpcac/copyright":               0o644,
+		"usr/share/man/man1/cacctl.1.gz":               0o644,
+		"usr/share/bash-completion/completions/cacctl": 0o644,
 	} {
 		fi, err := os.Stat(filepath.Join(root, path))
 		if err != nil {
@@ -133,6 +139,7 @@ func TestInstall(t *testing.T) {
 	if !strings.Contains(string(unit), "\nExecStart=/usr/sbin/cacctl run ") || strings.Contains(string(unit), "/usr/local/sbin") {
 		t.Errorf("the unit does not run /usr/sbin/cacctl:\n%s", unit)
 	}
+	checkDocs(t, root)
 	conffiles, err := os.ReadFile(filepath.Join(root, "var/lib/dpkg/info/xdpcac.conffiles"))
 	if err != nil || strings.TrimSpace(string(conffiles)) != "/etc/xdpcac/cac.yaml" {
 		t.Errorf("conffiles %q, %v", conffiles, err)

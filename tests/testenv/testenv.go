@@ -18,6 +18,7 @@ import (
 // there a skipped kernel test would be a test that did not run.
 func RequireBPF(t testing.TB) {
 	t.Helper()
+	skipShort(t)
 	reason := ""
 	switch {
 	case os.Geteuid() != 0:
@@ -37,10 +38,21 @@ func RequireBPF(t testing.TB) {
 // need root to set up namespaces but load no BPF program.
 func RequireRoot(t testing.TB, what string) {
 	t.Helper()
+	skipShort(t)
 	if os.Geteuid() == 0 {
 		return
 	}
 	CannotRun(t, "needs root to "+what)
+}
+
+// skipShort skips t under -short, whatever XDPCAC_REQUIRE_BPF says: make
+// check asks so for the unit tests alone, which must take seconds even
+// under sudo, where these tests would otherwise run; make test runs them.
+func skipShort(t testing.TB) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("-short: a test that needs root is left to make test")
+	}
 }
 
 // RequireTool returns the path of program name (on PATH, or in /usr/sbin
