@@ -199,7 +199,9 @@ func (j *journal) checkLost(t *journalTable) {
 	if err != nil {
 		return
 	}
-	// Counters cleared (clear counters) count again from zero.
+	// The fast path's own counters: clear counters leaves them alone
+	// (docs/design.md, "Clearing counters"). A counter lower than before
+	// is a map that counted again from zero; the warnings count from it.
 	t.lost, t.unanswered = min(t.lost, st.RejectRecordsLost), min(t.unanswered, st.L2TPUnanswered)
 	if st.RejectRecordsLost > t.lost {
 		j.log.Warn("the rejects table was full: rejects are missing from the rejects log",

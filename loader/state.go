@@ -10,6 +10,7 @@ import (
 	"reflect"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/cilium/ebpf"
 	"github.com/xdpcac/xdpcac/bpf"
@@ -244,6 +245,9 @@ func upgradePins(dir string, objs *bpf.XdpObjects, missing []string) error {
 type AttachmentStats struct {
 	Attachment
 	Stats maps.Stats
+	// ClearedAt is when clear counters last made Stats count from zero
+	// (ShownStats); zero when they count from the attach.
+	ClearedAt time.Time
 }
 
 // EachPinned opens every attachment in stateDir in turn for fn, skipping
@@ -272,12 +276,14 @@ func EachPinned(stateDir string, fn func(*Pinned) error) error {
 	return nil
 }
 
-// ReadAllStats reads the counters of every attachment in stateDir.
+// ReadAllStats reads the counters of every attachment in stateDir as an
+// operator reads them: since its last clear counters (ShownStats). The
+// metrics read the maps themselves, never from a clear.
 func ReadAllStats(stateDir string) ([]AttachmentStats, error) {
 	var out []AttachmentStats
 	err := EachPinned(stateDir, func(p *Pinned) error {
-		s, err := maps.ReadStats(p.Stats)
-		out = append(out, AttachmentStats{Attachment: p.Attachment, Stats: s})
+		s, err := ShownStats(stateDir, p)
+		out = append(out, s)
 		return err
 	})
 	return out, err

@@ -1,6 +1,8 @@
 package maps
 
 import (
+	"time"
+
 	"github.com/xdpcac/xdpcac/cac"
 	"github.com/xdpcac/xdpcac/cac/policy"
 )
@@ -33,6 +35,10 @@ type CallAdmissionView struct {
 	StaleAfterMS   int64    `json:"stale_after_ms"`
 	OnStale        string   `json:"on_stale"`
 	Interfaces     []string `json:"interfaces"` // where the XDP path is active
+	// ClearedAt: Accepted, Rejected and Reasons count from then, the last
+	// clear call admission statistics (docs/design.md, "Clearing
+	// counters"); null when they count from the attach.
+	ClearedAt *time.Time `json:"cleared_at"`
 }
 
 // ChargeView is one call type's charge line and the calls holding it.

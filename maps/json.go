@@ -1,6 +1,10 @@
 package maps
 
-import "github.com/xdpcac/xdpcac/cac"
+import (
+	"time"
+
+	"github.com/xdpcac/xdpcac/cac"
+)
 
 // ClassView is one class in `cacctl show stats -o json`.
 type ClassView struct {
@@ -10,8 +14,8 @@ type ClassView struct {
 	Reasons  map[string]uint64 `json:"reasons"`
 }
 
-// StatsView is the JSON shape the README gives for show stats -o json: class and reason names as
-// in the design, every class and every reason present, zeros included, so
+// StatsView is the JSON shape docs/json.md gives for show stats -o json:
+// class and reason names as in the design, every class and every reason present, zeros included, so
 // that scripts never meet a missing key.
 type StatsView struct {
 	Classes map[string]ClassView `json:"classes"`
@@ -39,6 +43,11 @@ type StatsView struct {
 	// Ring buffer records lost while the daemon fell behind.
 	RejectRecordsLost uint64 `json:"reject_records_lost"`
 	SIPEventsLost     uint64 `json:"sip_events_lost"`
+	// ClearedAt is when clear counters last made the counters count from
+	// zero (docs/design.md, "Clearing counters"); null when they count from
+	// the attach. On the sums it is the latest clear of any interface, each
+	// of which counts from its own.
+	ClearedAt *time.Time `json:"cleared_at"`
 	// Interfaces breaks the sums down by attached interface, keyed by
 	// IFACE or NETNS:IFACE; it is absent inside a breakdown.
 	Interfaces map[string]StatsView `json:"interfaces,omitempty"`

@@ -2,6 +2,7 @@ package maps
 
 import (
 	"fmt"
+	"reflect"
 
 	"github.com/cilium/ebpf"
 	"github.com/xdpcac/xdpcac/bpf"
@@ -145,16 +146,51 @@ func fromKernel(c bpf.XdpCacStats) Stats {
 	return s
 }
 
-// ClearStats zeroes the counters of every CPU: `clear counters`, as on IOS.
-// An increment on another CPU while it runs may be kept or lost, as on a
-// router; the counters only ever count from the clear.
-func ClearStats(m *ebpf.Map) error {
-	n, err := ebpf.PossibleCPU()
-	if err != nil {
-		return fmt.Errorf("clear stats map: %w", err)
+// Since returns s counted from base, counter by counter: what an operator
+// reads after clear counters, which keeps the counters of the moment as a
+// base and leaves the map alone (docs/design.md, "Clearing counters").
+// A counter below its base means the map counted again from zero since
+// (a fresh attachment's): base is stale, and s is returned whole, with
+// ok false, rather than wrapped around to a huge number.
+func (s Stats) Since(base Stats) (shown Stats, ok bool) {
+	if s.Below(base) {
+		return s, false
 	}
-	if err := m.Update(uint32(0), make([]bpf.XdpCacStats, n), ebpf.UpdateExist); err != nil {
-		return fmt.Errorf("clear stats map: %w", err)
+	return s.Sub(base), true
+}
+
+// Below reports whether any counter of s is lower than o's: the counters
+// started again between two readings.
+func (s Stats) Below(o Stats) bool {
+	a, b := s.counters(), o.counters()
+	for i := range a {
+		if *a[i] < *b[i] {
+			return true
+		}
 	}
-	return nil
+	return false
+}
+
+// counters lists every counter of s, in field order. It walks the struct
+// rather than naming the fields, so that a counter added to Stats is never
+// missed by Below.
+func (s *Stats) counters() []*uint64 {
+	var out []*uint64
+	var walk func(v reflect.Value)
+	walk = func(v reflect.Value) {
+		switch v.Kind() {
+		case reflect.Uint64:
+			out = append(out, v.Addr().Interface().(*uint64))
+		case reflect.Array:
+			for i := range v.Len() {
+				walk(v.Index(i))
+			}
+		case reflect.Struct:
+			for i := range v.NumField() {
+				walk(v.Field(i))
+			}
+		}
+	}
+	walk(reflect.ValueOf(s).Elem())
+	return out
 }

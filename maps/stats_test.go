@@ -56,6 +56,39 @@ func TestAddSub(t *testing.T) {
 	}
 }
 
+// TestSince: the counters shown after clear counters are the raw ones
+// less the base the clear kept; a raw counter below its base (a fresh
+// map since the clear) makes the base stale, and the raw counters are
+// shown whole rather than wrapped around.
+func TestSince(t *testing.T) {
+	var base, raw Stats
+	base.Classes[cac.PPPoEPADI].Admitted, raw.Classes[cac.PPPoEPADI].Admitted = 300, 760
+	base.Classes[cac.SIPInvite].Rejected[cac.ReasonCPULimit], raw.Classes[cac.SIPInvite].Rejected[cac.ReasonCPULimit] = 7, 9
+	base.SIPEventsLost, raw.SIPEventsLost = 2, 2
+	shown, ok := raw.Since(base)
+	if !ok || shown.Classes[cac.PPPoEPADI].Admitted != 460 || shown.Classes[cac.SIPInvite].Rejected[cac.ReasonCPULimit] != 2 ||
+		shown.SIPEventsLost != 0 {
+		t.Errorf("raw since base: %+v, %v", shown, ok)
+	}
+	if shown, ok := raw.Since(Stats{}); !ok || shown != raw {
+		t.Errorf("since no clear: %+v, %v", shown, ok)
+	}
+	// One counter below its base, anywhere in the struct, and the base is
+	// stale: the first class, a reason deep in a class, the last field.
+	for name, lower := range map[string]func(*Stats){
+		"admitted":        func(s *Stats) { s.Classes[cac.PPPoEPADI].Admitted = 299 },
+		"a reason":        func(s *Stats) { s.Classes[cac.SIPInvite].Rejected[cac.ReasonCPULimit] = 6 },
+		"sip_events_lost": func(s *Stats) { s.SIPEventsLost = 1 },
+	} {
+		fresh := raw
+		lower(&fresh)
+		shown, ok := fresh.Since(base)
+		if ok || shown != fresh {
+			t.Errorf("%s below its base: shown %+v (ok %v), want the raw counters whole", name, shown, ok)
+		}
+	}
+}
+
 // TestInputsRoundTrip: what WriteInputs puts in force is what ReadInputs
 // reads back, every field, through the two slots.
 func TestInputsRoundTrip(t *testing.T) {

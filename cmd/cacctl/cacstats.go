@@ -22,11 +22,19 @@ func newShowCallCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
+			// The calls accepted and rejected since clear call admission
+			// statistics; st.Stats are the fast path's, as the metrics
+			// export them.
+			per, err := loader.ReadAllStats(g.stateDir)
+			if err != nil {
+				return err
+			}
 			var ifaces []string
 			for _, a := range st.Attachments {
 				ifaces = append(ifaces, a.Key())
 			}
-			v := maps.CallAdmissionViewOf(st.CallAdmission, st.Inputs, st.Rings, st.Stats, control.MonotonicCoarse(), ifaces)
+			v := maps.CallAdmissionViewOf(st.CallAdmission, st.Inputs, st.Rings, loader.Total(per), control.MonotonicCoarse(), ifaces)
+			v.ClearedAt = lastCleared(per)
 			if *out == "json" {
 				return printJSON(cmd.OutOrStdout(), v)
 			}

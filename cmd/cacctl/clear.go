@@ -2,20 +2,23 @@ package main
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/xdpcac/xdpcac/loader"
-	"github.com/xdpcac/xdpcac/maps"
 )
 
 // newClearCmd is `clear counters [IFACE]`, and IOS's `clear call admission
-// statistics` for the same: buckets, charges and records stay, only the
-// counters start again from zero.
+// statistics` for the same: buckets, charges and records stay, and the
+// counters that show and top present start again from zero. As IOS leaves
+// SNMP counters alone, the metrics go on counting: the fast path's
+// counters are kept as a base to subtract, never zeroed (docs/design.md,
+// "Clearing counters").
 func newClearCmd(g *globals) *cobra.Command {
 	clear := &cobra.Command{Use: "clear", Short: "Start counters again from zero"}
 	counters := &cobra.Command{
 		Use:   "counters [IFACE]",
-		Short: "Zero the counters of every attached interface, or of one; limits, buckets and charges stay",
+		Short: "Zero the counters show and top present, of every attached interface or of one; metrics, limits, buckets and charges stay",
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) > 1 {
 				return usagef("%s takes at most one argument: IFACE (got %d)", cmd.CommandPath(), len(args))
@@ -29,12 +32,13 @@ func newClearCmd(g *globals) *cobra.Command {
 				only = loader.Attachment{Iface: args[0], Netns: g.netns}.Key()
 			}
 			cleared := 0
+			at := time.Now() // one time for all: the sums count from it
 			err := loader.EachPinned(g.stateDir, func(p *loader.Pinned) error {
 				if only != "" && p.Attachment.Key() != only {
 					return nil
 				}
-				if err := maps.ClearStats(p.Stats); err != nil {
-					return fmt.Errorf("%s: %w", p.Attachment, err)
+				if err := loader.ClearCounters(g.stateDir, p, at); err != nil {
+					return fmt.Errorf("clear the counters: %w", err)
 				}
 				cleared++
 				fmt.Fprintf(cmd.OutOrStdout(), "cleared the counters of %s\n", p.Attachment)

@@ -4,9 +4,11 @@ import (
 	"fmt"
 	"io"
 	"text/tabwriter"
+	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/xdpcac/xdpcac/cac"
+	"github.com/xdpcac/xdpcac/internal/show"
 	"github.com/xdpcac/xdpcac/loader"
 	"github.com/xdpcac/xdpcac/maps"
 )
@@ -32,15 +34,15 @@ func newShowStatsCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			var total maps.Stats
-			for _, a := range per {
-				total.Add(a.Stats)
-			}
+			total := loader.Total(per)
 			if *out == "json" {
 				v := total.View()
+				v.ClearedAt = lastCleared(per)
 				v.Interfaces = make(map[string]maps.StatsView, len(per))
 				for _, a := range per {
-					v.Interfaces[a.Key()] = a.Stats.View()
+					av := a.Stats.View()
+					av.ClearedAt = lastCleared([]loader.AttachmentStats{a})
+					v.Interfaces[a.Key()] = av
 				}
 				return printJSON(cmd.OutOrStdout(), v)
 			}
@@ -64,6 +66,10 @@ func writeStatsText(w io.Writer, s maps.Stats, per []loader.AttachmentStats) err
 		}
 		fmt.Fprintf(w, "%s: %d first packets, %d in-dialog, %d malformed\n", a.Attachment, seen,
 			a.Stats.SIPInDialog(), a.Stats.Malformed())
+		if !a.ClearedAt.IsZero() {
+			// As IOS says it: the counters below count from then.
+			fmt.Fprintf(w, "%s: last clearing of counters %s ago\n", a.Attachment, show.MsAge(time.Since(a.ClearedAt).Milliseconds()))
+		}
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "class\tseen\tadmitted\trejected\t")
@@ -93,4 +99,17 @@ func writeStatsText(w io.Writer, s maps.Stats, per []loader.AttachmentStats) err
 			s.RejectRecordsLost, s.SIPEventsLost)
 	}
 	return nil
+}
+
+// lastCleared is the latest clear counters of per, for the cleared_at of
+// -o json; nil when none of them was cleared.
+func lastCleared(per []loader.AttachmentStats) *time.Time {
+	var last *time.Time
+	for _, a := range per {
+		if !a.ClearedAt.IsZero() && (last == nil || a.ClearedAt.After(*last)) {
+			at := a.ClearedAt
+			last = &at
+		}
+	}
+	return last
 }

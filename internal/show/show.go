@@ -62,6 +62,10 @@ func CallAdmission(w io.Writer, v maps.CallAdmissionView) {
 			fmt.Fprintf(w, "Charge %s: %d for %ss, %d calls in force\n", t, c.Charge, Num(c.LifetimeS), c.InForce)
 		}
 	}
+	if v.ClearedAt != nil {
+		// The calls rejected and accepted above count from then.
+		fmt.Fprintf(w, "Last clearing of call admission statistics: %s ago\n", MsAge(time.Since(*v.ClearedAt).Milliseconds()))
+	}
 	switch {
 	case v.HeartbeatAgeMS == nil:
 		fmt.Fprintln(w, "Control plane: none (attached without cacctl run; CPU and buffers are not measured)")

@@ -64,9 +64,13 @@ func (r *Reader) Read() (Sample, error) {
 		// not the view.
 		return s, fmt.Errorf("read %s: %w", stateDir, err)
 	}
-	for _, st := range s.snap.Interfaces {
-		s.total.Add(st)
+	// The totals as show stats gives them, since clear counters; the
+	// snapshot's are the fast path's, as the metrics export them.
+	per, err := loader.ReadAllStats(stateDir)
+	if err != nil {
+		return s, fmt.Errorf("read the counters: %w", err)
 	}
+	s.total = loader.Total(per)
 	if s.rejects, err = loader.ReadAllRejects(stateDir); err != nil {
 		return s, fmt.Errorf("read the reject records: %w", err)
 	}
@@ -124,17 +128,6 @@ func IsTerminal(w io.Writer) bool {
 	}
 	_, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS)
 	return err == nil
-}
-
-// wentDown reports whether any counter is lower in b than in a: an
-// attachment went away or started again between the samples.
-func wentDown(a, b maps.Stats) bool {
-	for c := range a.Classes {
-		if b.Classes[c].Admitted < a.Classes[c].Admitted || b.Classes[c].RejectedTotal() < a.Classes[c].RejectedTotal() {
-			return true
-		}
-	}
-	return false
 }
 
 // Live runs the live view on out, a terminal, until q.

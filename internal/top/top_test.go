@@ -67,8 +67,8 @@ func row(s, first string) []string {
 }
 
 // TestTopFrame: rates are the counters' difference over the time between
-// samples, the totals are since attach, each in its own column; the
-// bucket is drawn half full.
+// samples, the totals are since attach or clear counters, each in its own
+// column; the bucket is drawn half full.
 func TestTopFrame(t *testing.T) {
 	m := modelOf(100, 40, sample(0, 100), sample(2, 300)) // 600 seen in 2 s
 	out := m.View().Content
@@ -76,7 +76,7 @@ func TestTopFrame(t *testing.T) {
 	if got := strings.Join(row(out, "pppoe-padi"), " "); got != want {
 		t.Errorf("classes: got %q, want %q:\n%s", got, want, out)
 	}
-	if !strings.Contains(out, "/s over the last 2.0 s; admitted and rejected since attach") {
+	if !strings.Contains(out, "/s over the last 2.0 s; totals since attach or clear counters") {
 		t.Errorf("the columns are not labelled:\n%s", out)
 	}
 	charges := press(m, key('4')).View().Content

@@ -73,10 +73,11 @@ func (m topModel) body(v topView) viewBody {
 }
 
 // interval is the time between the two samples, 0 when they give no
-// rate: the first frame, or counters that started again.
+// rate: the first frame, or counters that started again (an attachment
+// gone or made again, clear counters).
 func (m topModel) interval() float64 {
 	secs := m.last.at.Sub(m.prev.at).Seconds()
-	if m.prev.at.IsZero() || secs <= 0 || wentDown(m.prev.total, m.last.total) {
+	if m.prev.at.IsZero() || secs <= 0 || m.last.total.Below(m.prev.total) {
 		return 0
 	}
 	return secs
@@ -91,9 +92,9 @@ func (m topModel) classesBody() viewBody {
 		}
 		return count(uint64(float64(n)/secs + 0.5))
 	}
-	caption := "per class: /s over the last " + strconv.FormatFloat(secs, 'f', 1, 64) + " s; admitted and rejected since attach"
+	caption := "per class: /s over the last " + strconv.FormatFloat(secs, 'f', 1, 64) + " s; totals since attach or clear counters"
 	if secs == 0 {
-		caption = "per class: /s from the next reading; admitted and rejected since attach"
+		caption = "per class: /s from the next reading; totals since attach or clear counters"
 	}
 	t := tableSpec{cols: []colSpec{
 		{title: "class", width: 12},

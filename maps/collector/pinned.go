@@ -39,6 +39,8 @@ func ReadPinnedNamed(stateDir string, now uint64, names Names) (Snapshot, error)
 	first := true
 	var accountsErr error
 	err = loader.EachPinned(stateDir, func(p *loader.Pinned) error {
+		// The map as it counts, never since clear counters: a Prometheus
+		// counter must not go back (docs/design.md, "Clearing counters").
 		s, err := maps.ReadStats(p.Stats)
 		if err != nil {
 			return err
