@@ -1,7 +1,11 @@
 // Package docs holds the project's design and reference documents.
 //
-// It has no code of its own: refs_test.go checks that every place the
-// sources cite a section of design.md by name finds that section there,
-// so that a heading renamed or a comment mistyped fails `go test` rather
-// than leaving a reader to look for a reason that is not written down.
+// It has no code of its own, only tests that hold the documents to the
+// code: refs_test.go checks that every place the sources cite a section
+// of design.md by name finds that section there; config_test.go that
+// every configuration key is documented; cli_test.go that every command,
+// flag and exit code the pages name exists and every one that exists is
+// named. A heading renamed or
+// a key added without its documentation fails `go test` rather than
+// leaving a reader to look for what is not written down.
 package docs

@@ -14,8 +14,9 @@ import (
 const root = ".."
 
 // citation is how the sources name a section of the design: the path,
-// an optional comma, and the section's heading in double quotes.
-var citation = regexp.MustCompile(`docs/design\.md,?\s+"([^"]+)"`)
+// or in the pages beside it a link to it ([design.md](design.md)), an
+// optional comma, and the section's heading in double quotes.
+var citation = regexp.MustCompile(`(?:docs/design\.md|\[design\.md\]\(design\.md\)),?\s+"([^"]+)"`)
 
 // outside is the name of the design card kept outside the repository.
 // Written in two parts so that this file does not mention it itself.
