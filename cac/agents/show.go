@@ -145,13 +145,18 @@ type Egress struct {
 	ACKs        uint64 `json:"acks_dropped"`
 }
 
-// WriteEgress writes, for each agent (or the one named), its line of
-// egress admission: "Egress vendor-a: connection 5 cps (burst 5),
-// fail-fast; sent 95, retransmitted 0, refused 305 (connection 305,
-// agent-down 0), unanswered 0, ACKs of the refusals dropped 305".
-func WriteEgress(w io.Writer, rows []Egress, name string) error {
+// WriteEgress writes, for each agent (or the one named), what egress
+// admission did: "Egress vendor-a: fail-fast", then, indented, its
+// limits ("connection 5 cps (burst 5)"), what was sent, what refused and
+// the ACKs dropped, each on its own line so that counts of eight digits stay within
+// 80 columns; wide puts it all on the one line, for a script's grep.
+func WriteEgress(w io.Writer, rows []Egress, name string, wide bool) error {
 	rows = slices.Clone(rows)
 	slices.SortFunc(rows, func(x, y Egress) int { return strings.Compare(x.Agent, y.Agent) })
+	sep := "\n  "
+	if wide {
+		sep = "; "
+	}
 	var b strings.Builder
 	for _, e := range rows {
 		if name != "" && e.Agent != name {
@@ -168,9 +173,11 @@ func WriteEgress(w io.Writer, rows []Egress, name string) error {
 		if e.OutOfService {
 			held = ", held out of service"
 		}
-		fmt.Fprintf(&b, "Egress %s: %s, %s%s; sent %d, retransmitted %d, refused %d (connection %d, agent-down %d, capacity %d), unanswered %d, ACKs of the refusals dropped %d\n",
-			e.Agent, conn, e.OnOutOfService, held, e.Invites, e.Retransmits, e.Connection+e.AgentDown+e.Capacity,
-			e.Connection, e.AgentDown, e.Capacity, e.Unanswered, e.ACKs)
+		fmt.Fprintf(&b, "Egress %s: %s%s%s%s", e.Agent, e.OnOutOfService, held, sep, conn)
+		fmt.Fprintf(&b, "%ssent %d, retransmitted %d, unanswered %d", sep, e.Invites, e.Retransmits, e.Unanswered)
+		fmt.Fprintf(&b, "%srefused %d: connection %d, agent-down %d, capacity %d", sep,
+			e.Connection+e.AgentDown+e.Capacity, e.Connection, e.AgentDown, e.Capacity)
+		fmt.Fprintf(&b, "%sACKs of the refusals dropped %d\n", sep, e.ACKs)
 	}
 	_, err := io.WriteString(w, b.String())
 	return err

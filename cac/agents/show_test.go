@@ -162,3 +162,45 @@ Destination: 52.114.14.70:5061  Source : tenant-b  Out of Service
 		t.Errorf("no agents: %q, %v", b.String(), err)
 	}
 }
+
+// TestWriteEgress: the text layout keeps every line within 80 columns
+// with counts of eight digits, the wide one puts an agent on one line,
+// and both say the same figures.
+func TestWriteEgress(t *testing.T) {
+	const big = 33_333_333
+	rows := []Egress{
+		{Agent: "vendor-b", OnOutOfService: "fail-fast", Invites: 7},
+		{Agent: "vendor-a", ConnectionCPS: 5, ConnectionBurst: 5, OnOutOfService: "fail-fast", OutOfService: true,
+			MaxSessions: 200, Sessions: 17, Invites: big, Retransmits: big, Connection: big, AgentDown: big,
+			Capacity: big, Unanswered: big, ACKs: big},
+	}
+	var text, wide bytes.Buffer
+	if err := WriteEgress(&text, rows, "", false); err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteEgress(&wide, rows, "", true); err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range strings.Split(strings.TrimSuffix(text.String(), "\n"), "\n") {
+		if len(l) > 80 {
+			t.Errorf("a line of %d columns:\n%s", len(l), l)
+		}
+	}
+	wl := strings.Split(strings.TrimSuffix(wide.String(), "\n"), "\n")
+	if len(wl) != 2 || !strings.HasPrefix(wl[0], "Egress vendor-a: ") || !strings.HasPrefix(wl[1], "Egress vendor-b: ") {
+		t.Fatalf("wide: want one line an agent, in name order:\n%s", wide.String())
+	}
+	if !strings.Contains(wl[0], "refused 99999999: connection 33333333, agent-down 33333333, capacity 33333333") ||
+		!strings.Contains(wl[0], "Egress vendor-a: fail-fast, held out of service; connection 5 cps (burst 5), sessions 17 of 200; sent") {
+		t.Errorf("wide line of vendor-a: %s", wl[0])
+	}
+	// The same words, split differently.
+	if got := strings.ReplaceAll(text.String(), "\n  ", "; "); got != wide.String() {
+		t.Errorf("text and wide differ beyond their line breaks:\n%s\n%s", text.String(), wide.String())
+	}
+	var one bytes.Buffer
+	WriteEgress(&one, rows, "vendor-b", false)
+	if strings.Contains(one.String(), "vendor-a") || !strings.Contains(one.String(), "sent 7,") {
+		t.Errorf("only vendor-b:\n%s", one.String())
+	}
+}

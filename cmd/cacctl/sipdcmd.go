@@ -2,6 +2,7 @@ package main
 
 import (
 	"errors"
+	"fmt"
 
 	"github.com/spf13/cobra"
 	"github.com/xdpcac/xdpcac/api"
@@ -10,9 +11,9 @@ import (
 
 // newShowSipdCmd is `show sipd agents [NAME]`, spelled as on the Oracle SBC.
 func newShowSipdCmd(g *globals) *cobra.Command {
-	var out *outputFlag
+	out := layoutFlag("text")
 	agentsCmd := &cobra.Command{
-		Use:               "agents [NAME] [-o text|json]",
+		Use:               "agents [NAME] [-o text|wide|json]",
 		ValidArgsFunction: completeAgents(g),
 		Short:             "Session agents: in or out of service, per destination and realm",
 		Args: func(cmd *cobra.Command, args []string) error {
@@ -34,7 +35,7 @@ func newShowSipdCmd(g *globals) *cobra.Command {
 			if len(args) == 1 {
 				name = args[0]
 			}
-			if *out == "json" {
+			if out == "json" {
 				keep := []agents.Row{}
 				for _, r := range v.Targets {
 					if name == "" || r.Agent == name {
@@ -57,11 +58,25 @@ func newShowSipdCmd(g *globals) *cobra.Command {
 			if err := agents.WriteAgents(cmd.OutOrStdout(), v.Targets, name); err != nil {
 				return err
 			}
-			return agents.WriteEgress(cmd.OutOrStdout(), v.Egress, name)
+			return agents.WriteEgress(cmd.OutOrStdout(), v.Egress, name, out == "wide")
 		},
 	}
-	out = addOutputFlag(agentsCmd)
+	agentsCmd.Flags().VarP(&out, "output", "o", "output format: text (80 columns), wide (a line each) or json")
 	sipd := &cobra.Command{Use: "sipd", Short: "SIP: session agents", Args: exactArgs()}
 	sipd.AddCommand(agentsCmd)
 	return sipd
+}
+
+// layoutFlag is -o text|wide|json, for a show whose text layout has a
+// wide form.
+type layoutFlag string
+
+func (o *layoutFlag) String() string { return string(*o) }
+func (o *layoutFlag) Type() string   { return "text|wide|json" }
+func (o *layoutFlag) Set(s string) error {
+	if s != "text" && s != "wide" && s != "json" {
+		return fmt.Errorf("want text, wide or json, got %q", s)
+	}
+	*o = layoutFlag(s)
+	return nil
 }
