@@ -107,8 +107,12 @@ type Daemon struct {
 	// round: the watchdog pings while both do.
 	wrote, loopEvery, served atomic.Int64
 
-	mu     sync.Mutex // guards status and the readers' group
+	mu     sync.Mutex // guards status, reloadRefused and the readers' group
 	status api.Status
+	// reloadRefused: the last reload was refused and the file before it
+	// stays in force, until one succeeds (the metric
+	// xdpcac_config_last_reload_successful).
+	reloadRefused bool
 	// readGID and readName are api.read-group in force (-1 and "": none).
 	readGID  int
 	readName string
@@ -373,12 +377,12 @@ func (d *Daemon) reload(call applyCall, cur *config.Config) (*config.Config, loa
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if err != nil {
-		d.status.LastError = err.Error()
+		d.status.LastError, d.reloadRefused = err.Error(), true
 		d.log.Error("reload refused; the configuration in force stays", "config", file, "err", err)
 		return nil, opts, nil, err
 	}
 	d.status.Config, d.status.LoadedAt, d.status.LastError = file, d.cfg.Now(), ""
-	d.status.Interfaces = d.configured(next)
+	d.status.Interfaces, d.reloadRefused = d.configured(next), false
 	if gerr != nil {
 		d.status.LastError = gerr.Error() // in force, but not its readers' group
 	}

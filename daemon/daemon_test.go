@@ -2,6 +2,7 @@ package daemon_test
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
@@ -161,6 +162,9 @@ func TestDaemonLife(t *testing.T) {
 	if st := r.status(t); st.Config != second || st.ReloadConfig != first.Config || !st.LoadedAt.After(first.LoadedAt) || st.LastError != "" {
 		t.Errorf("after the apply: %+v", st)
 	}
+	if m := scrapeDaemon(t, r); !strings.Contains(m, "\nxdpcac_config_last_reload_successful 1\n") {
+		t.Errorf("after the apply, metrics:\n%s", m)
+	}
 	// A reload reads the file the daemon was started with, not the one
 	// applied last...
 	r.d.Reload()
@@ -182,6 +186,12 @@ func TestDaemonLife(t *testing.T) {
 	if kept.Config != second || !strings.Contains(kept.LastError, "bad.yaml") {
 		t.Errorf("after a refused apply: %+v, want %s kept and the refusal", kept, second)
 	}
+	// The refusal is a metric to alert on; the time stays the kept file's.
+	m := scrapeDaemon(t, r)
+	loaded := fmt.Sprintf("\nxdpcac_config_last_reload_success_timestamp_seconds %g\n", float64(kept.LoadedAt.UnixNano())/1e9)
+	if !strings.Contains(m, "\nxdpcac_config_last_reload_successful 0\n") || !strings.Contains(m, loaded) {
+		t.Errorf("after a refused apply, want successful 0 and%s metrics:\n%s", loaded, m)
+	}
 
 	// A reload of the file in force, now bad, is refused the same way.
 	writeFile(t, dir, "second.yaml", "classes: [\n")
@@ -191,6 +201,13 @@ func TestDaemonLife(t *testing.T) {
 	})
 	if st := r.status(t); st.Config != second || !st.LoadedAt.Equal(kept.LoadedAt) {
 		t.Errorf("after a refused reload: %+v, want the configuration of %v kept", st, kept.LoadedAt)
+	}
+	// Mended, the file reloads and the metric says so.
+	writeFile(t, dir, "second.yaml", config(r.iface, "classes: {pppoe-padi: {cps: 40}}\n"))
+	r.d.Reload()
+	until(t, 10*time.Second, "the mended reload", func() bool { return r.status(t).LoadedAt.After(kept.LoadedAt) })
+	if m := scrapeDaemon(t, r); !strings.Contains(m, "\nxdpcac_config_last_reload_successful 1\n") {
+		t.Errorf("after the mended reload, metrics:\n%s", m)
 	}
 
 	// The pins go (bpffs directory removed): the daemon, which holds the
@@ -225,23 +242,13 @@ func TestDaemonLife(t *testing.T) {
 // from the daemon's own state.
 func TestDaemonMetricsAgents(t *testing.T) {
 	r, _ := start(t, "")
-	addr := r.status(t).Metrics
-	if addr == "" {
+	if r.status(t).Metrics == "" {
 		t.Fatal("the status names no metrics address")
 	}
 	want := `xdpcac_session_agent_up{agent="peer1",destination="` + agentIP + `:5060",realm="core"} 0`
 	var body string
 	until(t, 15*time.Second, "the agent out of service in a scrape", func() bool {
-		resp, err := http.Get("http://" + addr + "/metrics")
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		b, err := io.ReadAll(resp.Body)
-		if err != nil {
-			t.Fatal(err)
-		}
-		body = string(b)
+		body = scrapeDaemon(t, r)
 		return strings.Contains(body, want)
 	})
 	if !strings.Contains(body, "xdpcac_session_agent_up") {
@@ -250,6 +257,21 @@ func TestDaemonMetricsAgents(t *testing.T) {
 	if strings.Contains(body, "xdpcac_fleet_") {
 		t.Errorf("fleet series without a fleet:\n%s", body)
 	}
+}
+
+// scrapeDaemon returns one scrape of r's /metrics.
+func scrapeDaemon(t *testing.T, r *running) string {
+	t.Helper()
+	resp, err := http.Get("http://" + r.status(t).Metrics + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
 }
 
 // TestDaemonRefusesSecond: a second daemon of the same state directory

@@ -76,6 +76,7 @@ func (d *Daemon) serveMetricsOn(listen string, l net.Listener) (*metricsServer, 
 		s.Egress = d.agentEgress()
 		s.EgressAnswered, s.EgressUnanswered = d.egressAnswers.answered.Load(), d.egressAnswers.suppressed.Load()
 		s.ForgedResponses = d.forged.Load()
+		s.Daemon = d.daemonState()
 		return s, err
 	}), version.String())
 	reg := prometheus.NewRegistry()
@@ -87,9 +88,6 @@ func (d *Daemon) serveMetricsOn(listen string, l net.Listener) (*metricsServer, 
 	}
 	if err := reg.Register(newListenerCollector(d.listeners.count)); err != nil {
 		return nil, fmt.Errorf("register SIP listener metrics: %w", err)
-	}
-	if err := reg.Register(newInterfaceCollector(d)); err != nil {
-		return nil, fmt.Errorf("register interface metrics: %w", err)
 	}
 	if l == nil {
 		var err error

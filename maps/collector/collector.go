@@ -12,6 +12,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/xdpcac/xdpcac/cac"
+	buildinfo "github.com/xdpcac/xdpcac/internal/version"
 	"github.com/xdpcac/xdpcac/maps"
 )
 
@@ -36,8 +37,8 @@ func newFamily(name, help string, typ prometheus.ValueType, labels ...string) fa
 // Collector is a prometheus.Collector that reads the fast path's state on
 // every scrape.
 type Collector struct {
-	reader  Reader
-	version string
+	reader            Reader
+	version, revision string
 
 	collectErrors atomic.Uint64
 	mu            sync.Mutex
@@ -58,14 +59,17 @@ type Collector struct {
 	egressAnswers, forgedResponses family
 	sipAnswered, sipSuppressed  family
 	sipVerified, sipRetransmits family
+	daemon                      daemonFamilies
 }
 
 // New returns a Collector that calls r on every scrape. version goes into
-// xdpcac_build_info.
+// xdpcac_build_info, with the commit the binary was built from.
 func New(r Reader, version string) *Collector {
 	return &Collector{
-		reader:  r,
-		version: strings.ToValidUTF8(version, "\uFFFD"),
+		reader:   r,
+		version:  strings.ToValidUTF8(version, "\uFFFD"),
+		revision: strings.ToValidUTF8(buildinfo.Read().Commit, "\uFFFD"),
+		daemon:   newDaemonFamilies(),
 
 		packets: newFamily("xdpcac_packets_total",
 			"Frames the fast path counted, by interface, class and verdict.",
@@ -143,8 +147,8 @@ func New(r Reader, version string) *Collector {
 			"1 while a session agent is up towards a destination in a realm.",
 			prometheus.GaugeValue, "agent", "destination", "realm"),
 		buildInfo: newFamily("xdpcac_build_info",
-			"Always 1; labels give the version of xdpcac and of Go.",
-			prometheus.GaugeValue, "version", "goversion"),
+			"Always 1; labels give the version of xdpcac, the commit it was built from (empty when unknown) and the version of Go.",
+			prometheus.GaugeValue, "version", "revision", "goversion"),
 		sipAnswered: newFamily("xdpcac_sip_rejects_answered_total",
 			"Refused SIP requests answered with 503, from the address and port they were sent to.",
 			prometheus.CounterValue),
@@ -185,7 +189,7 @@ func New(r Reader, version string) *Collector {
 }
 
 func (c *Collector) families() []family {
-	return []family{
+	return append([]family{
 		c.packets, c.rejects, c.recordsLost, c.rejectsUnrecorded, c.bucketTokens, c.bucketBurst,
 		c.accountTokens, c.accountBurst, c.customerTokens, c.customerBurst,
 		c.accountSessions, c.accountMaxSessions, c.customerSessions, c.customerMaxSessions, c.agentSessions, c.agentMaxSessions,
@@ -193,7 +197,7 @@ func (c *Collector) families() []family {
 		c.calls, c.agentUp, c.buildInfo, c.errors, c.sipAnswered, c.sipSuppressed,
 		c.sipVerified, c.sipRetransmits,
 		c.egressInvites, c.egressRefused, c.egressRetransmits, c.egressUnanswered, c.egressACKs, c.egressAnswers, c.forgedResponses,
-	}
+	}, c.daemon.all()...)
 }
 
 // Describe sends the fixed descriptors of every metric the Collector may
@@ -224,7 +228,8 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	e.emit(c.sipAnswered, float64(snap.SIPAnswered))
 	e.emit(c.sipSuppressed, float64(snap.SIPSuppressed))
 	c.collectEgress(e, snap)
-	e.emit(c.buildInfo, 1, c.version, runtime.Version())
+	e.emit(c.buildInfo, 1, c.version, c.revision, runtime.Version())
+	c.daemon.collect(e, snap.Daemon)
 
 	err = errors.Join(e.errs...)
 	if err != nil {

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
@@ -47,6 +48,10 @@ func fakeSnapshot() Snapshot {
 		Agents: []Agent{
 			{Name: "sbc1", Destination: "10.0.0.1:5060", Realm: "core", Up: true},
 			{Name: "sbc1", Destination: "10.0.0.2:5060", Realm: "core"},
+		},
+		Daemon: &DaemonState{
+			Configured: map[string]bool{"eth1": true, "blue:eth2": true, "bond0": false},
+			ReloadOK:   false, LoadedAt: time.Unix(1_700_000_000, 500_000_000),
 		},
 	}
 }
@@ -143,9 +148,9 @@ func TestCollect(t *testing.T) {
 # TYPE xdpcac_bucket_tokens gauge
 xdpcac_bucket_tokens{class="",level="environment"} 100
 xdpcac_bucket_tokens{class="pppoe-padi",level="class"} 12.5
-# HELP xdpcac_build_info Always 1; labels give the version of xdpcac and of Go.
+# HELP xdpcac_build_info Always 1; labels give the version of xdpcac, the commit it was built from (empty when unknown) and the version of Go.
 # TYPE xdpcac_build_info gauge
-xdpcac_build_info{goversion=%q,version="v1.2.3"} 1
+xdpcac_build_info{goversion=%q,revision="",version="v1.2.3"} 1
 # HELP xdpcac_calls_total Calls (PADI, ICRQ, INVITE) over all interfaces: accepted, every one admitted; rejected, those call admission refused, not the buckets (xdpcac_packets_total has every drop).
 # TYPE xdpcac_calls_total counter
 xdpcac_calls_total{result="accepted"} 16
@@ -182,12 +187,25 @@ xdpcac_heartbeat_age_seconds 1.5
 # TYPE xdpcac_session_agent_up gauge
 xdpcac_session_agent_up{agent="sbc1",destination="10.0.0.1:5060",realm="core"} 1
 xdpcac_session_agent_up{agent="sbc1",destination="10.0.0.2:5060",realm="core"} 0
+# HELP xdpcac_interface_attached 1 while the filter is on an interface the configuration in force names, 0 while the interface is missing or gone.
+# TYPE xdpcac_interface_attached gauge
+xdpcac_interface_attached{iface="blue:eth2"} 1
+xdpcac_interface_attached{iface="bond0"} 0
+xdpcac_interface_attached{iface="eth1"} 1
+# HELP xdpcac_config_last_reload_successful 1 when the last start or reload of cacctl run put its file in force, 0 after a refused reload (the file before it stays in force).
+# TYPE xdpcac_config_last_reload_successful gauge
+xdpcac_config_last_reload_successful 0
+# HELP xdpcac_config_last_reload_success_timestamp_seconds When the file in force was put in force, in seconds since the epoch.
+# TYPE xdpcac_config_last_reload_success_timestamp_seconds gauge
+xdpcac_config_last_reload_success_timestamp_seconds 1.7000000005e+09
 `, runtime.Version())
 	if err := testutil.CollectAndCompare(c, strings.NewReader(expected),
 		"xdpcac_bucket_tokens", "xdpcac_build_info", "xdpcac_calls_total", "xdpcac_call_admission_charges",
 		"xdpcac_call_admission_limit", "xdpcac_account_bucket_tokens", "xdpcac_customer_bucket_burst",
 		"xdpcac_account_sessions", "xdpcac_customer_max_sessions",
-		"xdpcac_collect_errors_total", "xdpcac_heartbeat_age_seconds", "xdpcac_session_agent_up"); err != nil {
+		"xdpcac_collect_errors_total", "xdpcac_heartbeat_age_seconds", "xdpcac_session_agent_up",
+		"xdpcac_interface_attached", "xdpcac_config_last_reload_successful",
+		"xdpcac_config_last_reload_success_timestamp_seconds"); err != nil {
 		t.Error(err)
 	}
 	problems, err := testutil.CollectAndLint(c)
@@ -211,7 +229,7 @@ func TestReadError(t *testing.T) {
 		if got := s["xdpcac_collect_errors_total"]; got != want {
 			t.Errorf("collect errors = %v, want %v", got, want)
 		}
-		if got := s[fmt.Sprintf(`xdpcac_build_info{goversion=%q,version="dev"}`, runtime.Version())]; got != 1 {
+		if got := s[fmt.Sprintf(`xdpcac_build_info{goversion=%q,revision="",version="dev"}`, runtime.Version())]; got != 1 {
 			t.Errorf("build_info = %v, want 1: %v", got, s)
 		}
 		if n := count(s, "xdpcac_packets_total"); n != 0 {
@@ -244,7 +262,7 @@ func TestPartialAndInvalid(t *testing.T) {
 	if n := count(s, "xdpcac_session_agent_up"); n != 2 {
 		t.Errorf("%d agent series, want 2", n)
 	}
-	if got := s[fmt.Sprintf(`xdpcac_build_info{goversion=%q,version=%q}`, runtime.Version(), "v\uFFFD")]; got != 1 {
+	if got := s[fmt.Sprintf(`xdpcac_build_info{goversion=%q,revision="",version=%q}`, runtime.Version(), "v\uFFFD")]; got != 1 {
 		t.Errorf("build_info with invalid version not sanitized")
 	}
 	err := c.Err()

@@ -46,6 +46,9 @@ type Snapshot struct {
 	Egress                           []AgentEgress
 	EgressAnswered, EgressUnanswered uint64
 	ForgedResponses                  uint64
+	// Daemon: what cacctl run knows of itself; nil when the pins alone
+	// were read.
+	Daemon *DaemonState
 }
 
 // AgentEgress is what the egress program did with the INVITEs the SIP

@@ -34,7 +34,7 @@ func TestMissingInterfaceNamed(t *testing.T) {
 		t.Errorf("status names programs %+v, want the one attachment running program %d", v.Interfaces, id)
 	}
 	m := tb.Metrics(t)
-	for _, want := range []string{`xdpcac_interface_attached{interface="` + box + `"} 1`, `xdpcac_interface_attached{interface="` + gone + `"} 0`} {
+	for _, want := range []string{`xdpcac_interface_attached{iface="` + box + `"} 1`, `xdpcac_interface_attached{iface="` + gone + `"} 0`} {
 		if !strings.Contains(m, want) {
 			t.Errorf("metrics lack %s:\n%s", want, harness.GrepLines(m, "interface_attached"))
 		}
@@ -51,7 +51,7 @@ func TestMissingInterfaceNamed(t *testing.T) {
 	if has(v.Degraded, "no egress program on "+box) {
 		t.Errorf("a deleted interface is said to lack its egress program: %q", v.Degraded)
 	}
-	if m := tb.Metrics(t); !strings.Contains(m, `xdpcac_interface_attached{interface="`+box+`"} 0`) {
+	if m := tb.Metrics(t); !strings.Contains(m, `xdpcac_interface_attached{iface="`+box+`"} 0`) {
 		t.Errorf("metrics of the deleted interface:\n%s", harness.GrepLines(m, "interface_attached"))
 	}
 }
