@@ -28,10 +28,11 @@ type stormResult struct {
 }
 
 // demoState is one reading of the pins: the counters and the call
-// admission view made of them.
+// admission view made of them, and when they were read.
 type demoState struct {
 	stats maps.Stats
 	ca    maps.CallAdmissionView
+	at    time.Time
 }
 
 func readDemoState(stateDir string) (demoState, error) {
@@ -43,7 +44,8 @@ func readDemoState(stateDir string) (demoState, error) {
 	for _, a := range st.Attachments {
 		ifaces = append(ifaces, a.Key())
 	}
-	return demoState{stats: st.Stats, ca: maps.CallAdmissionViewOf(st.CallAdmission, st.Inputs, st.Rings, st.Stats, control.MonotonicCoarse(), ifaces)}, nil
+	return demoState{stats: st.Stats, ca: maps.CallAdmissionViewOf(st.CallAdmission, st.Inputs, st.Rings, st.Stats, control.MonotonicCoarse(), ifaces),
+		at: time.Now()}, nil
 }
 
 // runScenario runs one storm, and the trusted peer's calls beside it when
@@ -106,11 +108,14 @@ func runScenario(ctx context.Context, w io.Writer, tb *testbed, d *demoDaemon, s
 			r.stats = now.stats.Sub(first.stats)
 			break
 		}
-		writeSecond(w, now.stats.Sub(last.stats), now.ca)
+		// A tick comes late on a busy box: the counts are over the time
+		// between the readings, and a rate is theirs over it.
+		per := perSecond(now.at.Sub(last.at))
+		writeSecond(w, now.stats.Sub(last.stats), per, now.ca)
 		if s.calls {
 			c := peer.counts()
 			fmt.Fprintf(w, "   trusted peer %s: %d INVITE/s sent, %d 200 OK/s received, %d calls completed so far\n",
-				demoPeer, c.invites-lastCalls.invites, c.answered-lastCalls.answered, c.done-callsBefore.done)
+				demoPeer, per(c.invites-lastCalls.invites), per(c.answered-lastCalls.answered), c.done-callsBefore.done)
 			lastCalls = c
 		}
 		last = now
@@ -119,16 +124,28 @@ func runScenario(ctx context.Context, w io.Writer, tb *testbed, d *demoDaemon, s
 	return r, nil
 }
 
-// writeSecond prints a second of counts: what each class admitted and
-// rejected, and the call admission the daemon measured.
-func writeSecond(w io.Writer, d maps.Stats, ca maps.CallAdmissionView) {
+// perSecond returns what turns a count over elapsed into a rate a second,
+// rounded; the rate of nothing elapsed is the count itself.
+func perSecond(elapsed time.Duration) func(uint64) uint64 {
+	return func(n uint64) uint64 {
+		if elapsed <= 0 {
+			return n
+		}
+		return uint64(float64(n)/elapsed.Seconds() + 0.5)
+	}
+}
+
+// writeSecond prints the rates of counts d, made rates by per: what each
+// class admitted and rejected, and why, and the call admission the daemon
+// measured.
+func writeSecond(w io.Writer, d maps.Stats, per func(uint64) uint64, ca maps.CallAdmissionView) {
 	var parts []string
 	for _, c := range cac.Classes() {
 		cs := d.Classes[c]
 		if cs.Seen() == 0 || c == cac.SIPInDialog {
 			continue
 		}
-		parts = append(parts, fmt.Sprintf("%s %d/s admitted, %d/s rejected%s", c, cs.Admitted, cs.RejectedTotal(), topReasons(cs, 2)))
+		parts = append(parts, fmt.Sprintf("%s %d/s admitted, %d/s rejected%s", c, per(cs.Admitted), per(cs.RejectedTotal()), topReasons(cs, 2, per)))
 	}
 	if len(parts) > 0 {
 		fmt.Fprintf(w, "   %s\n", strings.Join(parts, "; "))
@@ -151,14 +168,15 @@ func callAdmissionLine(ca maps.CallAdmissionView) string {
 		show.Num(ca.CPUPercent), show.Num(ca.CPULimitPercent), show.Num(ca.TotalCharges), show.Num(ca.Limit), hb)
 }
 
-// topReasons names the n reasons that rejected most, as " (r1 N, r2 M)".
-func topReasons(cs maps.ClassStats, n int) string {
+// topReasons names the n reasons that rejected most, as " (r1 N, r2 M)",
+// each count made a rate by per.
+func topReasons(cs maps.ClassStats, n int, per func(uint64) uint64) string {
 	rs := cac.Reasons()
 	sort.SliceStable(rs, func(i, j int) bool { return cs.Rejected[rs[i]] > cs.Rejected[rs[j]] })
 	var parts []string
 	for _, r := range rs[:n] {
 		if cs.Rejected[r] > 0 {
-			parts = append(parts, fmt.Sprintf("%s %d", r, cs.Rejected[r]))
+			parts = append(parts, fmt.Sprintf("%s %d", r, per(cs.Rejected[r])))
 		}
 	}
 	if len(parts) == 0 {
