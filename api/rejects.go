@@ -79,6 +79,40 @@ func (f RejectFilter) Keep(lines []RejectLine, wall time.Time) []RejectLine {
 	return out
 }
 
+// RollUp returns lines with each IP source replaced by the prefix of v4
+// bits (an IPv4 source) or v6 bits (IPv6) that holds it, for Biggest to
+// sum per prefix: where a flood comes from, as Kamailio's pike.top rolls
+// up its hot sources. 0 leaves a family as recorded; a MAC, and "other
+// sources", stay as they are.
+func RollUp(lines []RejectLine, v4, v6 int) []RejectLine {
+	out := make([]RejectLine, len(lines))
+	for i, l := range lines {
+		out[i] = l
+		a, err := netip.ParseAddr(l.Source)
+		if err != nil {
+			continue
+		}
+		bits := v6
+		if a.Is4() {
+			bits = v4
+		}
+		if bits > 0 && bits < a.BitLen() {
+			p, _ := a.Prefix(bits) // bits is within the family's length
+			out[i].Source = p.String()
+		}
+	}
+	return out
+}
+
+// CheckPrefixLen checks a --prefix or --prefix6 length: 0 (as recorded)
+// up to the family's bits.
+func CheckPrefixLen(flag string, bits, max int) error {
+	if bits < 0 || bits > max {
+		return fmt.Errorf("%s wants a prefix length from 1 to %d (0: as recorded), got %d", flag, max, bits)
+	}
+	return nil
+}
+
 // Biggest sums the records of each interface, source, class, reason and rule
 // (first and last of all of them) and keeps the n with the most rejects.
 func Biggest(lines []RejectLine, n int) []RejectLine {

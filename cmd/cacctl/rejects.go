@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"slices"
@@ -16,10 +17,10 @@ import (
 func newShowRejectsCmd(g *globals) *cobra.Command {
 	var class, reason, source string
 	var since time.Duration
-	var top int
+	var top, prefix, prefix6 int
 	var out *outputFlag
 	cmd := &cobra.Command{
-		Use:   "rejects [--class C] [--reason R] [--since D] [--source S] [--top N] [-o text|json]",
+		Use:   "rejects [--class C] [--reason R] [--since D] [--source S] [--top N] [--prefix LEN] [--prefix6 LEN] [-o text|json]",
 		Short: "Rejected calls by source, class and reason, newest first, or the biggest sources",
 		Long: `Every source, class and reason that was rejected has a record of each
 second with rejects: when it began and ended, and how many calls it stands
@@ -28,7 +29,10 @@ run takes each finished second out of it, writes it to its --rejects-log
 and keeps the newest in memory. While it runs, both come from it; without
 it, those the table holds. --source keeps an address, a prefix or a MAC;
 --top N sums the records of each source, class and reason and prints the
-N biggest. -o json prints one JSON object per line.`,
+N biggest; --prefix LEN and --prefix6 LEN first roll IPv4 and IPv6
+sources up into prefixes of that length, so that a flood spread over a
+network shows as one line (alone, they sum every prefix). -o json prints
+one JSON object per line.`,
 		Args: exactArgs(),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			f, err := api.NewRejectFilter(class, reason, source, since)
@@ -38,11 +42,20 @@ N biggest. -o json prints one JSON object per line.`,
 			if top < 0 {
 				return usagef("--top wants a count of 1 or more, got %d", top)
 			}
+			if err := errors.Join(api.CheckPrefixLen("--prefix", prefix, 32), api.CheckPrefixLen("--prefix6", prefix6, 128)); err != nil {
+				return usageError{err}
+			}
 			lines, err := readRejectLines(g.stateDir)
 			if err != nil {
 				return err
 			}
 			lines = f.Keep(lines, time.Now())
+			if prefix > 0 || prefix6 > 0 {
+				lines = api.RollUp(lines, prefix, prefix6)
+				if top == 0 {
+					top = len(lines) // every prefix, summed
+				}
+			}
 			if top > 0 {
 				lines = api.Biggest(lines, top)
 			} else {
@@ -67,6 +80,8 @@ N biggest. -o json prints one JSON object per line.`,
 	cmd.Flags().DurationVar(&since, "since", 0, "only records whose last reject is this recent (e.g. 5m)")
 	cmd.Flags().StringVar(&source, "source", "", "only this source: an address, a prefix (203.0.113.0/24) or a MAC")
 	cmd.Flags().IntVar(&top, "top", 0, "the N sources, classes and reasons with the most rejects, summed")
+	cmd.Flags().IntVar(&prefix, "prefix", 0, "sum IPv4 sources by prefixes of this length (e.g. 24)")
+	cmd.Flags().IntVar(&prefix6, "prefix6", 0, "sum IPv6 sources by prefixes of this length (e.g. 48)")
 	out = addOutputFlag(cmd)
 	return cmd
 }

@@ -2,8 +2,12 @@ package e2e
 
 import (
 	"encoding/json"
+	"errors"
 	"net/netip"
+	"os/exec"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -227,5 +231,62 @@ func TestInterfacesShareLimits(t *testing.T) {
 	testenv.WaitFor(t, func() bool { return tb.Stats(t).Classes["pppoe-padi"].Seen == 6 })
 	if c := tb.Stats(t).Classes["pppoe-padi"]; c.Admitted != 1 || c.Rejected != 5 {
 		t.Errorf("the interface left: %+v, want its 1 admitted and 5 rejected (the bucket stayed empty)", c)
+	}
+}
+
+// TestRejectsRolledUp: show rejects --top --prefix sums the rejects of a
+// flood spread over a network into one line per prefix, biggest first, as
+// the per-source records count them.
+func TestRejectsRolledUp(t *testing.T) {
+	tb := harness.NewTestbed(t)
+	cfg := harness.WriteConfig(t, harness.E2eConfig+`
+classes:
+  sip-invite: {per-source: {cps: 0.001, burst: 1}}
+`)
+	if _, stderr, err := tb.Cacctl(t, "attach", tb.BoxIface, "--config", cfg); err != nil {
+		t.Fatalf("attach: %v: %s", err, stderr)
+	}
+	t.Cleanup(func() { tb.Cacctl(t, "detach", tb.BoxIface) })
+	// Three INVITEs from each of 20 sources of one /24 and 5 of another:
+	// each source's first is admitted, the other two refused by source.
+	var frames [][]byte
+	n := 0
+	for _, net := range []struct {
+		prefix  string
+		sources int
+	}{{"203.0.113.", 20}, {"198.51.100.", 5}} {
+		for i := 1; i <= net.sources; i++ {
+			src := netip.MustParseAddr(net.prefix + strconv.Itoa(i))
+			for range 3 {
+				frames = append(frames, harness.InviteFrom(src, harness.CallID(n)))
+				n++
+			}
+		}
+	}
+	testenv.Send(t, tb.Peer, tb.PeerIfc, frames)
+	testenv.WaitFor(t, func() bool { return tb.Stats(t).Classes["sip-invite"].Seen == uint64(n) })
+
+	out, stderr, err := tb.Cacctl(t, "show", "rejects", "--top", "2", "--prefix", "24", "-o", "json")
+	if err != nil {
+		t.Fatalf("show rejects --top 2 --prefix 24: %v: %s", err, stderr)
+	}
+	var got []string
+	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+		var r struct {
+			Source, Reason string
+			Count          uint64
+		}
+		if err := json.Unmarshal([]byte(line), &r); err != nil {
+			t.Fatalf("line %q: %v", line, err)
+		}
+		got = append(got, r.Source+" "+r.Reason+" "+strconv.FormatUint(r.Count, 10))
+	}
+	if want := []string{"203.0.113.0/24 source 40", "198.51.100.0/24 source 10"}; !slices.Equal(got, want) {
+		t.Errorf("show rejects --top 2 --prefix 24: %q, want %q\n%s", got, want, out)
+	}
+	var ee *exec.ExitError
+	if _, stderr, err := tb.Cacctl(t, "show", "rejects", "--prefix", "33"); !errors.As(err, &ee) || ee.ExitCode() != 2 ||
+		!strings.Contains(stderr, "--prefix wants a prefix length from 1 to 32") {
+		t.Errorf("--prefix 33: %v: %s, want exit 2 (usage) naming the range", err, stderr)
 	}
 }
