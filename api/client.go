@@ -10,6 +10,8 @@ import (
 	"net"
 	"net/http"
 	"time"
+
+	"github.com/xdpcac/xdpcac/cac/violation"
 )
 
 // Client talks to the daemon of one state directory.
@@ -59,6 +61,13 @@ func (c *Client) Fleet() (Fleet, error) {
 func (c *Client) Rejects() ([]RejectLine, error) {
 	var lines []RejectLine
 	return lines, c.call(http.MethodGet, PathRejects, nil, &lines)
+}
+
+// Violations asks for the classes and levels in violation now or in the
+// last five minutes, with their rates.
+func (c *Client) Violations() ([]violation.View, error) {
+	var v []violation.View
+	return v, c.call(http.MethodGet, PathViolations, nil, &v)
 }
 
 // Apply asks the daemon to put file (an absolute path) in force, and with

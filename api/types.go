@@ -10,12 +10,13 @@ import (
 
 // The endpoints, each answering the type named beside it, or Error.
 const (
-	PathStatus  = "/v1/status"  // GET: Status
-	PathAgents  = "/v1/agents"  // GET: Agents
-	PathRejects = "/v1/rejects" // GET: []RejectLine
-	PathFleet   = "/v1/fleet"   // GET: Fleet
-	PathApply   = "/v1/apply"   // POST ApplyRequest: Applied
-	PathRead    = "/v1/read"    // POST ReadRequest: ReadAnswer
+	PathStatus     = "/v1/status"     // GET: Status
+	PathAgents     = "/v1/agents"     // GET: Agents
+	PathRejects    = "/v1/rejects"    // GET: []RejectLine
+	PathFleet      = "/v1/fleet"      // GET: Fleet
+	PathApply      = "/v1/apply"      // POST ApplyRequest: Applied
+	PathRead       = "/v1/read"       // POST ReadRequest: ReadAnswer
+	PathViolations = "/v1/violations" // GET: []violation.View
 )
 
 // Status is what only the running daemon knows of itself.

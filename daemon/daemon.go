@@ -88,6 +88,8 @@ type Daemon struct {
 	// listeners names the SIP listeners the configuration in force does
 	// not watch (docs/design.md, "SIP listeners").
 	listeners *listenerWatch
+	// violations reads the counters each second for show violations.
+	violations *violationWatch
 
 	// held are the links of the attachments, open while the daemon runs:
 	// the filter outlives its pins (bpffs unmounted under it).
@@ -137,7 +139,7 @@ func New(cfg Config) *Daemon {
 		cfg.Log = slog.New(slog.DiscardHandler)
 	}
 	return &Daemon{
-		cfg: cfg, log: cfg.Log, sessions: newSessionKeeper(cfg.Log), fleet: newFleetRunner(cfg.Log, cfg.StateDir), listeners: newListenerWatch(cfg.Netns, cfg.Log), applies: make(chan applyCall), reloads: make(chan struct{}, 1), readGID: -1, reading: make(chan struct{}, 2),
+		cfg: cfg, log: cfg.Log, sessions: newSessionKeeper(cfg.Log), fleet: newFleetRunner(cfg.Log, cfg.StateDir), listeners: newListenerWatch(cfg.Netns, cfg.Log), violations: newViolationWatch(cfg.StateDir), applies: make(chan applyCall), reloads: make(chan struct{}, 1), readGID: -1, reading: make(chan struct{}, 2),
 		status: api.Status{PID: os.Getpid(), Config: cfg.File, ReloadConfig: cfg.File, PinsLost: []string{}, Interfaces: []string{}, Since: cfg.Now(), StateDir: cfg.StateDir, Netns: cfg.Netns},
 	}
 }
@@ -238,6 +240,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 	listenersCtx, stopListeners := context.WithCancel(ctx)
 	defer stopListeners()
 	go d.listeners.run(listenersCtx)
+	go d.violations.run(listenersCtx)
 	if d.journal, err = d.startJournal(ctx, d.cfg.RejectsLog); err != nil {
 		return err
 	}

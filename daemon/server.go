@@ -83,6 +83,9 @@ func (d *Daemon) serveAPI(l *apiListener) (func(), error) {
 	mux.HandleFunc("GET "+api.PathFleet, func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, d.fleet.view(r.Context()))
 	})
+	mux.HandleFunc("GET "+api.PathViolations, func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, http.StatusOK, d.violations.view())
+	})
 	mux.HandleFunc("GET "+api.PathRejects, func(w http.ResponseWriter, r *http.Request) {
 		lines := d.journal.lines()
 		d.mu.Lock()

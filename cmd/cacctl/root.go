@@ -95,6 +95,20 @@ func addOutputFlag(cmd *cobra.Command) *outputFlag {
 	return &o
 }
 
+// layoutFlag is -o text|wide|json, for a show whose text layout has a
+// wide form.
+type layoutFlag string
+
+func (o *layoutFlag) String() string { return string(*o) }
+func (o *layoutFlag) Type() string   { return "text|wide|json" }
+func (o *layoutFlag) Set(s string) error {
+	if s != "text" && s != "wide" && s != "json" {
+		return fmt.Errorf("want text, wide or json, got %q", s)
+	}
+	*o = layoutFlag(s)
+	return nil
+}
+
 // exactArgs is cobra.ExactArgs with an error that says what is expected.
 func exactArgs(names ...string) cobra.PositionalArgs {
 	return func(cmd *cobra.Command, args []string) error {

@@ -2,7 +2,6 @@ package main
 
 import (
 	"errors"
-	"fmt"
 
 	"github.com/spf13/cobra"
 	"github.com/xdpcac/xdpcac/api"
@@ -65,18 +64,4 @@ func newShowSipdCmd(g *globals) *cobra.Command {
 	sipd := &cobra.Command{Use: "sipd", Short: "SIP: session agents", Args: exactArgs()}
 	sipd.AddCommand(agentsCmd)
 	return sipd
-}
-
-// layoutFlag is -o text|wide|json, for a show whose text layout has a
-// wide form.
-type layoutFlag string
-
-func (o *layoutFlag) String() string { return string(*o) }
-func (o *layoutFlag) Type() string   { return "text|wide|json" }
-func (o *layoutFlag) Set(s string) error {
-	if s != "text" && s != "wide" && s != "json" {
-		return fmt.Errorf("want text, wide or json, got %q", s)
-	}
-	*o = layoutFlag(s)
-	return nil
 }

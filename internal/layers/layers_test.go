@@ -18,7 +18,7 @@ var floors = map[string]int{
 	"internal/top": 6, "internal/demo": 6,
 	"cac/bucket": 1, "cac/cpu": 1, "cac/config": 1, "cac/policy": 2, "cac/agents": 1,
 	"cac/sipd": 1, "cac/sockbuf": 1, "cac/listeners": 1, "cac/sessions": 0, "cac/control": 3, "bpf": 1,
-	"cac/fleet":      1,
+	"cac/fleet": 1, "cac/violation": 1,
 	"maps":           3,
 	"loader":         4,
 	"maps/collector": 5, "api": 5, "internal/storm": 5,
