@@ -39,6 +39,9 @@ type Status struct {
 	// named (IFACE or NETNS:IFACE): status says which of them are
 	// missing.
 	Interfaces []string `json:"interfaces"`
+	// LastCPURefusal is the last CPU sample the cpu-limit gate refused
+	// calls with; null before any.
+	LastCPURefusal *maps.CPURefusal `json:"last_cpu_refusal"`
 }
 
 // ApplyRequest asks the daemon to put a file in force.

@@ -22,6 +22,8 @@ type measure struct {
 	watcher *sockbuf.Watcher
 	pinned  *loader.Pinned // opened at the first write
 	gen     uint64         // pinned's Generation
+	// refusals finds the samples the cpu-limit gate refused calls with.
+	refusals cpuRefusals
 }
 
 // measuredPart is what of a configuration the control loop depends on: a
@@ -52,7 +54,7 @@ func (d *Daemon) newMeasure(cfg *config.Config) (*measure, error) {
 	if ld := cfg.CallAdmission.Load; ld != nil {
 		span, mult = ld.Lifetime, ld.Charge
 	}
-	m := &measure{}
+	m := &measure{refusals: cpuRefusals{stateDir: d.cfg.StateDir}}
 	if b := cfg.Buffers; len(b.UDPPorts)+len(b.PacketProtocols) > 0 {
 		// The protected daemons' sockets live beside the interfaces.
 		err := loader.InNetns(d.cfg.Netns, func() error {
@@ -67,9 +69,16 @@ func (d *Daemon) newMeasure(cfg *config.Config) (*measure, error) {
 	m.loop = &control.Loop{
 		Sampler: sampler, Window: cpu.NewWindow(span), Buffers: m.watcher, Multiplier: mult,
 		Interval: cfg.CPU.SampleInterval, Log: d.log, Write: func(in policy.Inputs) error {
+			refused, ok := m.refusals.before()
 			err := m.write(d.cfg.StateDir, in)
 			if err == nil {
-				d.wrote.Store(time.Now().UnixNano())
+				now := time.Now()
+				d.wrote.Store(now.UnixNano())
+				if r := m.refusals.wrote(now, in.CPUMilli, refused, ok); r != nil {
+					d.mu.Lock()
+					d.status.LastCPURefusal = r
+					d.mu.Unlock()
+				}
 			}
 			return err
 		},

@@ -39,6 +39,19 @@ type CallAdmissionView struct {
 	// clear call admission statistics (docs/design.md, "Clearing
 	// counters"); null when they count from the attach.
 	ClearedAt *time.Time `json:"cleared_at"`
+	// LastCPURefusal is the last CPU sample the cpu-limit gate refused
+	// calls with, which cacctl run keeps; null without it or before any.
+	LastCPURefusal *CPURefusal `json:"last_cpu_refusal"`
+}
+
+// CPURefusal is a CPU sample that the cpu-limit gate refused calls with:
+// the percent measured, when it was put in force and replaced, and the
+// calls refused as cpu-limit meanwhile.
+type CPURefusal struct {
+	CPUPercent float64   `json:"cpu_percent"`
+	From       time.Time `json:"from"`
+	Until      time.Time `json:"until"`
+	Refused    uint64    `json:"refused"`
 }
 
 // ChargeView is one call type's charge line and the calls holding it.

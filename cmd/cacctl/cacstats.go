@@ -2,6 +2,7 @@ package main
 
 import (
 	"github.com/spf13/cobra"
+	"github.com/xdpcac/xdpcac/api"
 	"github.com/xdpcac/xdpcac/cac/control"
 	"github.com/xdpcac/xdpcac/internal/show"
 	"github.com/xdpcac/xdpcac/loader"
@@ -35,6 +36,13 @@ func newShowCallCmd(g *globals) *cobra.Command {
 			}
 			v := maps.CallAdmissionViewOf(st.CallAdmission, st.Inputs, st.Rings, loader.Total(per), control.MonotonicCoarse(), ifaces)
 			v.ClearedAt = lastCleared(per)
+			// The sample that refused, which only the daemon keeps: a
+			// status it cannot give leaves the line out, not the view.
+			if c := api.Dial(g.stateDir); c != nil {
+				if d, err := c.Status(); err == nil {
+					v.LastCPURefusal = d.LastCPURefusal
+				}
+			}
 			if *out == "json" {
 				return printJSON(cmd.OutOrStdout(), v)
 			}

@@ -40,6 +40,12 @@ func CallAdmission(w io.Writer, v maps.CallAdmissionView) {
 				limit = Num(v.CPULimitPercent) + "%"
 			}
 			fmt.Fprintf(w, "Current actual CPU: %s%%, Limit: %s\n", Num(v.CPUPercent), limit)
+			if r := v.LastCPURefusal; r != nil {
+				// The sample that refused, which the current one may no
+				// longer show.
+				fmt.Fprintf(w, "Last CPU that refused: %s%%, %d calls in %s s, ended %s ago\n", Num(r.CPUPercent), r.Refused,
+					Num(r.Until.Sub(r.From).Seconds()), MsAge(time.Since(r.Until).Milliseconds()))
+			}
 		}
 	}
 	if len(v.Interfaces) == 0 {

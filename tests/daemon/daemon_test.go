@@ -121,6 +121,16 @@ func TestDaemonCPULimit(t *testing.T) {
 	if late > 2 {
 		t.Errorf("a PADI refused %d samples after the load stopped, want admitted within two", late)
 	}
+	// Admitting again, the IOS statistics still say what refused: the
+	// sample over the limit, not the current one under it.
+	if v := tb.CallAdmission(t); v.LastCPURefusal == nil || v.LastCPURefusal.CPUPercent < daemonCPULimit ||
+		v.LastCPURefusal.Refused == 0 || !v.LastCPURefusal.Until.After(v.LastCPURefusal.From) {
+		t.Errorf("show call admission statistics after the load: current CPU %v%%, last refusal %+v; want a sample over %d%% that refused",
+			v.CPUPercent, v.LastCPURefusal, daemonCPULimit)
+	}
+	if out, _, err := tb.Cacctl(t, "show", "call", "admission", "statistics"); err != nil || !strings.Contains(out, "Last CPU that refused: ") {
+		t.Errorf("show call admission statistics: %v\n%s", err, out)
+	}
 	if log := d.Log.String(); !strings.Contains(log, "control loop running") || !strings.Contains(log, source) {
 		t.Errorf("the daemon's log does not say what it measures:\n%s", log)
 	}
