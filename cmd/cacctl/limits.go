@@ -108,7 +108,7 @@ func writeLimits(w io.Writer, v maps.LimitsView) error {
 		if a.Name != "" {
 			name = "session agent " + a.Name
 		}
-		fmt.Fprintf(w, "%s: %s; connection %s, sessions %s; %s\n", name, rate(a.Limit), rate(a.Connection), sessions(a.Sessions), down)
+		fmt.Fprintf(w, "%s: %s; sessions %s\n  connection %s; %s\n", name, rate(a.Limit), sessions(a.Sessions), rate(a.Connection), down)
 	}
 	return nil
 }

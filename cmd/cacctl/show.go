@@ -64,11 +64,11 @@ func writeStatsText(w io.Writer, s maps.Stats, per []loader.AttachmentStats) err
 				seen += a.Stats.Classes[c].Seen()
 			}
 		}
-		fmt.Fprintf(w, "%s: %d first packets, %d in-dialog, %d malformed\n", a.Attachment, seen,
+		fmt.Fprintf(w, "%s: %d first packets, %d in-dialog, %d malformed\n", a.Key(), seen,
 			a.Stats.SIPInDialog(), a.Stats.Malformed())
 		if !a.ClearedAt.IsZero() {
 			// As IOS says it: the counters below count from then.
-			fmt.Fprintf(w, "%s: last clearing of counters %s ago\n", a.Attachment, show.MsAge(time.Since(a.ClearedAt).Milliseconds()))
+			fmt.Fprintf(w, "%s: last clearing of counters %s ago\n", a.Key(), show.MsAge(time.Since(a.ClearedAt).Milliseconds()))
 		}
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
@@ -87,12 +87,13 @@ func writeStatsText(w io.Writer, s maps.Stats, per []loader.AttachmentStats) err
 			}
 		}
 	}
-	fmt.Fprintf(w, "fragment %d, passed_other %d, odd forms: %d SIP requests, %d PADI/PADR with a session ID\n",
-		s.Fragment, s.PassedOther, s.SIPOddForms, s.PPPoEOddForms)
-	fmt.Fprintf(w, "uncharged: %d in-dialog of known dialogs, %d INVITE retransmissions passed, %d refused again\n",
-		s.SIPInDialogVerified, s.SIPRetransmits, s.SIPRetransmitsRefused)
-	fmt.Fprintf(w, "L2TP: %d refused ICRQs answered with a ZLB, %d only dropped (tunnel not translated), %d copies uncharged\n",
-		s.L2TPAnswered, s.L2TPUnanswered, s.L2TPRetransmits)
+	// Lines within 80 columns, as a terminal of a router's console has.
+	fmt.Fprintf(w, "fragment %d, passed_other %d\n", s.Fragment, s.PassedOther)
+	fmt.Fprintf(w, "odd forms: %d SIP requests, %d PADI/PADR with a session ID\n", s.SIPOddForms, s.PPPoEOddForms)
+	fmt.Fprintf(w, "uncharged: %d in-dialog requests of known dialogs\n", s.SIPInDialogVerified)
+	fmt.Fprintf(w, "INVITE retransmissions, uncharged: %d passed, %d refused again\n", s.SIPRetransmits, s.SIPRetransmitsRefused)
+	fmt.Fprintf(w, "L2TP ICRQs refused: %d answered (ZLB), %d dropped (tunnel unknown)\n", s.L2TPAnswered, s.L2TPUnanswered)
+	fmt.Fprintf(w, "L2TP ICRQ copies, uncharged: %d\n", s.L2TPRetransmits)
 	if s.RejectRecordsLost > 0 || s.SIPEventsLost > 0 {
 		// The daemon fell behind its ring buffers: say so, it is rare.
 		fmt.Fprintf(w, "lost to full ring buffers: %d reject records, %d SIP events\n",

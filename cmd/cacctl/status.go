@@ -18,9 +18,9 @@ import (
 )
 
 func newStatusCmd(g *globals) *cobra.Command {
-	var out *outputFlag
+	out := layoutFlag("text")
 	cmd := &cobra.Command{
-		Use:   "status [-o text|json]",
+		Use:   "status [-o text|wide|json]",
 		Short: "Each attached interface, its mode and program version, the daemon and its heartbeat",
 		Args:  exactArgs(),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -70,12 +70,12 @@ func newStatusCmd(g *globals) *cobra.Command {
 				fmt.Fprintf(cmd.ErrOrStderr(), "cacctl: warning: cannot list every SIP listener to check it is watched: %v\n", err)
 			}
 			v.Degraded = v.DegradedBy()
-			if *out == "json" {
+			if out == "json" {
 				if err := printJSON(cmd.OutOrStdout(), v); err != nil {
 					return err
 				}
 			} else {
-				writeStatus(cmd.OutOrStdout(), v)
+				writeStatus(cmd.OutOrStdout(), v, out == "wide")
 			}
 			if len(v.Degraded) > 0 {
 				return degradedError{why: v.Degraded}
@@ -83,11 +83,13 @@ func newStatusCmd(g *globals) *cobra.Command {
 			return nil
 		},
 	}
-	out = addOutputFlag(cmd)
+	cmd.Flags().VarP(&out, "output", "o", "output format: text (80 columns), wide (with program tags) or json")
 	return cmd
 }
 
-func writeStatus(w io.Writer, v api.StatusReport) {
+// writeStatus writes v for the operator; wide adds each program's tag,
+// which the narrow table leaves to stay within 80 columns.
+func writeStatus(w io.Writer, v api.StatusReport, wide bool) {
 	fmt.Fprintf(w, "cacctl %s, state in %s\n", v.Version, v.StateDir)
 	if d := v.Daemon; d != nil {
 		fmt.Fprintf(w, "daemon: running, pid %d, up %s; config %s, in force since %s\n",
@@ -117,11 +119,19 @@ func writeStatus(w io.Writer, v api.StatusReport) {
 		return
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "interface\tmode\tlink\tegress\tprogram")
+	head := "interface\tmode\tlink\tegress\tprogram\tversion"
+	if wide {
+		head += "\ttag"
+	}
+	fmt.Fprintln(tw, head)
+	other := false
 	for _, i := range v.Interfaces {
-		prog := fmt.Sprintf("this version (id %d, tag %s)", i.ProgramID, i.ProgramTag)
+		prog := fmt.Sprintf("%d\tthis", i.ProgramID)
 		if !i.Current {
-			prog = fmt.Sprintf("another version (id %d, tag %s): cacctl run takes it over", i.ProgramID, i.ProgramTag)
+			prog, other = fmt.Sprintf("%d\tanother", i.ProgramID), true
+		}
+		if wide {
+			prog += "\t" + i.ProgramTag
 		}
 		mode := i.Mode
 		if mode == "" {
@@ -133,6 +143,9 @@ func writeStatus(w io.Writer, v api.StatusReport) {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", i.Interface, mode, i.Link, i.Egress, prog)
 	}
 	tw.Flush()
+	if other {
+		fmt.Fprintln(w, "another version: a program of another cacctl; cacctl run takes it over")
+	}
 	writeUnwatched(w, v.UnwatchedListeners)
 	writeDegraded(w, v.Degraded)
 }

@@ -74,7 +74,7 @@ func CallAdmission(w io.Writer, v maps.CallAdmissionView) {
 	}
 	switch {
 	case v.HeartbeatAgeMS == nil:
-		fmt.Fprintln(w, "Control plane: none (attached without cacctl run; CPU and buffers are not measured)")
+		fmt.Fprintln(w, "Control plane: none (cacctl attach alone: CPU and buffers are not measured)")
 	case v.Stale:
 		fmt.Fprintf(w, "Control plane: STALE, last heartbeat %s s ago (stale after %s s, on-stale %s)\n",
 			Num(float64(*v.HeartbeatAgeMS)/1000), Num(float64(v.StaleAfterMS)/1000), v.OnStale)

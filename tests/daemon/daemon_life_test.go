@@ -197,7 +197,7 @@ func TestUpgrade(t *testing.T) {
 		t.Errorf("counters after the upgrade: %+v, want the 1 PADI of before", s)
 	}
 	out, _, _ := tb.Cacctl(t, "status")
-	if !strings.Contains(out, "this version") {
+	if !regexp.MustCompile(`(?m) \d+ +this$`).MatchString(out) {
 		t.Errorf("status after the upgrade:\n%s", out)
 	}
 	d.Signal(syscall.SIGTERM)

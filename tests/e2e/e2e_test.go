@@ -183,7 +183,7 @@ func TestDetachAfterInterfaceGone(t *testing.T) {
 		t.Errorf("after the interface left, stats say %d PADIs, want 1", got)
 	}
 	out, _, err := tb.Cacctl(t, "show", "stats")
-	if err != nil || !strings.Contains(out, tb.BoxIface+" in network namespace "+tb.Box+": 1 first packets, 0 in-dialog, 0 malformed") {
+	if err != nil || !strings.Contains(out, tb.Box+":"+tb.BoxIface+": 1 first packets, 0 in-dialog, 0 malformed") {
 		t.Errorf("show stats text: %v\n%s", err, out)
 	}
 	if _, stderr, err := tb.Cacctl(t, "detach", tb.BoxIface); err != nil {
