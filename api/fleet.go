@@ -32,9 +32,9 @@ type Fleet struct {
 	// Members is the number of boxes the last grant counted, this one
 	// included: the divisor of on-fleet-lost local.
 	Members int `json:"members"`
-	// MembersSeen are the boxes Redis holds a recent renewal of, newest
-	// first; empty when Redis could not be asked, and MembersError says
-	// why.
+	// MembersSeen are the boxes Redis held a recent renewal of at its
+	// last answer, newest first (the daemon asks every second); empty
+	// before any. MembersError says why the last question failed.
 	MembersSeen  []FleetMember `json:"members_seen"`
 	MembersError string        `json:"members_error"`
 	Limits       []FleetLimit  `json:"limits"`

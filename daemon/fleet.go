@@ -35,6 +35,9 @@ type fleetRunner struct {
 	pinned  *loader.Pinned
 	cancel  context.CancelFunc
 	stopped chan struct{}
+	// members is what Redis last said of the fleet's boxes, asked apart
+	// from the renewals (watchMembers).
+	members fleetMembers
 }
 
 func newFleetRunner(log *slog.Logger, stateDir string) *fleetRunner {
@@ -117,9 +120,9 @@ func (r *fleetRunner) start(ctx context.Context, f *config.Fleet) error {
 	stopped := make(chan struct{})
 	r.mu.Lock()
 	r.cfg, r.box, r.client, r.keeper, r.leases, r.pinned = f, box, client, k, leases, pinned
-	r.cancel, r.stopped = cancel, stopped
+	r.cancel, r.stopped, r.members = cancel, stopped, fleetMembers{}
 	r.mu.Unlock()
-	go r.renew(fctx, f.Lease.Renew, stopped)
+	go r.renew(fctx, k, client, stopped)
 	return nil
 }
 
@@ -127,10 +130,14 @@ func (r *fleetRunner) start(ctx context.Context, f *config.Fleet) error {
 // spent and lost.
 const fleetLogEvery = 10 * time.Second
 
-// renew steps the keeper every renewal until ctx ends.
-func (r *fleetRunner) renew(ctx context.Context, every time.Duration, stopped chan struct{}) {
+// renew steps the keeper at each renewal it draws (Keeper.NextRenewal)
+// until ctx ends, and asks client for the members beside it.
+func (r *fleetRunner) renew(ctx context.Context, k *fleet.Keeper, client *fleet.Client, stopped chan struct{}) {
 	defer close(stopped)
-	t := time.NewTicker(every)
+	members := make(chan struct{})
+	go r.watchMembers(ctx, client, members)
+	defer func() { <-members }()
+	t := time.NewTimer(time.Until(k.NextRenewal(time.Now())))
 	defer t.Stop()
 	var was fleet.State
 	lastLog := time.Now()
@@ -139,17 +146,23 @@ func (r *fleetRunner) renew(ctx context.Context, every time.Duration, stopped ch
 		case <-ctx.Done():
 			return
 		case now := <-t.C:
+			// The keeper asks Redis without r.mu or its own lock held:
+			// show fleet and the scrapes read it meanwhile.
 			r.mu.Lock()
-			r.keeper.Step(ctx, now)
-			st := r.keeper.Status()
+			leases := r.leases
+			r.mu.Unlock()
+			k.Step(ctx, now)
+			t.Reset(time.Until(k.NextRenewal(now))) // from the step's start: Renew apart on average
+			st := k.Status()
 			if now.Sub(lastLog) >= fleetLogEvery {
 				lastLog = now
-				for _, h := range r.keeper.Holders() {
-					r.log.Info("fleet lease", "limit", h.Limit.Name, "granted", h.Granted, "spent", h.Spent(r.leases),
-						"expired", h.Expired, "returned", h.Returned, "holds", r.leases.Tokens(h.Lease), "demand", h.Demand)
-				}
+				k.Read(func(_ fleet.Status, hs []*fleet.Holder) {
+					for _, h := range hs {
+						r.log.Info("fleet lease", "limit", h.Limit.Name, "granted", h.Granted, "spent", h.Spent(leases),
+							"expired", h.Expired, "returned", h.Returned, "holds", leases.Tokens(h.Lease), "demand", h.Demand)
+					}
+				})
 			}
-			r.mu.Unlock()
 			if st.State != was {
 				r.log.Warn("fleet state", "state", st.State, "was", was, "members", st.Members, "err", st.Err)
 				was = st.State
@@ -171,9 +184,7 @@ func (r *fleetRunner) stop() {
 	<-stopped
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	for _, h := range r.keeper.Holders() {
-		h.Drain(r.leases)
-	}
+	r.keeper.DrainAll()
 	r.leases.Close()
 	r.pinned.Close()
 	r.client.Close()
@@ -189,6 +200,9 @@ func redisOptions(f *config.Fleet) (fleet.Options, error) {
 		// A box that has not renewed for ten lease lifetimes is gone:
 		// local divides the rate among the others.
 		Staleness: 10 * f.Lease.Lifetime,
+		// A renewal is over by the next: a Redis that does not answer
+		// within one is unreachable, and lost after lost-after.
+		Timeout: f.Lease.Renew,
 	}
 	if f.Redis.PasswordFile != "" {
 		b, err := os.ReadFile(f.Redis.PasswordFile)

@@ -9,32 +9,60 @@ import (
 	"github.com/xdpcac/xdpcac/cac/fleet"
 )
 
-// fleetMembersTimeout bounds the question to Redis that show fleet asks:
-// a Redis that does not answer must not hold the command, and the rest of
-// the view is the daemon's own.
-const fleetMembersTimeout = time.Second
+// fleetMembersEvery is how often the daemon asks Redis which boxes renewed
+// lately, for show fleet: the command reads the last answer and never
+// waits on Redis itself.
+const fleetMembersEvery = time.Second
 
-// view is what show fleet says: the keeper's state and leases, taken
-// under r.mu, and the members Redis holds, asked outside it so that a
-// slow Redis never holds up a renewal.
-func (r *fleetRunner) view(ctx context.Context) api.Fleet {
+// fleetMembers is the last answer to which boxes renewed lately.
+type fleetMembers struct {
+	seen []fleet.Member
+	at   time.Time // of the last answer; zero before any
+	err  error     // of the last question, nil when it was answered
+}
+
+// watchMembers asks client every fleetMembersEvery, each question within
+// it, until ctx ends; done is closed then.
+func (r *fleetRunner) watchMembers(ctx context.Context, client *fleet.Client, done chan<- struct{}) {
+	defer close(done)
+	t := time.NewTicker(fleetMembersEvery)
+	defer t.Stop()
+	for {
+		mctx, cancel := context.WithTimeout(ctx, fleetMembersEvery)
+		seen, err := client.Members(mctx)
+		cancel()
+		r.mu.Lock()
+		if err == nil {
+			r.members = fleetMembers{seen: seen, at: time.Now()}
+		} else {
+			r.members.err = err
+		}
+		r.mu.Unlock()
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// view is what show fleet says: the keeper's state and leases and the
+// members Redis held at the last answer, all read without waiting on
+// Redis.
+func (r *fleetRunner) view() api.Fleet {
 	r.mu.Lock()
-	client := r.client // the one of the same keeper as the view
-	v := r.viewLocked(time.Now())
-	r.mu.Unlock()
-	if client == nil || !v.Configured {
+	defer r.mu.Unlock()
+	now := time.Now()
+	v := r.viewLocked(now)
+	if r.keeper == nil {
 		return v
 	}
-	mctx, cancel := context.WithTimeout(ctx, fleetMembersTimeout)
-	defer cancel()
-	members, err := client.Members(mctx)
-	if err != nil {
-		// The client may have been closed by a reload meanwhile: the
-		// error says so, and the rest of the view stands.
-		v.MembersError = err.Error()
-		return v
+	if r.members.err != nil {
+		v.MembersError = r.members.err.Error()
 	}
-	v.MembersSeen = fleetMembersOf(members, time.Now())
+	if !r.members.at.IsZero() {
+		v.MembersSeen = fleetMembersOf(r.members.seen, now)
+	}
 	return v
 }
 
@@ -51,7 +79,9 @@ func (r *fleetRunner) viewLocked(now time.Time) api.Fleet {
 	if r.keeper == nil {
 		return api.NoFleet()
 	}
-	return fleetViewOf(r.cfg, r.box, r.keeper.Status(), r.keeper.Holders(), r.leases, now)
+	var v api.Fleet
+	r.keeper.Read(func(st fleet.Status, hs []*fleet.Holder) { v = fleetViewOf(r.cfg, r.box, st, hs, r.leases, now) })
+	return v
 }
 
 // fleetViewOf is the view of a keeper of the fleet f, this box being

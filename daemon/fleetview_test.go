@@ -99,7 +99,7 @@ func TestFleetView(t *testing.T) {
 // [] rather than null; so is what the runner's view says.
 func TestNoFleetView(t *testing.T) {
 	r := newFleetRunner(nil, t.TempDir())
-	b, err := json.Marshal(r.view(context.Background()))
+	b, err := json.Marshal(r.view())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -81,7 +81,7 @@ func (d *Daemon) serveAPI(l *apiListener) (func(), error) {
 		writeJSON(w, http.StatusOK, v)
 	})
 	mux.HandleFunc("GET "+api.PathFleet, func(w http.ResponseWriter, r *http.Request) {
-		writeJSON(w, http.StatusOK, d.fleet.view(r.Context()))
+		writeJSON(w, http.StatusOK, d.fleet.view())
 	})
 	mux.HandleFunc("GET "+api.PathViolations, func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, d.violations.view())

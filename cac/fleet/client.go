@@ -41,6 +41,10 @@ type Options struct {
 	// Staleness is how long a box that has not renewed a lease still counts
 	// as a member; zero is DefaultStaleness.
 	Staleness time.Duration
+	// Timeout bounds dialling, each read and write, and the wait for a
+	// pooled connection; zero is go-redis's defaults. A request's context
+	// bounds it too: a hung Redis holds no renewal past its deadline.
+	Timeout time.Duration
 }
 
 // Client asks Redis for leases on the limits of one fleet. It is safe for
@@ -133,7 +137,12 @@ func dial(o Options) (redis.UniversalClient, error) {
 				DB:        o.DB,
 				TLSConfig: o.TLS,
 				// Never again: see below.
-				MaxRetries: -1,
+				MaxRetries:            -1,
+				ContextTimeoutEnabled: true,
+				DialTimeout:           o.Timeout,
+				ReadTimeout:           o.Timeout,
+				WriteTimeout:          o.Timeout,
+				PoolTimeout:           o.Timeout,
 			}), nil
 		}
 	}
@@ -155,7 +164,19 @@ func dial(o Options) (redis.UniversalClient, error) {
 		// A script that timed out may have run: sent again, it would
 		// give the same tokens back twice, and the fleet would admit
 		// more than its bound. A failed request is the keeper's to judge.
-		MaxRetries: -1,
+		// A Cluster client retries on a broken connection up to
+		// MaxRedirects whatever MaxRetries says: none either. A MOVED
+		// reply (the script did not run) then fails the request too, and
+		// go-redis reloads the slots for the next renewal.
+		MaxRetries:   -1,
+		MaxRedirects: -1,
+		// Without it go-redis ignores a context's deadline and waits out
+		// its own timeouts: a hung Redis held a renewal for seconds.
+		ContextTimeoutEnabled: true,
+		DialTimeout:           o.Timeout,
+		ReadTimeout:           o.Timeout,
+		WriteTimeout:          o.Timeout,
+		PoolTimeout:           o.Timeout,
 	}), nil
 }
 

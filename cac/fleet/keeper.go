@@ -2,7 +2,10 @@ package fleet
 
 import (
 	"context"
+	"hash/fnv"
 	"math"
+	"math/rand/v2"
+	"sync"
 	"time"
 )
 
@@ -44,11 +47,16 @@ const (
 	StateLost        State = "lost"        // on-fleet-lost in force
 )
 
-// Keeper renews the leases of one box's fleet-scope limits.
+// Keeper renews the leases of one box's fleet-scope limits. Its methods
+// are safe for concurrent use: Step holds its lock only between requests
+// to Redis, never across one, so that Read (show fleet, a scrape) never
+// waits on Redis (docs/design.md, "Fleet").
 type Keeper struct {
 	cfg     KeeperConfig
 	granter Granter
 	pool    Pool
+
+	mu      sync.Mutex // guards what follows
 	holders []*Holder
 
 	state   State
@@ -61,13 +69,31 @@ type Keeper struct {
 	rates  map[string]float64
 	locals map[string]*GCRA
 	last   time.Time
+	// rng draws the time to each next renewal (NextRenewal).
+	rng *rand.Rand
 }
 
 // NewKeeper returns a keeper that starts at now, as if Redis had just
 // answered: the first LostAfter is grace.
 func NewKeeper(cfg KeeperConfig, g Granter, p Pool, now time.Time) *Keeper {
+	h := fnv.New64a()
+	h.Write([]byte(cfg.Box))
 	return &Keeper{cfg: cfg, granter: g, pool: p, state: StateFleet, lastOK: now, members: 1,
-		rates: map[string]float64{}, locals: map[string]*GCRA{}}
+		rates: map[string]float64{}, locals: map[string]*GCRA{},
+		rng: rand.New(rand.NewPCG(h.Sum64(), uint64(now.UnixNano())))}
+}
+
+// NextRenewal is when the renewal after one at now is due: Renew on
+// average, each drawn between a half and one and a half of it. The GCRA
+// serves whoever asks first; boxes that renewed in phase (started
+// together, as after an outage) asked in the same order every time, and
+// the first took the refill while the last got nothing (80/10/10 under
+// even demand). Drawn afresh each time, the order changes every renewal,
+// and under even demand each box gets its even share.
+func (k *Keeper) NextRenewal(now time.Time) time.Time {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return now.Add(time.Duration(float64(k.cfg.Renew) * (0.5 + k.rng.Float64())))
 }
 
 // SetLimits puts limits in force, each spending the lease of the same
@@ -75,6 +101,8 @@ func NewKeeper(cfg KeeperConfig, g Granter, p Pool, now time.Time) *Keeper {
 // grants; the lease of one gone, or moved, is drained first, so no token
 // granted for one limit is ever spent by another.
 func (k *Keeper) SetLimits(limits []Limit, leases []uint32) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
 	old := map[string]*Holder{}
 	for _, h := range k.holders {
 		old[h.Limit.Name] = h
@@ -101,8 +129,32 @@ func (k *Keeper) SetLimits(limits []Limit, leases []uint32) {
 	k.holders = next
 }
 
-// Holders are the leases in force.
-func (k *Keeper) Holders() []*Holder { return k.holders }
+// Holders are the leases in force. Their figures change with each Step:
+// read them within Read.
+func (k *Keeper) Holders() []*Holder {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.holders
+}
+
+// Read calls fn with the keeper's status and leases, which no Step
+// changes until fn returns; fn must not keep them. It never waits on
+// Redis.
+func (k *Keeper) Read(fn func(Status, []*Holder)) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	fn(k.statusLocked(), k.holders)
+}
+
+// DrainAll takes back every token of every lease: no level spends a lease
+// no one renews.
+func (k *Keeper) DrainAll() {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	for _, h := range k.holders {
+		h.Drain(k.pool)
+	}
+}
 
 // Status is what show fleet says of the keeper.
 type Status struct {
@@ -115,6 +167,12 @@ type Status struct {
 
 // Status reports the keeper's state.
 func (k *Keeper) Status() Status {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.statusLocked()
+}
+
+func (k *Keeper) statusLocked() Status {
 	return Status{State: k.state, LastOK: k.lastOK, Members: k.members, RTT: k.rtt, Err: k.lastErr}
 }
 
@@ -122,42 +180,82 @@ func (k *Keeper) Status() Status {
 // lost renewal leaves the lease spending, and a box holds little unspent.
 func (k *Keeper) horizon() time.Duration { return k.cfg.Renew * 3 / 2 }
 
+// request is one lease's renewal: what Step asks Redis for it, and what
+// came back.
+type request struct {
+	h          *Holder
+	want, back int64
+	asked      bool // sent, whatever came of it
+	g          Grant
+	err        error
+}
+
 // Step is one renewal at now: it expires what outlived its lifetime and
 // asks for what each lease's demand wants, from Redis or, once Redis has
-// been gone for LostAfter, as OnLost says.
+// been gone for LostAfter, as OnLost says. It asks Redis without the
+// keeper's lock, each request within Renew, and stops asking at the first
+// that fails; grants are stamped when their answer came, not at now, so
+// that a slow answer does not bring tokens that are born expired.
 func (k *Keeper) Step(ctx context.Context, now time.Time) {
-	dt := now.Sub(k.last).Seconds()
-	k.last = now
-	failed := false
+	k.mu.Lock()
+	reqs := make([]request, 0, len(k.holders))
 	for _, h := range k.holders {
 		h.Expire(k.pool, now)
-		want := h.Want(k.pool, now, k.horizon())
-		back := h.Expired - h.Returned
-		got := int64(0)
-		if !failed && (want > 0 || back > 0) {
-			rctx, cancel := context.WithTimeout(ctx, k.cfg.Renew)
-			g, err := k.granter.Renew(rctx, k.cfg.Box, h.Limit, max(0, want), back)
-			cancel()
+		reqs = append(reqs, request{h: h, want: h.Want(k.pool, now, k.horizon()), back: h.Expired - h.Returned})
+	}
+	k.mu.Unlock()
+
+	start := time.Now()
+	for i := range reqs {
+		r := &reqs[i]
+		if r.want <= 0 && r.back <= 0 {
+			continue
+		}
+		rctx, cancel := context.WithTimeout(ctx, k.cfg.Renew)
+		r.g, r.err = k.granter.Renew(rctx, k.cfg.Box, r.h.Limit, max(0, r.want), r.back)
+		cancel()
+		r.asked = true
+		if r.err != nil {
+			break // the rest wait for the next step
+		}
+	}
+	answered := now.Add(time.Since(start))
+
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	dt := now.Sub(k.last).Seconds()
+	k.last = now
+	live := map[*Holder]bool{}
+	for _, h := range k.holders {
+		live[h] = true
+	}
+	failed := false
+	for _, r := range reqs {
+		if !live[r.h] {
+			continue // its limit left meanwhile (SetLimits drained it): its grant is lost
+		}
+		if r.asked {
 			// Given back even when the answer is lost: a request that
 			// timed out may have run, and giving the same tokens back
 			// twice would let the fleet admit more than its bound.
 			// Tokens that did not go back are only lost.
-			h.Returned += back
-			if err == nil {
-				k.state, k.lastOK, k.members, k.rtt, k.lastErr = StateFleet, now, max(1, g.Members), g.RTT, nil
-				h.Add(k.pool, g.Tokens, now, k.cfg.Lifetime)
-				got = g.Tokens
-				delete(k.locals, h.Limit.Name)
-			} else {
-				failed, k.lastErr = true, err // the rest wait for the next step
-			}
+			r.h.Returned += r.back
+		}
+		got := int64(0)
+		if r.asked && r.err == nil {
+			k.state, k.lastOK, k.members, k.rtt, k.lastErr = StateFleet, now, max(1, r.g.Members), r.g.RTT, nil
+			r.h.Add(k.pool, r.g.Tokens, answered, k.cfg.Lifetime)
+			got = r.g.Tokens
+			delete(k.locals, r.h.Limit.Name)
+		} else if r.asked {
+			failed, k.lastErr = true, r.err
 		}
 		if failed {
-			k.lost(h, want, now)
+			k.lost(r.h, r.want, answered)
 		} else if dt > 0 && dt < 10 {
-			r := k.rates[h.Limit.Name]
+			rate := k.rates[r.h.Limit.Name]
 			a := 1 - math.Exp(-dt/demandSmoothing.Seconds())
-			k.rates[h.Limit.Name] = r + a*(float64(got)/dt-r)
+			k.rates[r.h.Limit.Name] = rate + a*(float64(got)/dt-rate)
 		}
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"math/rand/v2"
+	"slices"
 	"testing"
 	"time"
 )
@@ -82,14 +83,28 @@ func simulate(t *testing.T, boxes int, d time.Duration, down func(time.Duration)
 	}
 	rng := rand.New(rand.NewPCG(1, 2))
 	const tick = 10 * time.Millisecond
+	next := make([]time.Time, boxes) // each keeper's next renewal, as the daemon times it
 	for at := time.Duration(0); at < d; at += tick {
 		now = start.Add(at)
 		g.down = down(at)
-		if at%cfg.Renew == 0 {
-			for _, k := range keepers {
-				k.Step(context.Background(), now)
+		// The renewals due by now, each at its own time and in the order
+		// of their times: boxes apart are not stepped in a fixed order.
+		var due []int
+		for i := range keepers {
+			if !now.Before(next[i]) {
+				due = append(due, i)
 			}
 		}
+		slices.SortFunc(due, func(a, b int) int { return next[a].Compare(next[b]) })
+		tickAt := now
+		for _, i := range due {
+			if now = next[i]; now.Before(start) {
+				now = start // a first renewal, due at once
+			}
+			keepers[i].Step(context.Background(), now)
+			next[i] = keepers[i].NextRenewal(now)
+		}
+		now = tickAt
 		for i, p := range pools {
 			// Poisson-ish arrivals: the offered rate over the tick.
 			n := offered(i, at) * tick.Seconds()
@@ -175,5 +190,55 @@ func TestKeepersWhenRedisIsGone(t *testing.T) {
 		if s := keepers[0].Status().State; s != c.endState {
 			t.Errorf("on-fleet-lost %s: ends %s, want %s", c.on, s, c.endState)
 		}
+	}
+}
+
+// TestEvenShares: ten boxes started together under the same demand, twice
+// the fleet's rate, each get their even share within 20 %: their renewals
+// drift apart (NextRenewal), where in phase the first to ask took the
+// refill every time.
+func TestEvenShares(t *testing.T) {
+	_, keepers := simulate(t, 10, 20*time.Second, func(time.Duration) bool { return false },
+		func(int, time.Duration) float64 { return 20 }, LostLocal)
+	var sum int64
+	for _, k := range keepers {
+		sum += k.Holders()[0].Granted
+	}
+	even := float64(sum) / float64(len(keepers))
+	for i, k := range keepers {
+		got := k.Holders()[0].Granted
+		t.Logf("box %d: granted %d (even share %.0f)", i, got, even)
+		if float64(got) < 0.8*even || float64(got) > 1.2*even {
+			t.Errorf("box %d was granted %d, over 20 %% from the even share %.0f", i, got, even)
+		}
+	}
+}
+
+// TestNextRenewal: renewals come Renew apart on average, each between a
+// half and one and a half of it, and two keepers started together do not
+// renew together.
+func TestNextRenewal(t *testing.T) {
+	t0 := time.Unix(1_800_000_000, 0)
+	cfg := KeeperConfig{Box: "a", Lifetime: time.Second, Renew: 100 * time.Millisecond, LostAfter: time.Second}
+	a := NewKeeper(cfg, nil, &onePool{}, t0)
+	cfg.Box = "b"
+	b := NewKeeper(cfg, nil, &onePool{}, t0)
+	at, same := t0, 0
+	const n = 1000
+	for range n {
+		next := a.NextRenewal(at)
+		if d := next.Sub(at); d < 50*time.Millisecond || d > 150*time.Millisecond {
+			t.Fatalf("a renewal %v after the last, want 50 to 150 ms", d)
+		}
+		if b.NextRenewal(at).Equal(next) {
+			same++
+		}
+		at = next
+	}
+	if mean := at.Sub(t0) / n; mean < 95*time.Millisecond || mean > 105*time.Millisecond {
+		t.Errorf("renewals %v apart on average, want 100 ms", mean)
+	}
+	if same > 0 {
+		t.Errorf("%d of %d renewals of two keepers fell together", same, n)
 	}
 }

@@ -1,0 +1,116 @@
+package fleet_test
+
+import (
+	"io"
+	"net/http"
+	"os"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/xdpcac/xdpcac/api"
+	"github.com/xdpcac/xdpcac/tests/testenv"
+)
+
+// pause stops the server with SIGSTOP: it keeps its socket and takes
+// connections, and answers nothing, as a Redis swapping or stuck in a
+// fork does. resume lets it go on.
+func (r *redisServer) pause()  { r.cmd.Process.Signal(syscall.SIGSTOP) }
+func (r *redisServer) resume() { r.cmd.Process.Signal(syscall.SIGCONT) }
+
+// timed is how long fn took.
+func timed(fn func()) time.Duration {
+	start := time.Now()
+	fn()
+	return time.Since(start)
+}
+
+// TestFleetRedisHung: Redis SIGSTOPped for 5 s under load, for each
+// on-fleet-lost. A renewal never waits past its deadline, so the policy
+// is in force within lost-after (2 s) and half a second, and the fleet is
+// back within a second of SIGCONT; show fleet and a scrape, which read the
+// keeper and never Redis, answer at once during the hang. Before, the
+// renewals waited out go-redis's own timeouts (5 s each) holding the lock
+// show fleet and the scrapes wanted.
+func TestFleetRedisHung(t *testing.T) {
+	testenv.RequireBPF(t)
+	r := newRedis(t)
+	const n = 3
+	metrics := "metrics: {listen: \"127.0.0.1:0\"}\n"
+	boxes := startBoxesWith(t, n, func(iface string, i int) string { return fleetConfig(iface, r.sock, i, "local", metrics) })
+	t.Cleanup(r.resume) // a failed test must not leave it stopped
+	const d, pauseAt, resumeAt = 9 * time.Second, 2 * time.Second, 7 * time.Second
+	for _, onLost := range []string{"local", "static", "closed"} {
+		for i, b := range boxes {
+			if err := os.WriteFile(b.cfg, []byte(fleetConfig(b.tb.BoxIface, r.sock, i, onLost, metrics)), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if err := b.d.Signal(syscall.SIGHUP); err != nil {
+				t.Fatal(err)
+			}
+		}
+		time.Sleep(2 * time.Second) // the new keepers
+		st, err := api.Dial(boxes[0].tb.State).Status()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var paused, resumed time.Time
+		var showFleet, scrape time.Duration
+		hang := make(chan struct{})
+		go func() {
+			defer close(hang)
+			time.Sleep(pauseAt)
+			paused = time.Now()
+			r.pause()
+			time.Sleep(3 * time.Second) // into the hang, past lost-after
+			showFleet = timed(func() {
+				if _, err := api.Dial(boxes[0].tb.State).Fleet(); err != nil {
+					t.Errorf("%s: show fleet during the hang: %v", onLost, err)
+				}
+			})
+			scrape = timed(func() {
+				resp, err := http.Get("http://" + st.Metrics + "/metrics")
+				if err != nil {
+					t.Errorf("%s: a scrape during the hang: %v", onLost, err)
+					return
+				}
+				io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+			})
+			time.Sleep(time.Until(paused.Add(resumeAt - pauseAt)))
+			resumed = time.Now()
+			r.resume()
+		}()
+		fleetRun(t, boxes, d, func(int, time.Duration) float64 { return 60 })
+		<-hang
+		var inForce, back time.Duration
+		for i, b := range boxes {
+			log := b.d.Log.String()
+			at, ok := stateAt(log, "lost", paused)
+			if !ok {
+				t.Errorf("%s: box %d never said its fleet is lost:\n%s", onLost, i, lastLines(log, 10))
+				continue
+			}
+			inForce = max(inForce, at.Sub(paused))
+			at, ok = stateAt(log, "fleet", resumed)
+			if !ok {
+				t.Errorf("%s: box %d never came back to the fleet:\n%s", onLost, i, lastLines(log, 10))
+				continue
+			}
+			back = max(back, at.Sub(resumed))
+		}
+		t.Logf("on-fleet-lost %s, Redis SIGSTOPped: in force on every box %v after, show fleet %v and a scrape %v during the hang, back to the fleet %v after SIGCONT",
+			onLost, inForce.Round(time.Millisecond), showFleet.Round(time.Microsecond), scrape.Round(time.Microsecond), back.Round(time.Millisecond))
+		if inForce > 2*time.Second+500*time.Millisecond {
+			t.Errorf("%s: in force %v after Redis hung, want within lost-after (2 s) and half a second", onLost, inForce)
+		}
+		if back > time.Second {
+			t.Errorf("%s: back to the fleet %v after SIGCONT, want within a second", onLost, back)
+		}
+		// Bounds far above what they take (a few ms) and far below the
+		// seconds they waited on Redis before.
+		if showFleet > time.Second || scrape > time.Second {
+			t.Errorf("%s: during the hang show fleet took %v and a scrape %v: they waited on Redis", onLost, showFleet, scrape)
+		}
+	}
+}
