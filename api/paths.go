@@ -20,6 +20,9 @@ type Paths struct {
 	Socket string
 	// Agents keeps the session agents' statuses across restarts.
 	Agents string
+	// Fleet keeps the number of boxes the fleet last counted across
+	// restarts, for on-fleet-lost local before Redis answers.
+	Fleet string
 }
 
 // PathsOf names the files of the daemon of stateDir: api.* for the default
@@ -31,5 +34,5 @@ func PathsOf(stateDir string) Paths {
 		name = "api" + strings.ReplaceAll(filepath.Clean(stateDir), "/", "_")
 	}
 	base := filepath.Join(RunDir, name)
-	return Paths{Lock: base + ".lock", Socket: base + ".sock", Agents: base + ".agents.json"}
+	return Paths{Lock: base + ".lock", Socket: base + ".sock", Agents: base + ".agents.json", Fleet: base + ".fleet.json"}
 }

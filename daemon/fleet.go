@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/json"
 	"fmt"
 	"log/slog"
 	"os"
@@ -12,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/xdpcac/xdpcac/api"
 	"github.com/xdpcac/xdpcac/cac/config"
 	"github.com/xdpcac/xdpcac/cac/fleet"
 	"github.com/xdpcac/xdpcac/cac/policy"
@@ -114,6 +116,7 @@ func (r *fleetRunner) start(ctx context.Context, f *config.Fleet) error {
 	kcfg := fleet.KeeperConfig{
 		Box: box, Lifetime: f.Lease.Lifetime, Renew: f.Lease.Renew,
 		LostAfter: f.LostAfter, OnLost: fleet.OnLost(f.OnFleetLost),
+		Members: loadFleetSize(api.PathsOf(r.stateDir).Fleet, f.Name),
 	}
 	k := fleet.NewKeeper(kcfg, client, leases, time.Now())
 	fctx, cancel := context.WithCancel(ctx)
@@ -140,6 +143,7 @@ func (r *fleetRunner) renew(ctx context.Context, k *fleet.Keeper, client *fleet.
 	t := time.NewTimer(time.Until(k.NextRenewal(time.Now())))
 	defer t.Stop()
 	var was fleet.State
+	saved := k.Status().Members // as loaded
 	lastLog := time.Now()
 	for {
 		select {
@@ -167,7 +171,51 @@ func (r *fleetRunner) renew(ctx context.Context, k *fleet.Keeper, client *fleet.
 				r.log.Warn("fleet state", "state", st.State, "was", was, "members", st.Members, "err", st.Err)
 				was = st.State
 			}
+			if st.Members != saved {
+				r.saveFleetSize(st.Members)
+				saved = st.Members
+			}
 		}
+	}
+}
+
+// fleetSize is what the daemon keeps of its fleet across restarts
+// (api.Paths.Fleet): how many boxes it last counted.
+type fleetSize struct {
+	Fleet   string `json:"fleet"`
+	Members int    `json:"members"`
+}
+
+// loadFleetSize is the number of boxes the fleet name last counted, as a
+// daemon before this one kept it; 0 when none did, or of another fleet.
+// A box started while Redis is unreachable divides the rate by it, where
+// one that knew nothing gave each box the whole fleet's.
+func loadFleetSize(path, name string) int {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return 0
+	}
+	var fs fleetSize
+	if json.Unmarshal(b, &fs) != nil || fs.Fleet != name || fs.Members < 1 {
+		return 0
+	}
+	return fs.Members
+}
+
+// saveFleetSize keeps n as the fleet's last count of boxes.
+func (r *fleetRunner) saveFleetSize(n int) {
+	r.mu.Lock()
+	name := ""
+	if r.cfg != nil {
+		name = r.cfg.Name
+	}
+	r.mu.Unlock()
+	b, err := json.Marshal(fleetSize{Fleet: name, Members: n})
+	if err == nil {
+		err = writeOwn(api.PathsOf(r.stateDir).Fleet, b)
+	}
+	if err != nil {
+		r.log.Warn("keep the fleet's number of boxes", "err", err)
 	}
 }
 

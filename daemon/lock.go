@@ -66,14 +66,15 @@ func (l *daemonLock) unlock() {
 }
 
 // RemoveStaleFiles removes the lock file of the daemon of stateDir
-// that is not running, and the statuses it kept of the session agents,
-// once nothing is attached: what `cacctl detach` of the last interface
+// that is not running, and the statuses it kept of the session agents and
+// the size of its fleet, once nothing is attached: what `cacctl detach` of the last interface
 // leaves behind is nothing.
 func RemoveStaleFiles(stateDir string) {
 	paths := api.PathsOf(stateDir)
 	_, lerr := os.Lstat(paths.Lock)
 	_, aerr := os.Lstat(paths.Agents)
-	if errors.Is(lerr, os.ErrNotExist) && errors.Is(aerr, os.ErrNotExist) {
+	_, ferr := os.Lstat(paths.Fleet)
+	if errors.Is(lerr, os.ErrNotExist) && errors.Is(aerr, os.ErrNotExist) && errors.Is(ferr, os.ErrNotExist) {
 		return // and no lock is made to find that out
 	}
 	lk, err := lockDaemon(stateDir)
@@ -81,5 +82,6 @@ func RemoveStaleFiles(stateDir string) {
 		return // a daemon runs, or there is nothing to lock
 	}
 	os.Remove(paths.Agents)
+	os.Remove(paths.Fleet)
 	lk.unlock()
 }

@@ -36,6 +36,10 @@ type KeeperConfig struct {
 	Box                        string
 	Lifetime, Renew, LostAfter time.Duration
 	OnLost                     OnLost
+	// Members is the number of boxes the fleet last counted, kept by the
+	// daemon across restarts: until Redis answers, on-fleet-lost local
+	// divides the rate by it. 0 is one box, all the daemon knows.
+	Members int
 }
 
 // State is where a keeper's leases come from.
@@ -78,7 +82,7 @@ type Keeper struct {
 func NewKeeper(cfg KeeperConfig, g Granter, p Pool, now time.Time) *Keeper {
 	h := fnv.New64a()
 	h.Write([]byte(cfg.Box))
-	return &Keeper{cfg: cfg, granter: g, pool: p, state: StateFleet, lastOK: now, members: 1,
+	return &Keeper{cfg: cfg, granter: g, pool: p, state: StateFleet, lastOK: now, members: max(1, cfg.Members),
 		rates: map[string]float64{}, locals: map[string]*GCRA{},
 		rng: rand.New(rand.NewPCG(h.Sum64(), uint64(now.UnixNano())))}
 }

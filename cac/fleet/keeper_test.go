@@ -242,3 +242,41 @@ func TestNextRenewal(t *testing.T) {
 		t.Errorf("%d of %d renewals of two keepers fell together", same, n)
 	}
 }
+
+// TestKeeperStartsWithMembers: a box started while Redis is unreachable
+// divides the fleet's rate by the boxes its fleet last counted, which the
+// daemon kept; knowing nothing, it took the whole fleet's rate, and ten
+// boxes restarted together in an outage admitted ten times the rate.
+func TestKeeperStartsWithMembers(t *testing.T) {
+	t0 := time.Unix(1_800_000_000, 0)
+	run := func(members int) int64 {
+		now := t0
+		g := &twinGranter{now: &now, buckets: map[string]*GCRA{}, boxes: map[string]bool{}, down: true}
+		p := &onePool{}
+		cfg := KeeperConfig{Box: "a", Lifetime: time.Second, Renew: 100 * time.Millisecond, LostAfter: 2 * time.Second,
+			OnLost: LostLocal, Members: members}
+		k := NewKeeper(cfg, g, p, now)
+		k.SetLimits([]Limit{{Name: "acme", CPS: 100, Burst: 100}}, []uint32{0})
+		var admitted int64
+		for at := time.Duration(0); at < 12*time.Second; at += 10 * time.Millisecond {
+			now = t0.Add(at)
+			if at%cfg.Renew == 0 {
+				k.Step(context.Background(), now)
+			}
+			for range 2 { // 200 calls a second offered
+				if p.call() && at >= 2*time.Second {
+					admitted++
+				}
+			}
+		}
+		return admitted
+	}
+	alone, ten := run(0), run(10)
+	t.Logf("10 s lost: %d admitted knowing no members, %d knowing ten", alone, ten)
+	if ten < 90 || ten > 120 {
+		t.Errorf("a box of ten admitted %d in 10 s lost, want about its share, 100", ten)
+	}
+	if alone < 900 {
+		t.Errorf("a box alone admitted %d in 10 s lost, want about the fleet's 1,000", alone)
+	}
+}

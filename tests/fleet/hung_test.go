@@ -114,3 +114,38 @@ func TestFleetRedisHung(t *testing.T) {
 		}
 	}
 }
+
+// TestFleetRestartedInOutage: ten boxes restarted together while Redis is
+// down, with on-fleet-lost local, admit the fleet's rate between them:
+// each daemon divides it by the boxes its fleet last counted, which the
+// daemon before it kept. Knowing nothing, each took the whole fleet's
+// rate, and the ten admitted ten times it.
+func TestFleetRestartedInOutage(t *testing.T) {
+	testenv.RequireBPF(t)
+	r := newRedis(t)
+	const n = 10
+	boxes := startBoxes(t, n, r.sock, "local")
+	// Counted: every box renews, and each keeps the fleet's ten.
+	fleetRun(t, boxes, 3*time.Second, func(int, time.Duration) float64 { return 20 })
+	if f, err := api.Dial(boxes[0].tb.State).Fleet(); err != nil || f.Members != n {
+		t.Fatalf("before the outage the fleet counts %d boxes (%v), want %d", f.Members, err, n)
+	}
+	r.stop()
+	for _, b := range boxes {
+		b.d.Stop()
+		b.d = b.tb.StartDaemon(t, b.cfg)
+	}
+	if f, err := api.Dial(boxes[0].tb.State).Fleet(); err != nil || f.Members != n {
+		t.Errorf("restarted in the outage, the box counts %d boxes (%v), want the %d it kept", f.Members, err, n)
+	}
+	// 50 a second offered to each, five times the fleet's rate in all.
+	const d = 8 * time.Second
+	s := sample(t, boxes)
+	fleetRun(t, boxes, d, func(int, time.Duration) float64 { return 50 })
+	s.end()
+	rate := s.rate(3*time.Second, d, all) // past lost-after (2 s)
+	t.Logf("ten boxes restarted in an outage admitted %.1f calls/s between them (the fleet's rate is 100)", rate)
+	if rate < 80 || rate > 130 {
+		t.Errorf("ten boxes restarted in an outage admitted %.1f calls/s, want about the fleet's 100", rate)
+	}
+}
