@@ -63,9 +63,25 @@ func (p *onePool) call() bool {
 	return false
 }
 
+// simTick is the simulation's step: calls arrive and are counted per tick.
+const simTick = 10 * time.Millisecond
+
 // simulate runs boxes for d under offered (calls a second of each box
 // at second s) and returns the calls admitted in all.
 func simulate(t *testing.T, boxes int, d time.Duration, down func(time.Duration) bool, offered func(box int, at time.Duration) float64, onLost OnLost) (admitted int64, keepers []*Keeper) {
+	t.Helper()
+	perTick, keepers, _ := simulateTicks(t, boxes, d, down, offered, onLost)
+	for _, n := range perTick {
+		admitted += n
+	}
+	return admitted, keepers
+}
+
+// simulateTicks is simulate that returns the calls admitted in each tick,
+// and the most tokens the leases held at once, with those expired and
+// not yet given back: the H of the fleet's bound (docs/design.md,
+// "Fleet").
+func simulateTicks(t *testing.T, boxes int, d time.Duration, down func(time.Duration) bool, offered func(box int, at time.Duration) float64, onLost OnLost) (perTick []int64, keepers []*Keeper, held int64) {
 	t.Helper()
 	start := time.Unix(1_800_000_000, 0)
 	now := start
@@ -82,7 +98,7 @@ func simulate(t *testing.T, boxes int, d time.Duration, down func(time.Duration)
 		keepers = append(keepers, k)
 	}
 	rng := rand.New(rand.NewPCG(1, 2))
-	const tick = 10 * time.Millisecond
+	const tick = simTick
 	next := make([]time.Time, boxes) // each keeper's next renewal, as the daemon times it
 	for at := time.Duration(0); at < d; at += tick {
 		now = start.Add(at)
@@ -105,6 +121,13 @@ func simulate(t *testing.T, boxes int, d time.Duration, down func(time.Duration)
 			next[i] = keepers[i].NextRenewal(now)
 		}
 		now = tickAt
+		var h int64
+		for i, k := range keepers {
+			hs := k.Holders()[0]
+			h += pools[i].tokens + hs.Expired - hs.Returned
+		}
+		held = max(held, h)
+		perTick = append(perTick, 0)
 		for i, p := range pools {
 			// Poisson-ish arrivals: the offered rate over the tick.
 			n := offered(i, at) * tick.Seconds()
@@ -114,12 +137,26 @@ func simulate(t *testing.T, boxes int, d time.Duration, down func(time.Duration)
 			}
 			for range calls {
 				if p.call() {
-					admitted++
+					perTick[len(perTick)-1]++
 				}
 			}
 		}
 	}
-	return admitted, keepers
+	return perTick, keepers, held
+}
+
+// mostIn is the most calls perTick admitted in any window of w.
+func mostIn(perTick []int64, w time.Duration) int64 {
+	n := int(w / simTick)
+	var sum, most int64
+	for i, c := range perTick {
+		sum += c
+		if i >= n {
+			sum -= perTick[i-n]
+		}
+		most = max(most, sum)
+	}
+	return most
 }
 
 // TestKeepersHoldTheFleetLimit: ten keepers share cps 100, burst 100
@@ -278,5 +315,56 @@ func TestKeeperStartsWithMembers(t *testing.T) {
 	}
 	if alone < 900 {
 		t.Errorf("a box alone admitted %d in 10 s lost, want about the fleet's 1,000", alone)
+	}
+}
+
+// TestFleetBoundOverWindows: in any window of T seconds the fleet admits
+// at most burst + rate × T + H, H being the most tokens its leases held at
+// once (docs/design.md, "Fleet"): tokens held when the window opens may be
+// spent in it beside what the bucket grants, and a token given back
+// refills the bucket only after it left a lease unspent. Each load is
+// checked over every window of 1 s and of 5 s: an even flood, a flood that
+// stops and starts again (a full bucket and the leases of before), ten
+// times the rate, and a load moving from box to box; with Redis up, and
+// gone for 10 s under local, which adds one burst: Redis's bucket fills
+// while the boxes grant the rate among themselves.
+func TestFleetBoundOverWindows(t *testing.T) {
+	const rate, burst = 100.0, 100.0
+	up := func(time.Duration) bool { return false }
+	gone := func(at time.Duration) bool { return at >= 5*time.Second && at < 15*time.Second }
+	stopStart := func(each float64) func(int, time.Duration) float64 {
+		return func(_ int, at time.Duration) float64 {
+			if at%(5*time.Second) < 3*time.Second {
+				return each
+			}
+			return 0
+		}
+	}
+	for _, c := range []struct {
+		name    string
+		down    func(time.Duration) bool
+		offered func(int, time.Duration) float64
+		extra   float64 // bursts beyond the one of the bound
+	}{
+		{"even, twice the rate", up, func(int, time.Duration) float64 { return 20 }, 0},
+		{"3 s on, 2 s off", up, stopStart(20), 0},
+		{"3 s on, 2 s off, ten times the rate", up, stopStart(100), 0},
+		{"moving", up, func(b int, at time.Duration) float64 {
+			if b == int(at/(2*time.Second))%10 {
+				return 200
+			}
+			return 0
+		}, 0},
+		{"Redis gone, local", gone, func(int, time.Duration) float64 { return 20 }, 1},
+	} {
+		ticks, _, held := simulateTicks(t, 10, 30*time.Second, c.down, c.offered, LostLocal)
+		for _, w := range []time.Duration{time.Second, 5 * time.Second} {
+			most := mostIn(ticks, w)
+			bound := int64((1+c.extra)*burst+rate*w.Seconds()) + held
+			t.Logf("%s: at most %d in %v, bound %d (H = %d)", c.name, most, w, bound, held)
+			if most > bound {
+				t.Errorf("%s: %d admitted in a window of %v, over the bound of %d", c.name, most, w, bound)
+			}
+		}
 	}
 }
