@@ -239,12 +239,12 @@ func (r *fleetRunner) stop() {
 	r.cfg, r.keeper, r.leases, r.pinned, r.client, r.cancel, r.stopped = nil, nil, nil, nil, nil, nil, nil
 }
 
-// redisOptions are the client options of a fleet block: its password
-// read from its file, its TLS with its CA.
+// redisOptions are the client options of a fleet block: its passwords
+// read from their files, its TLS with its CA and client certificate.
 func redisOptions(f *config.Fleet) (fleet.Options, error) {
 	o := fleet.Options{
 		Fleet: f.Name, Addresses: f.Redis.Addresses, MasterName: f.Redis.MasterName,
-		Username: f.Redis.Username, DB: f.Redis.DB,
+		Username: f.Redis.Username, SentinelUsername: f.Redis.SentinelUsername, DB: f.Redis.DB,
 		// A box that has not renewed for ten lease lifetimes is gone:
 		// local divides the rate among the others.
 		Staleness: 10 * f.Lease.Lifetime,
@@ -252,14 +252,16 @@ func redisOptions(f *config.Fleet) (fleet.Options, error) {
 		// within one is unreachable, and lost after lost-after.
 		Timeout: f.Lease.Renew,
 	}
-	if f.Redis.PasswordFile != "" {
-		b, err := os.ReadFile(f.Redis.PasswordFile)
-		if err != nil {
-			return o, fmt.Errorf("fleet %s: redis password: %w", f.Name, err)
-		}
-		o.Password = strings.TrimRight(string(b), "\r\n")
+	var err error
+	if o.Password, err = readSecret(f.Redis.PasswordFile); err != nil {
+		return o, fmt.Errorf("fleet %s: redis password: %w", f.Name, err)
+	}
+	if o.SentinelPassword, err = readSecret(f.Redis.SentinelPasswordFile); err != nil {
+		return o, fmt.Errorf("fleet %s: sentinel password: %w", f.Name, err)
 	}
 	if t := f.Redis.TLS; t != nil {
+		// ServerName empty: crypto/tls verifies each address by its own
+		// host, a Sentinel by its name and the master it names by its.
 		o.TLS = &tls.Config{ServerName: t.ServerName, MinVersion: tls.VersionTLS12}
 		if t.CAFile != "" {
 			pem, err := os.ReadFile(t.CAFile)
@@ -272,6 +274,26 @@ func redisOptions(f *config.Fleet) (fleet.Options, error) {
 			}
 			o.TLS.RootCAs = pool
 		}
+		if t.CertFile != "" {
+			cert, err := tls.LoadX509KeyPair(t.CertFile, t.KeyFile)
+			if err != nil {
+				return o, fmt.Errorf("fleet %s: redis tls client certificate %s: %w", f.Name, t.CertFile, err)
+			}
+			o.TLS.Certificates = []tls.Certificate{cert}
+		}
 	}
 	return o, nil
+}
+
+// readSecret is what the file at path holds, without the line end it
+// ends with; "" for no path.
+func readSecret(path string) (string, error) {
+	if path == "" {
+		return "", nil
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return "", err
+	}
+	return strings.TrimRight(string(b), "\r\n"), nil
 }

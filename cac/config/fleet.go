@@ -32,15 +32,22 @@ type Redis struct {
 	MasterName   string
 	Username     string
 	PasswordFile string
-	DB           int
+	// SentinelUsername and SentinelPasswordFile authenticate to the
+	// Sentinels, which keep their own users (with MasterName only).
+	SentinelUsername     string
+	SentinelPasswordFile string
+	DB                   int
 	// TLS is set when the connection is TLS: CAFile verifies the
 	// server (empty: the system's roots), ServerName names it.
 	TLS *TLS
 }
 
-// TLS is the TLS of the connection to Redis.
+// TLS is the TLS of the connection to Redis. ServerName empty verifies
+// each address by its own host; CertFile and KeyFile, together, are the
+// client certificate a Redis with tls-auth-clients asks for.
 type TLS struct {
 	CAFile, ServerName string
+	CertFile, KeyFile  string
 }
 
 // Lease sizes the leases a box holds of each fleet-scope limit: a token
@@ -70,6 +77,8 @@ func (d *decoder) fleet(path string, n *yaml.Node) *Fleet {
 		OnFleetLost: "local", LostAfter: DefaultLostAfter,
 	}
 	named := false
+	var sentinelKey string // a sentinel-* key, which needs master-name
+	var sentinelNode *yaml.Node
 	d.mapping(n, path, fields{
 		"name":   func(p string, v *yaml.Node) { named = true; d.fleetName(v, p, &f.Name) },
 		"member": func(p string, v *yaml.Node) { d.fleetName(v, p, &f.Member) },
@@ -85,19 +94,36 @@ func (d *decoder) fleet(path string, n *yaml.Node) *Fleet {
 				"master-name":   func(p string, v *yaml.Node) { d.str(v, p, &f.Redis.MasterName) },
 				"username":      func(p string, v *yaml.Node) { d.str(v, p, &f.Redis.Username) },
 				"password-file": func(p string, v *yaml.Node) { d.str(v, p, &f.Redis.PasswordFile) },
+				"sentinel-username": func(p string, v *yaml.Node) {
+					d.str(v, p, &f.Redis.SentinelUsername)
+					sentinelKey, sentinelNode = p, v
+				},
+				"sentinel-password-file": func(p string, v *yaml.Node) {
+					d.str(v, p, &f.Redis.SentinelPasswordFile)
+					sentinelKey, sentinelNode = p, v
+				},
 				"db": func(p string, v *yaml.Node) {
 					if db, ok := d.integer(v, p, 0, 15); ok {
 						f.Redis.DB = int(db)
 					}
 				},
 				"tls": func(p string, v *yaml.Node) {
-					f.Redis.TLS = &TLS{}
+					t := &TLS{}
+					f.Redis.TLS = t
 					d.mapping(v, p, fields{
-						"ca-file":     func(p string, v *yaml.Node) { d.str(v, p, &f.Redis.TLS.CAFile) },
-						"server-name": func(p string, v *yaml.Node) { d.str(v, p, &f.Redis.TLS.ServerName) },
+						"ca-file":     func(p string, v *yaml.Node) { d.str(v, p, &t.CAFile) },
+						"server-name": func(p string, v *yaml.Node) { d.str(v, p, &t.ServerName) },
+						"cert-file":   func(p string, v *yaml.Node) { d.str(v, p, &t.CertFile) },
+						"key-file":    func(p string, v *yaml.Node) { d.str(v, p, &t.KeyFile) },
 					})
+					if (t.CertFile == "") != (t.KeyFile == "") {
+						d.errorf(v, join(p, "cert-file"), "and key-file go together: the client certificate and its key")
+					}
 				},
 			})
+			if sentinelNode != nil && f.Redis.MasterName == "" {
+				d.errorf(sentinelNode, sentinelKey, "needs master-name: only Sentinels take it")
+			}
 			if len(f.Redis.Addresses) == 0 {
 				d.errorf(v, join(p, "addresses"), "is required: the Redis (or its Sentinels, or Cluster nodes) that keeps the fleet's limits")
 			}

@@ -36,8 +36,11 @@ type Options struct {
 	MasterName string
 	Username   string
 	Password   string
-	DB         int
-	TLS        *tls.Config
+	// SentinelUsername and SentinelPassword authenticate to the Sentinels
+	// (with MasterName).
+	SentinelUsername, SentinelPassword string
+	DB                                 int
+	TLS                                *tls.Config
 	// Staleness is how long a box that has not renewed a lease still counts
 	// as a member; zero is DefaultStaleness.
 	Staleness time.Duration
@@ -155,12 +158,14 @@ func dial(o Options) (redis.UniversalClient, error) {
 		return nil, fmt.Errorf("db %d: a Redis Cluster has only db 0", o.DB)
 	}
 	return redis.NewUniversalClient(&redis.UniversalOptions{
-		Addrs:      o.Addresses,
-		MasterName: o.MasterName,
-		Username:   o.Username,
-		Password:   o.Password,
-		DB:         o.DB,
-		TLSConfig:  o.TLS,
+		Addrs:            o.Addresses,
+		MasterName:       o.MasterName,
+		Username:         o.Username,
+		Password:         o.Password,
+		SentinelUsername: o.SentinelUsername,
+		SentinelPassword: o.SentinelPassword,
+		DB:               o.DB,
+		TLSConfig:        o.TLS,
 		// A script that timed out may have run: sent again, it would
 		// give the same tokens back twice, and the fleet would admit
 		// more than its bound. A failed request is the keeper's to judge.

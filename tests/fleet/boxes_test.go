@@ -46,6 +46,11 @@ func invite(i int, n uint64) []byte {
 // account holds every INVITE the generators send, cps 100 for the whole
 // fleet.
 func fleetConfig(iface, sock string, i int, onLost string, extra string) string {
+	return fleetConfigOn(iface, filepath.Base(filepath.Dir(sock)), "{addresses: ["+sock+"]}", i, onLost, extra)
+}
+
+// fleetConfigOn is fleetConfig of the fleet name on the redis block given.
+func fleetConfigOn(iface, name, redis string, i int, onLost string, extra string) string {
 	return fmt.Sprintf(`interfaces: [{name: %s}]
 ports: {sip: [5060]}
 customers:
@@ -58,9 +63,9 @@ customers:
 fleet:
   name: %s
   member: box%d
-  redis: {addresses: [%s]}
+  redis: %s
   on-fleet-lost: %s
-%s`, iface, filepath.Base(filepath.Dir(sock)), i, sock, onLost, extra)
+%s`, iface, name, i, redis, onLost, extra)
 }
 
 // startBoxes starts n boxes on the Redis at sock.
