@@ -21,14 +21,19 @@ type Fleet struct {
 	LeaseLifetimeMS int64  `json:"lease_lifetime_ms"`
 	LeaseRenewMS    int64  `json:"lease_renew_ms"`
 	// LastRenewal is when Redis last answered a renewal, on this box's
-	// clock; LastRenewalAgeMS is its age when the view was taken.
-	LastRenewal      time.Time `json:"last_renewal"`
-	LastRenewalAgeMS int64     `json:"last_renewal_age_ms"`
+	// clock; LastRenewalAgeMS is its age when the view was taken. Both
+	// are null until Redis has answered one.
+	LastRenewal      *time.Time `json:"last_renewal"`
+	LastRenewalAgeMS *int64     `json:"last_renewal_age_ms"`
 	// RedisRTTUS is the round trip of the last renewal Redis answered,
 	// in microseconds: a local Redis answers well under a millisecond.
 	RedisRTTUS int64 `json:"redis_rtt_us"`
 	// LastError is why the last renewal failed; "" when it succeeded.
 	LastError string `json:"last_error"`
+	// RenewalsAnswered and RenewalsFailed count the requests to Redis
+	// since the fleet block was put in force, by how they ended.
+	RenewalsAnswered uint64 `json:"renewals_answered"`
+	RenewalsFailed   uint64 `json:"renewals_failed"`
 	// Members is the number of boxes the last grant counted, this one
 	// included: the divisor of on-fleet-lost local.
 	Members int `json:"members"`
@@ -61,10 +66,13 @@ type FleetLimit struct {
 	// was set up: granted by the fleet, spent by admitted calls, taken
 	// back unspent after their lifetime, and of those given back to the
 	// fleet.
-	Granted  int64 `json:"granted"`
-	Spent    int64 `json:"spent"`
-	Expired  int64 `json:"expired"`
-	Returned int64 `json:"returned"`
+	Granted int64 `json:"granted"`
+	// GrantedLocal is the part of Granted this box granted itself while
+	// the fleet was lost (on-fleet-lost local or static).
+	GrantedLocal int64 `json:"granted_local"`
+	Spent        int64 `json:"spent"`
+	Expired      int64 `json:"expired"`
+	Returned     int64 `json:"returned"`
 	// DemandCPS is calls a second the level was asked to admit, spent or
 	// refused for want of a token, smoothed: what the lease is sized to.
 	DemandCPS float64 `json:"demand_cps"`

@@ -15,8 +15,9 @@ import (
 type fleetCollector struct {
 	snapshot func(now time.Time) api.Fleet // fleetRunner.snapshot
 
-	state, members, rtt                  *prometheus.Desc
+	state, members, rtt, renewals        *prometheus.Desc
 	tokens, granted, spent, expired, ret *prometheus.Desc
+	grantedLocal                         *prometheus.Desc
 }
 
 func newFleetCollector(snapshot func(now time.Time) api.Fleet) *fleetCollector {
@@ -31,6 +32,10 @@ func newFleetCollector(snapshot func(now time.Time) api.Fleet) *fleetCollector {
 			"Boxes the last grant counted in the fleet, this one included."),
 		rtt: d("xdpcac_fleet_renew_rtt_seconds",
 			"Round trip of the last renewal Redis answered."),
+		renewals: d("xdpcac_fleet_renewals_total",
+			"Requests to Redis for a lease, by how they ended: answered, or failed (unreachable, timed out, refused).", "result"),
+		grantedLocal: d("xdpcac_fleet_tokens_granted_local_total",
+			"Tokens this box granted its lease of a limit itself while the fleet was lost (on-fleet-lost local or static); part of xdpcac_fleet_tokens_granted_total.", "limit"),
 		tokens: d("xdpcac_fleet_lease_tokens",
 			"Tokens this box's lease of a fleet-scope limit holds now.", "limit"),
 		granted: d("xdpcac_fleet_tokens_granted_total",
@@ -46,7 +51,7 @@ func newFleetCollector(snapshot func(now time.Time) api.Fleet) *fleetCollector {
 
 // Describe sends every descriptor the collector may emit.
 func (c *fleetCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.state, c.members, c.rtt, c.tokens, c.granted, c.spent, c.expired, c.ret} {
+	for _, d := range []*prometheus.Desc{c.state, c.members, c.rtt, c.renewals, c.tokens, c.granted, c.grantedLocal, c.spent, c.expired, c.ret} {
 		ch <- d
 	}
 }
@@ -62,9 +67,12 @@ func (c *fleetCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	ch <- prometheus.MustNewConstMetric(c.members, prometheus.GaugeValue, float64(v.Members))
 	ch <- prometheus.MustNewConstMetric(c.rtt, prometheus.GaugeValue, float64(v.RedisRTTUS)/1e6)
+	ch <- prometheus.MustNewConstMetric(c.renewals, prometheus.CounterValue, float64(v.RenewalsAnswered), "answered")
+	ch <- prometheus.MustNewConstMetric(c.renewals, prometheus.CounterValue, float64(v.RenewalsFailed), "failed")
 	for _, l := range v.Limits {
 		ch <- prometheus.MustNewConstMetric(c.tokens, prometheus.GaugeValue, float64(l.Tokens), l.Name)
 		ch <- prometheus.MustNewConstMetric(c.granted, prometheus.CounterValue, float64(l.Granted), l.Name)
+		ch <- prometheus.MustNewConstMetric(c.grantedLocal, prometheus.CounterValue, float64(l.GrantedLocal), l.Name)
 		ch <- prometheus.MustNewConstMetric(c.spent, prometheus.CounterValue, float64(max(0, l.Spent)), l.Name)
 		ch <- prometheus.MustNewConstMetric(c.expired, prometheus.CounterValue, float64(l.Expired), l.Name)
 		ch <- prometheus.MustNewConstMetric(c.ret, prometheus.CounterValue, float64(l.Returned), l.Name)

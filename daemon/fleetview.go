@@ -94,9 +94,12 @@ func fleetViewOf(f *config.Fleet, box string, st fleet.Status, holders []*fleet.
 	v.State, v.OnFleetLost = string(st.State), f.OnFleetLost
 	v.LostAfterMS = f.LostAfter.Milliseconds()
 	v.LeaseLifetimeMS, v.LeaseRenewMS = f.Lease.Lifetime.Milliseconds(), f.Lease.Renew.Milliseconds()
-	v.LastRenewal = st.LastOK
-	v.LastRenewalAgeMS = max(0, now.Sub(st.LastOK).Milliseconds())
+	if !st.Renewed.IsZero() {
+		at, age := st.Renewed, max(0, now.Sub(st.Renewed).Milliseconds())
+		v.LastRenewal, v.LastRenewalAgeMS = &at, &age
+	}
 	v.RedisRTTUS = st.RTT.Microseconds()
+	v.RenewalsAnswered, v.RenewalsFailed = st.Answered, st.Failed
 	if st.Err != nil {
 		v.LastError = st.Err.Error()
 	}
@@ -104,7 +107,7 @@ func fleetViewOf(f *config.Fleet, box string, st fleet.Status, holders []*fleet.
 	for _, h := range holders {
 		v.Limits = append(v.Limits, api.FleetLimit{
 			Name: h.Limit.Name, CPS: h.Limit.CPS, Burst: h.Limit.Burst,
-			Tokens: pool.Tokens(h.Lease), Granted: h.Granted, Spent: h.Spent(pool),
+			Tokens: pool.Tokens(h.Lease), Granted: h.Granted, GrantedLocal: h.GrantedLocal, Spent: h.Spent(pool),
 			Expired: h.Expired, Returned: h.Returned, DemandCPS: h.Demand,
 		})
 	}

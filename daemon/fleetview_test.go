@@ -73,7 +73,7 @@ func TestFleetView(t *testing.T) {
 	v := fleetViewOf(testFleet, "box1", k.Status(), k.Holders(), p, t0.Add(250*time.Millisecond))
 	if !v.Configured || v.Name != "east" || v.Member != "box1" || v.State != "fleet" || v.OnFleetLost != "local" ||
 		v.LostAfterMS != 2000 || v.LeaseLifetimeMS != 1000 || v.LeaseRenewMS != 100 ||
-		!v.LastRenewal.Equal(t0) || v.LastRenewalAgeMS != 250 || v.RedisRTTUS != 420 || v.LastError != "" || v.Members != 3 {
+		v.LastRenewal == nil || !v.LastRenewal.Equal(t0) || *v.LastRenewalAgeMS != 250 || v.RedisRTTUS != 420 || v.LastError != "" || v.Members != 3 {
 		t.Errorf("header: %+v", v)
 	}
 	if len(v.Limits) != 2 {
@@ -90,8 +90,8 @@ func TestFleetView(t *testing.T) {
 
 	k, p = keeperAt(t0, true)
 	v = fleetViewOf(testFleet, "box1", k.Status(), k.Holders(), p, t0.Add(time.Second))
-	if v.State != "unreachable" || !strings.Contains(v.LastError, "connection refused") || v.LastRenewalAgeMS != 1000 {
-		t.Errorf("after a failed renewal: state %q, error %q, age %d", v.State, v.LastError, v.LastRenewalAgeMS)
+	if v.State != "unreachable" || !strings.Contains(v.LastError, "connection refused") || *v.LastRenewalAgeMS != 1000 {
+		t.Errorf("after a failed renewal: state %q, error %q, age %d", v.State, v.LastError, *v.LastRenewalAgeMS)
 	}
 }
 
@@ -108,7 +108,8 @@ func TestNoFleetView(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := []string{"configured", "fleet", "member", "state", "on_fleet_lost", "lost_after_ms", "lease_lifetime_ms",
-		"lease_renew_ms", "last_renewal", "last_renewal_age_ms", "redis_rtt_us", "last_error", "members",
+		"lease_renew_ms", "last_renewal", "last_renewal_age_ms", "redis_rtt_us", "last_error",
+		"renewals_answered", "renewals_failed", "members",
 		"members_seen", "members_error", "limits"}
 	for _, k := range want {
 		if _, ok := got[k]; !ok {
@@ -152,6 +153,10 @@ xdpcac_fleet_members 3
 # HELP xdpcac_fleet_renew_rtt_seconds Round trip of the last renewal Redis answered.
 # TYPE xdpcac_fleet_renew_rtt_seconds gauge
 xdpcac_fleet_renew_rtt_seconds 0.00042
+# HELP xdpcac_fleet_renewals_total Requests to Redis for a lease, by how they ended: answered, or failed (unreachable, timed out, refused).
+# TYPE xdpcac_fleet_renewals_total counter
+xdpcac_fleet_renewals_total{result="answered"} 4
+xdpcac_fleet_renewals_total{result="failed"} 0
 # HELP xdpcac_fleet_state 1 for the state the fleet's leases are in (fleet, unreachable, lost), 0 for the others.
 # TYPE xdpcac_fleet_state gauge
 xdpcac_fleet_state{state="fleet"} 1
@@ -167,11 +172,12 @@ xdpcac_fleet_tokens_spent_total{limit="acme"} 7
 xdpcac_fleet_tokens_spent_total{limit="sip-invite"} 0
 `)
 	if err := testutil.CollectAndCompare(c, strings.NewReader(expected), "xdpcac_fleet_lease_tokens", "xdpcac_fleet_members",
-		"xdpcac_fleet_renew_rtt_seconds", "xdpcac_fleet_state", "xdpcac_fleet_tokens_granted_total", "xdpcac_fleet_tokens_spent_total"); err != nil {
+		"xdpcac_fleet_renew_rtt_seconds", "xdpcac_fleet_renewals_total", "xdpcac_fleet_state",
+		"xdpcac_fleet_tokens_granted_total", "xdpcac_fleet_tokens_spent_total"); err != nil {
 		t.Error(err)
 	}
-	if n := testutil.CollectAndCount(c); n != 3+2+5*2 {
-		t.Errorf("%d series, want 15", n)
+	if n := testutil.CollectAndCount(c); n != 3+2+2+6*2 {
+		t.Errorf("%d series, want 19", n)
 	}
 	if problems, err := testutil.CollectAndLint(c); err != nil || len(problems) > 0 {
 		t.Errorf("lint: %v %+v", err, problems)
@@ -183,3 +189,24 @@ xdpcac_fleet_tokens_spent_total{limit="sip-invite"} 0
 }
 
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }
+
+// TestFleetViewBeforeRenewal: until Redis has answered a renewal, the
+// last renewal and its age are null, not the year 1 nor the start; show
+// fleet says none yet.
+func TestFleetViewBeforeRenewal(t *testing.T) {
+	t0 := time.Date(2026, 12, 2, 6, 0, 0, 0, time.UTC)
+	g := &granter{err: errors.New("dial tcp 192.0.2.9:6379: connect: connection refused")}
+	p := &pool{tokens: map[uint32]int64{}, short: map[uint32]uint64{}}
+	k := fleet.NewKeeper(fleet.KeeperConfig{Box: "box1", Lifetime: time.Second, Renew: 100 * time.Millisecond,
+		LostAfter: 2 * time.Second, OnLost: fleet.LostLocal}, g, p, t0)
+	k.SetLimits([]fleet.Limit{{Name: "acme", CPS: 100, Burst: 50}}, []uint32{0})
+	k.Step(context.Background(), t0.Add(100*time.Millisecond))
+	v := fleetViewOf(testFleet, "box1", k.Status(), k.Holders(), p, t0.Add(time.Second))
+	if v.LastRenewal != nil || v.LastRenewalAgeMS != nil {
+		t.Errorf("no renewal answered yet: last renewal %v, age %v; want null", v.LastRenewal, v.LastRenewalAgeMS)
+	}
+	b, _ := json.Marshal(v)
+	if !strings.Contains(string(b), `"last_renewal":null,"last_renewal_age_ms":null`) {
+		t.Errorf("-o json: %s", b)
+	}
+}

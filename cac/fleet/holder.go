@@ -37,6 +37,9 @@ type Holder struct {
 	Granted, Expired int64
 	// Returned is the expired tokens given back to the fleet so far.
 	Returned int64
+	// GrantedLocal is the part of Granted the box granted itself while
+	// the fleet was lost (on-fleet-lost local or static).
+	GrantedLocal int64
 
 	seen      bool
 	lastSpent int64

@@ -64,10 +64,13 @@ type Keeper struct {
 	holders []*Holder
 
 	state   State
-	lastOK  time.Time
-	members int
-	rtt     time.Duration
-	lastErr error
+	lastOK  time.Time // the last renewal Redis answered, or the start
+	renewed time.Time // the last renewal Redis answered; zero before one
+	// answered and failed count the requests to Redis by how they ended.
+	answered, failed uint64
+	members          int
+	rtt              time.Duration
+	lastErr          error
 	// Of each holder, by limit name: the rate leases came at (for
 	// static) and the local bucket while lost.
 	rates  map[string]float64
@@ -162,11 +165,16 @@ func (k *Keeper) DrainAll() {
 
 // Status is what show fleet says of the keeper.
 type Status struct {
-	State   State
-	LastOK  time.Time
-	Members int
-	RTT     time.Duration
-	Err     error
+	State State
+	// LastOK is when Redis last answered, or when the keeper started
+	// (its grace); Renewed the same, zero until Redis has answered.
+	LastOK, Renewed time.Time
+	// Answered and Failed count the requests to Redis since the keeper
+	// began, by how they ended.
+	Answered, Failed uint64
+	Members          int
+	RTT              time.Duration
+	Err              error
 }
 
 // Status reports the keeper's state.
@@ -177,7 +185,8 @@ func (k *Keeper) Status() Status {
 }
 
 func (k *Keeper) statusLocked() Status {
-	return Status{State: k.state, LastOK: k.lastOK, Members: k.members, RTT: k.rtt, Err: k.lastErr}
+	return Status{State: k.state, LastOK: k.lastOK, Renewed: k.renewed, Answered: k.answered, Failed: k.failed,
+		Members: k.members, RTT: k.rtt, Err: k.lastErr}
 }
 
 // horizon is how far ahead a lease is sized: a renewal and a half, so a
@@ -247,11 +256,13 @@ func (k *Keeper) Step(ctx context.Context, now time.Time) {
 		}
 		got := int64(0)
 		if r.asked && r.err == nil {
-			k.state, k.lastOK, k.members, k.rtt, k.lastErr = StateFleet, now, max(1, r.g.Members), r.g.RTT, nil
+			k.answered++
+			k.state, k.lastOK, k.renewed, k.members, k.rtt, k.lastErr = StateFleet, now, now, max(1, r.g.Members), r.g.RTT, nil
 			r.h.Add(k.pool, r.g.Tokens, answered, k.cfg.Lifetime)
 			got = r.g.Tokens
 			delete(k.locals, r.h.Limit.Name)
 		} else if r.asked {
+			k.failed++
 			failed, k.lastErr = true, r.err
 		}
 		if failed {
@@ -296,5 +307,7 @@ func (k *Keeper) lost(h *Holder, want int64, now time.Time) {
 		g = &GCRA{TATMicros: nowMicros + tolerance}
 		k.locals[h.Limit.Name] = g
 	}
-	h.Add(k.pool, g.Grant(nowMicros, interval, tolerance, want), now, k.cfg.Lifetime)
+	n := g.Grant(nowMicros, interval, tolerance, want)
+	h.Add(k.pool, n, now, k.cfg.Lifetime)
+	h.GrantedLocal += n
 }

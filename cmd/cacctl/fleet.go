@@ -54,8 +54,14 @@ func writeFleet(w io.Writer, v api.Fleet) error {
 	fmt.Fprintf(tw, "State:\t%s\n", v.State)
 	fmt.Fprintf(tw, "On fleet lost:\t%s, after %s\n", v.OnFleetLost, show.MsAge(v.LostAfterMS))
 	fmt.Fprintf(tw, "Lease:\tlifetime %s, renew %s\n", show.MsAge(v.LeaseLifetimeMS), show.MsAge(v.LeaseRenewMS))
-	fmt.Fprintf(tw, "Last renewal:\t%s ago\n", show.MsAge(v.LastRenewalAgeMS))
-	fmt.Fprintf(tw, "Redis RTT:\t%s\n", rtt(v.RedisRTTUS))
+	if v.LastRenewalAgeMS != nil {
+		fmt.Fprintf(tw, "Last renewal:\t%s ago\n", show.MsAge(*v.LastRenewalAgeMS))
+		fmt.Fprintf(tw, "Redis RTT:\t%s\n", rtt(v.RedisRTTUS))
+	} else {
+		fmt.Fprintf(tw, "Last renewal:\tnone yet\n")
+		fmt.Fprintf(tw, "Redis RTT:\t-\n")
+	}
+	fmt.Fprintf(tw, "Renewals:\t%d answered, %d failed\n", v.RenewalsAnswered, v.RenewalsFailed)
 	fmt.Fprintf(tw, "Members:\t%d\n", v.Members)
 	if v.LastError != "" {
 		fmt.Fprintf(tw, "Last error:\t%s\n", v.LastError)
@@ -86,11 +92,24 @@ func writeFleet(w io.Writer, v api.Fleet) error {
 	}
 	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "limit\tcps\tburst\theld\tgranted\tspent\texpired\treturned\tdemand\t")
+	local := int64(0)
 	for _, l := range v.Limits {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\t%d\t%d\t%s/s\t\n", l.Name, show.Num(l.CPS), show.Num(l.Burst),
 			l.Tokens, l.Granted, l.Spent, l.Expired, l.Returned, show.Num(l.DemandCPS))
+		local += l.GrantedLocal
 	}
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if local > 0 {
+		// Apart from what the fleet granted: what the box gave itself.
+		for _, l := range v.Limits {
+			if l.GrantedLocal > 0 {
+				fmt.Fprintf(w, "%s: %d of the tokens granted were the box's own while the fleet was lost\n", l.Name, l.GrantedLocal)
+			}
+		}
+	}
+	return nil
 }
 
 // rtt prints a round trip in microseconds to the unit that reads best:
