@@ -245,6 +245,7 @@ func redisOptions(f *config.Fleet) (fleet.Options, error) {
 	o := fleet.Options{
 		Fleet: f.Name, Addresses: f.Redis.Addresses, MasterName: f.Redis.MasterName,
 		Username: f.Redis.Username, SentinelUsername: f.Redis.SentinelUsername, DB: f.Redis.DB,
+		WaitReplicas: f.Redis.WaitReplicas,
 		// A box that has not renewed for ten lease lifetimes is gone:
 		// local divides the rate among the others.
 		Staleness: 10 * f.Lease.Lifetime,

@@ -37,6 +37,9 @@ type Redis struct {
 	SentinelUsername     string
 	SentinelPasswordFile string
 	DB                   int
+	// WaitReplicas is how many replicas must have a grant before it is
+	// spent (Redis's WAIT); 0 waits for none.
+	WaitReplicas int
 	// TLS is set when the connection is TLS: CAFile verifies the
 	// server (empty: the system's roots), ServerName names it.
 	TLS *TLS
@@ -77,8 +80,8 @@ func (d *decoder) fleet(path string, n *yaml.Node) *Fleet {
 		OnFleetLost: "local", LostAfter: DefaultLostAfter,
 	}
 	named := false
-	var sentinelKey string // a sentinel-* key, which needs master-name
-	var sentinelNode *yaml.Node
+	var sentinelKey, waitKey string // a sentinel-* key, which needs master-name; wait-replicas
+	var sentinelNode, waitNode *yaml.Node
 	d.mapping(n, path, fields{
 		"name":   func(p string, v *yaml.Node) { named = true; d.fleetName(v, p, &f.Name) },
 		"member": func(p string, v *yaml.Node) { d.fleetName(v, p, &f.Member) },
@@ -107,6 +110,12 @@ func (d *decoder) fleet(path string, n *yaml.Node) *Fleet {
 						f.Redis.DB = int(db)
 					}
 				},
+				"wait-replicas": func(p string, v *yaml.Node) {
+					if n, ok := d.integer(v, p, 0, 16); ok {
+						f.Redis.WaitReplicas = int(n)
+						waitNode, waitKey = v, p
+					}
+				},
 				"tls": func(p string, v *yaml.Node) {
 					t := &TLS{}
 					f.Redis.TLS = t
@@ -123,6 +132,9 @@ func (d *decoder) fleet(path string, n *yaml.Node) *Fleet {
 			})
 			if sentinelNode != nil && f.Redis.MasterName == "" {
 				d.errorf(sentinelNode, sentinelKey, "needs master-name: only Sentinels take it")
+			}
+			if f.Redis.WaitReplicas > 0 && len(f.Redis.Addresses) > 1 && f.Redis.MasterName == "" {
+				d.errorf(waitNode, waitKey, "is for one Redis or a Sentinel-watched master: a Cluster's WAIT is not on the node that ran the grant")
 			}
 			if len(f.Redis.Addresses) == 0 {
 				d.errorf(v, join(p, "addresses"), "is required: the Redis (or its Sentinels, or Cluster nodes) that keeps the fleet's limits")

@@ -48,6 +48,11 @@ type Options struct {
 	// pooled connection; zero is go-redis's defaults. A request's context
 	// bounds it too: a hung Redis holds no renewal past its deadline.
 	Timeout time.Duration
+	// WaitReplicas makes each grant wait until that many replicas have
+	// it (Redis's WAIT), for at most half of Timeout: a grant fewer
+	// acknowledged is not spent, so a failover to a replica loses no
+	// grant that was. Not with a Cluster.
+	WaitReplicas int
 }
 
 // Client asks Redis for leases on the limits of one fleet. It is safe for
@@ -57,6 +62,10 @@ type Client struct {
 	fleet      string
 	membersKey string
 	staleness  time.Duration
+	// waitReplicas and waitFor are Options.WaitReplicas and how long a
+	// grant waits for them.
+	waitReplicas int
+	waitFor      time.Duration
 	// The scripts are sent by SHA (EVALSHA), and in full only when Redis
 	// does not have them (NOSCRIPT), which also loads them for next time.
 	gcra    *redis.Script
@@ -109,17 +118,29 @@ func New(o Options) (*Client, error) {
 	if staleness == 0 {
 		staleness = DefaultStaleness
 	}
+	if o.WaitReplicas < 0 {
+		return nil, fmt.Errorf("fleet %q: wait for %d replicas: a count of 0 or more", o.Fleet, o.WaitReplicas)
+	}
+	if o.WaitReplicas > 0 && len(o.Addresses) > 1 && o.MasterName == "" {
+		return nil, fmt.Errorf("fleet %q: wait-replicas is for one Redis or a Sentinel-watched master, not a Cluster", o.Fleet)
+	}
+	waitFor := max(time.Millisecond, o.Timeout/2)
+	if o.Timeout == 0 {
+		waitFor = time.Second
+	}
 	rdb, err := dial(o)
 	if err != nil {
 		return nil, fmt.Errorf("fleet %q: %w", o.Fleet, err)
 	}
 	return &Client{
-		rdb:        rdb,
-		fleet:      o.Fleet,
-		membersKey: membersKey(o.Fleet),
-		staleness:  staleness,
-		gcra:       redis.NewScript(gcraLua),
-		members:    redis.NewScript(membersLua),
+		rdb:          rdb,
+		fleet:        o.Fleet,
+		membersKey:   membersKey(o.Fleet),
+		staleness:    staleness,
+		waitReplicas: o.WaitReplicas,
+		waitFor:      waitFor,
+		gcra:         redis.NewScript(gcraLua),
+		members:      redis.NewScript(membersLua),
 	}, nil
 }
 
@@ -221,8 +242,14 @@ func (c *Client) Renew(ctx context.Context, box string, l Limit, want, back int6
 		return Grant{}, fmt.Errorf("fleet %q: grant %q: want %d, back %d: want at least one token, or give one back", c.fleet, l.Name, want, back)
 	}
 	keys := []string{tatKey(c.fleet, l.Name), c.membersKey}
+	args := []any{interval, tolerance, want, box, c.staleness.Microseconds(), back}
 	start := time.Now()
-	res, err := c.gcra.Run(ctx, c.rdb, keys, interval, tolerance, want, box, c.staleness.Microseconds(), back).Int64Slice()
+	var res []int64
+	if c.waitReplicas > 0 {
+		res, err = c.grantAcked(ctx, keys, args)
+	} else {
+		res, err = c.gcra.Run(ctx, c.rdb, keys, args...).Int64Slice()
+	}
 	rtt := time.Since(start)
 	if err != nil {
 		return Grant{}, fmt.Errorf("fleet %q: grant %q for box %q: %w", c.fleet, l.Name, box, err)
@@ -240,6 +267,39 @@ func (c *Client) Renew(ctx context.Context, box string, l Limit, want, back int6
 		RTT:        rtt,
 		Returned:   res[4],
 	}, nil
+}
+
+// grantAcked runs the script and then WAIT on the same connection: the
+// grant counts only once waitReplicas replicas have it. A NOSCRIPT
+// answer, after which nothing ran, loads the script and asks again, once.
+func (c *Client) grantAcked(ctx context.Context, keys []string, args []any) ([]int64, error) {
+	for loaded := false; ; loaded = true {
+		pipe := c.rdb.Pipeline()
+		ev := c.gcra.EvalSha(ctx, pipe, keys, args...)
+		acks := pipe.Do(ctx, "wait", c.waitReplicas, c.waitFor.Milliseconds())
+		_, err := pipe.Exec(ctx)
+		if !loaded && redis.HasErrorPrefix(ev.Err(), "NOSCRIPT") {
+			if err := c.gcra.Load(ctx, c.rdb).Err(); err != nil {
+				return nil, fmt.Errorf("load the script: %w", err)
+			}
+			continue
+		}
+		res, eerr := ev.Int64Slice()
+		if eerr != nil {
+			return nil, eerr
+		}
+		if err != nil {
+			return nil, err
+		}
+		n, err := acks.Int64()
+		if err != nil {
+			return nil, fmt.Errorf("wait for %d replicas: %w", c.waitReplicas, err)
+		}
+		if n < int64(c.waitReplicas) {
+			return nil, fmt.Errorf("%d of the %d replicas asked for had the grant within %v: its %d tokens are not spent", n, c.waitReplicas, c.waitFor, res[0])
+		}
+		return res, nil
+	}
 }
 
 // Members returns the boxes that renewed a lease within the staleness,

@@ -11,9 +11,7 @@ import (
 	"math/big"
 	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -90,31 +88,12 @@ func (p *pki) issue(t *testing.T, name string, usage x509.ExtKeyUsage) (cert, ke
 // and returns its address; it is killed when t ends.
 func startTLSRedis(t *testing.T, p *pki) string {
 	t.Helper()
-	bin := testenv.RequireTool(t, "redis-server", "redis-server")
 	cert, key := p.issue(t, "127.0.0.1", x509.ExtKeyUsageServerAuth)
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := l.Addr().(*net.TCPAddr).Port
-	l.Close()
-	dir := t.TempDir()
-	cmd := exec.Command(bin, "--port", "0", "--tls-port", strconv.Itoa(port), "--bind", "127.0.0.1",
+	port := freePort(t)
+	runRedisServer(t, "--port", "0", "--tls-port", port, "--bind", "127.0.0.1",
 		"--tls-cert-file", cert, "--tls-key-file", key, "--tls-ca-cert-file", filepath.Join(p.dir, "ca.crt"),
-		"--tls-auth-clients", "yes", "--save", "", "--appendonly", "no", "--dir", dir)
-	log := &strings.Builder{}
-	cmd.Stdout, cmd.Stderr = log, log
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("start redis-server: %v", err)
-	}
-	t.Cleanup(func() {
-		cmd.Process.Kill()
-		cmd.Wait()
-		if t.Failed() {
-			t.Logf("redis-server log:\n%s", log)
-		}
-	})
-	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+		"--tls-auth-clients", "yes")
+	addr := net.JoinHostPort("127.0.0.1", port)
 	testenv.WaitFor(t, func() bool {
 		c, err := net.Dial("tcp", addr)
 		if err == nil {
