@@ -58,7 +58,7 @@ __noinline int level_step(struct cac_limit *l, struct cac_bucket *b, __u64 now, 
 	if (!l || !b)
 		return 1;
 	if (l->interval_ns == CAC_LEASE_INTERVAL)
-		return lease_step(l->tolerance_ns, step);
+		return lease_step(l->tolerance_ns, step, now);
 	switch (step) {
 	case STEP_CONFORMS:
 		return bucket_conforms(l, b, now, reserve);

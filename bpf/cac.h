@@ -78,6 +78,13 @@ struct cac_limit {
 struct cac_lease {
 	__s64 tokens;
 	__u64 short_calls;
+	/* expires_ns is when the newest grant's lifetime ends, on the fast
+	 * path's clock: from then on no token is spent, so the lease of a
+	 * daemon that stopped (SIGSTOP, a crash) runs out by itself within a
+	 * lifetime, where before it stayed spendable until a daemon drained
+	 * it (docs/design.md, "Fleet"). 0, never granted, spends nothing. */
+	__u64 expires_ns;
+	__u64 _pad; /* 32 bytes: every word stays aligned in the daemon's mapping */
 };
 
 /* A bucket's state: its theoretical arrival time, updated with CAS. Zero

@@ -252,6 +252,8 @@ type XdpCacLease struct {
 	_          structs.HostLayout
 	Tokens     int64
 	ShortCalls uint64
+	ExpiresNs  uint64
+	Pad        uint64
 }
 
 type XdpCacLevel uint32

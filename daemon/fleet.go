@@ -15,6 +15,7 @@ import (
 
 	"github.com/xdpcac/xdpcac/api"
 	"github.com/xdpcac/xdpcac/cac/config"
+	"github.com/xdpcac/xdpcac/cac/control"
 	"github.com/xdpcac/xdpcac/cac/fleet"
 	"github.com/xdpcac/xdpcac/cac/policy"
 	"github.com/xdpcac/xdpcac/loader"
@@ -33,7 +34,7 @@ type fleetRunner struct {
 	box     string
 	client  *fleet.Client
 	keeper  *fleet.Keeper
-	leases  *maps.Leases
+	leases  leasePool
 	pinned  *loader.Pinned
 	cancel  context.CancelFunc
 	stopped chan struct{}
@@ -107,7 +108,7 @@ func (r *fleetRunner) start(ctx context.Context, f *config.Fleet) error {
 		client.Close()
 		return fmt.Errorf("fleet %s: the attachment in force has no leases map: attach it again with this version", f.Name)
 	}
-	leases, err := maps.MapLeases(pinned.Leases)
+	mapped, err := maps.MapLeases(pinned.Leases)
 	if err != nil {
 		pinned.Close()
 		client.Close()
@@ -118,6 +119,7 @@ func (r *fleetRunner) start(ctx context.Context, f *config.Fleet) error {
 		LostAfter: f.LostAfter, OnLost: fleet.OnLost(f.OnFleetLost),
 		Members: loadFleetSize(api.PathsOf(r.stateDir).Fleet, f.Name),
 	}
+	leases := leasePool{mapped}
 	k := fleet.NewKeeper(kcfg, client, leases, time.Now())
 	fctx, cancel := context.WithCancel(ctx)
 	stopped := make(chan struct{})
@@ -179,6 +181,16 @@ func (r *fleetRunner) renew(ctx context.Context, k *fleet.Keeper, client *fleet.
 	}
 }
 
+// leasePool is the leases map as the keeper's fleet.Pool: a grant's
+// expiry, a time of this box's wall clock, goes into the map on the fast
+// path's clock, which it spends the lease's tokens until.
+type leasePool struct{ *maps.Leases }
+
+// Grant adds n tokens to lease i, to be spent until expires.
+func (p leasePool) Grant(i uint32, n int64, expires time.Time) {
+	p.Leases.Grant(i, n, control.MonotonicCoarse()+uint64(max(0, time.Until(expires))))
+}
+
 // fleetSize is what the daemon keeps of its fleet across restarts
 // (api.Paths.Fleet): how many boxes it last counted.
 type fleetSize struct {
@@ -236,7 +248,7 @@ func (r *fleetRunner) stop() {
 	r.leases.Close()
 	r.pinned.Close()
 	r.client.Close()
-	r.cfg, r.keeper, r.leases, r.pinned, r.client, r.cancel, r.stopped = nil, nil, nil, nil, nil, nil, nil
+	r.cfg, r.keeper, r.leases, r.pinned, r.client, r.cancel, r.stopped = nil, nil, leasePool{}, nil, nil, nil, nil
 }
 
 // redisOptions are the client options of a fleet block: its passwords

@@ -21,7 +21,7 @@ type pool struct {
 	short  map[uint32]uint64
 }
 
-func (p *pool) Grant(i uint32, n int64) { p.tokens[i] += n }
+func (p *pool) Grant(i uint32, n int64, _ time.Time) { p.tokens[i] += n }
 func (p *pool) Expire(i uint32, n int64) int64 {
 	took := min(n, max(0, p.tokens[i]))
 	p.tokens[i] -= took

@@ -33,8 +33,13 @@ import (
 // ("Retransmissions"): the retransmissions of INVITEs refused in the last
 // seconds before an upgrade are judged as new ones, and most likely
 // refused again.
+//
+// A fleet's lease took the expiry of its newest grant ("Fleet"): a lease
+// made afresh holds nothing, and refuses its level's calls until the
+// daemon of the new version grants it again, a renewal later; what the
+// old one held is lost to the fleet, never spent twice.
 var reshapedMaps = map[string]bool{bpf.XdpMapRejects: true, bpf.XdpMapDialogs: true, bpf.XdpMapSipIndex: true,
-	bpf.XdpMapRefused: true}
+	bpf.XdpMapRefused: true, bpf.XdpMapLeases: true}
 
 // reshape closes the pinned maps of p that this version uses in another
 // shape, leaves them nil and names them in missing, for loadUpgrade to

@@ -19,7 +19,8 @@ type Leases struct {
 	mem []byte
 }
 
-// leaseSize is the size of struct cac_lease: tokens, then short_calls.
+// leaseSize is the size of struct cac_lease: tokens, short_calls, then
+// expires_ns.
 const leaseSize = int(unsafe.Sizeof(bpf.XdpCacLease{}))
 
 // MapLeases maps the leases map. Close unmaps it.
@@ -57,8 +58,29 @@ func (l *Leases) short(i uint32) *atomic.Uint64 {
 	return (*atomic.Uint64)(unsafe.Pointer(&l.mem[int(i)*leaseSize+8]))
 }
 
-// Grant adds n granted tokens to lease i.
-func (l *Leases) Grant(i uint32, n int64) { l.tokens(i).Add(n) }
+func (l *Leases) expires(i uint32) *atomic.Uint64 {
+	return (*atomic.Uint64)(unsafe.Pointer(&l.mem[int(i)*leaseSize+16]))
+}
+
+// Grant adds n granted tokens to lease i, which live until expiresNS on
+// the fast path's clock (control.MonotonicCoarse): the fast path spends
+// none of the lease's tokens after the lifetime of its newest grant, so
+// a lease no daemon expires any more (stopped, dead) runs out by itself.
+// An expiry earlier than the one in force leaves that one.
+func (l *Leases) Grant(i uint32, n int64, expiresNS uint64) {
+	w := l.expires(i)
+	for {
+		was := w.Load()
+		if was >= expiresNS || w.CompareAndSwap(was, expiresNS) {
+			break
+		}
+	}
+	l.tokens(i).Add(n)
+}
+
+// Expires is when the fast path stops spending the tokens of lease i, on
+// its clock; 0 before any grant.
+func (l *Leases) Expires(i uint32) uint64 { return l.expires(i).Load() }
 
 // Expire takes back up to n of the tokens lease i holds, and returns how
 // many it took: none that a call is spending at the moment, so an expiry

@@ -41,7 +41,7 @@ type Model struct {
 	sessions     map[uint64][]uint32
 	sessionsHeld [sessionLimits]uint64
 	// Fleet (lease.go): the tokens each lease holds, by lease index.
-	leases map[uint32]int64
+	leases map[uint32]*lease
 }
 
 // SetAgentAddrs puts the addresses of session agents in force (IPv4
@@ -239,7 +239,7 @@ func (m *Model) admit(c cac.Class, src classify.Source, users Users, now uint64)
 	}
 
 	for _, l := range levels {
-		if l.limit.Fleet && m.leases[l.lease] <= 0 {
+		if l.limit.Fleet && m.lease(l.lease).spendable(now) <= 0 {
 			return l.reason, true
 		}
 		if !l.limit.Fleet && !l.bucket.ConformsLeaving(l.limit, l.reserve, now) {
@@ -253,7 +253,7 @@ func (m *Model) admit(c cac.Class, src classify.Source, users Users, now uint64)
 	}
 	for _, l := range levels {
 		if l.limit.Fleet {
-			m.leases[l.lease]--
+			m.lease(l.lease).tokens--
 		} else {
 			l.bucket.TakeLeaving(l.limit, l.reserve, now)
 		}

@@ -61,10 +61,11 @@ func (m *Model) chargeTake(c cac.Class, in policy.Inputs, now uint64) (cac.Reaso
 	// A fleet-scope limit: the call spends its cost of the fleet's lease
 	// too (docs/design.md, "Fleet").
 	if cost := ca.Cost(t); ca.Fleet && held && cost > 0 {
-		if m.leases[policy.LeaseCallAdmission] < int64(cost) {
+		ls := m.lease(policy.LeaseCallAdmission)
+		if ls.spendable(now) < int64(cost) {
 			return reason, true
 		}
-		m.leases[policy.LeaseCallAdmission] -= int64(cost)
+		ls.tokens -= int64(cost)
 	}
 	if held {
 		m.rings[t].Total++

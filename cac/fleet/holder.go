@@ -7,10 +7,11 @@ import (
 
 // Pool is where a box's leases live: the fast path's leases map as the
 // daemon maps it (maps.Leases), or the reference model. Grant adds
-// tokens, Expire takes back up to n of those still there and says how
-// many it took, Short counts the calls refused for want of a token.
+// tokens that the fast path spends until expires and never after, Expire
+// takes back up to n of those still there and says how many it took,
+// Short counts the calls refused for want of a token.
 type Pool interface {
-	Grant(i uint32, n int64)
+	Grant(i uint32, n int64, expires time.Time)
 	Expire(i uint32, n int64) int64
 	Tokens(i uint32) int64
 	Short(i uint32) uint64
@@ -96,7 +97,7 @@ func (h *Holder) Add(p Pool, n int64, now time.Time, lifetime time.Duration) {
 	if n <= 0 {
 		return
 	}
-	p.Grant(h.Lease, n)
+	p.Grant(h.Lease, n, now.Add(lifetime))
 	h.Granted += n
 	h.live += n
 	h.grants = append(h.grants, grant{n: n, expires: now.Add(lifetime)})

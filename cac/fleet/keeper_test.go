@@ -44,7 +44,7 @@ type onePool struct {
 	short  uint64
 }
 
-func (p *onePool) Grant(_ uint32, n int64) { p.tokens += n }
+func (p *onePool) Grant(_ uint32, n int64, _ time.Time) { p.tokens += n }
 func (p *onePool) Expire(_ uint32, n int64) int64 {
 	take := max(0, min(n, p.tokens))
 	p.tokens -= take

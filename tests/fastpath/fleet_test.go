@@ -1,6 +1,7 @@
 package fastpath
 
 import (
+	"math"
 	"math/rand/v2"
 	"runtime"
 	"strings"
@@ -45,6 +46,21 @@ func fleetPolicy(t testing.TB, rng *rand.Rand) policy.Policy {
 }
 
 // mapLeases maps the program's leases map for the test.
+// outcomeAt runs frame at time at on the test clock, holds the program to
+// the model, and says what became of it: admitted, or the reason.
+func outcomeAt(t *testing.T, f *harness.FastPath, at uint64, frame []byte) string {
+	t.Helper()
+	f.MustAt(t, at)
+	d, err := f.Decide(frame)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.Rejected {
+		return d.Reason.String()
+	}
+	return "admitted"
+}
+
 func mapLeases(t testing.TB, f *harness.FastPath) *maps.Leases {
 	t.Helper()
 	l, err := maps.MapLeases(f.Objs.Leases)
@@ -84,10 +100,11 @@ func TestFleetLeaseDifferential(t *testing.T) {
 			if len(ids) > 0 {
 				id := ids[rng.IntN(len(ids))]
 				switch rng.IntN(12) {
-				case 0, 1: // a grant
+				case 0, 1: // a grant, living up to half a second
 					n := int64(rng.IntN(6))
-					leases.Grant(id, n)
-					f.Model.GrantLease(id, n)
+					exp := now + uint64(rng.IntN(int(500*time.Millisecond)))
+					leases.Grant(id, n, exp)
+					f.Model.GrantLease(id, n, exp)
 					granted += n
 				case 2: // an expiry
 					n := int64(rng.IntN(4))
@@ -143,7 +160,7 @@ func TestLeaseNeverOverspends(t *testing.T) {
 	const rounds, n = 200, 1000
 	var expired int64
 	for r := 0; r < rounds; r++ {
-		leases.Grant(lease, n)
+		leases.Grant(lease, n, math.MaxUint64)
 		if r%2 == 1 { // take back what the flood has not spent yet, mid-flood
 			testenv.Poll(5*time.Second, 0, func() bool { return leases.Tokens(lease) < n/2 })
 			expired += leases.Expire(lease, n)
@@ -184,9 +201,9 @@ func TestFleetCallAdmission(t *testing.T) {
 	if err != nil || in[0] != policy.LeaseCallAdmission {
 		t.Fatalf("lease of the call admission limit: %v %v", in, err)
 	}
-	grant := func(n int64) {
-		leases.Grant(policy.LeaseCallAdmission, n)
-		f.Model.GrantLease(policy.LeaseCallAdmission, n)
+	grant := func(n int64) { // living past the end of the test
+		leases.Grant(policy.LeaseCallAdmission, n, math.MaxUint64)
+		f.Model.GrantLease(policy.LeaseCallAdmission, n, math.MaxUint64)
 	}
 	padi := func(i int) []byte {
 		return Frame(Ether{Src: [6]byte{2, 0, 0x5e, 0, 0x53, byte(i)}, Broadcast: true}, PPPoE{Code: PADI})
@@ -195,16 +212,7 @@ func TestFleetCallAdmission(t *testing.T) {
 	now := uint64(10 * time.Second)
 	run := func(n int) {
 		for i := 0; i < n; i++ {
-			f.MustAt(t, now)
-			d, err := f.Decide(padi(len(seq)))
-			if err != nil {
-				t.Fatal(err)
-			}
-			s := "admitted"
-			if d.Rejected {
-				s = d.Reason.String()
-			}
-			seq = append(seq, s)
+			seq = append(seq, outcomeAt(t, f, now, padi(len(seq))))
 			now += uint64(time.Millisecond)
 		}
 	}
@@ -223,5 +231,51 @@ func TestFleetCallAdmission(t *testing.T) {
 	}
 	if short := leases.Short(policy.LeaseCallAdmission); short != 3*100 {
 		t.Errorf("short %d, want the cost of the 3 PADIs the lease refused (300)", short)
+	}
+}
+
+// TestLeaseExpiresInTheFastPath: the fast path spends a lease's tokens
+// until the lifetime of its newest grant ends and none after, whatever
+// the lease still holds: the lease of a daemon that stopped runs out by
+// itself. A later grant makes its tokens spendable again; an earlier
+// expiry never shortens the one in force. The model agrees at each step.
+func TestLeaseExpiresInTheFastPath(t *testing.T) {
+	f := harness.NewFastPath(t, false)
+	leases := mapLeases(t, f)
+	var p policy.Policy
+	p.Levels[cac.SIPInvite] = harness.MustRate(t, 100, 100)
+	p.Levels[cac.SIPInvite].Fleet = true
+	f.SetPolicy(t, p)
+	lease := policy.LeaseOfLevel(int(cac.SIPInvite))
+	invite := func(i int) []byte {
+		return harness.V4udp(5060, SIPRequest("INVITE", harness.ToNoTag).With("Call-ID", harness.CallID(i)))
+	}
+	t0 := uint64(100 * time.Second)
+	grant := func(n int64, expires uint64) {
+		leases.Grant(lease, n, expires)
+		f.Model.GrantLease(lease, n, expires)
+	}
+	var seq []string
+	call := func(at uint64) { seq = append(seq, outcomeAt(t, f, at, invite(len(seq)))) }
+	grant(5, t0+uint64(time.Second))
+	call(t0)                                   // within the lifetime
+	call(t0 + uint64(999*time.Millisecond))    // still within
+	call(t0 + uint64(time.Second))             // its end: none spent
+	call(t0 + uint64(5*time.Second))           // a daemon stopped long ago
+	grant(0, t0+uint64(2*time.Second))         // earlier than now: nothing to spend
+	call(t0 + uint64(5*time.Second))           //
+	grant(1, t0+uint64(6*time.Second))         // a renewal: the 3 left and 1 more
+	call(t0 + uint64(5*time.Second))           //
+	grant(0, t0+uint64(5500*time.Millisecond)) // earlier: leaves 6 s in force
+	call(t0 + uint64(5800*time.Millisecond))   //
+	want := "admitted admitted class class class admitted admitted"
+	if got := strings.Join(seq, " "); got != want {
+		t.Errorf("INVITEs: %s, want %s", got, want)
+	}
+	if got := leases.Tokens(lease); got != 2 || f.Model.LeaseTokens(lease) != 2 {
+		t.Errorf("the lease holds %d (the model %d), want the 2 not spent", got, f.Model.LeaseTokens(lease))
+	}
+	if got := leases.Expires(lease); got != t0+uint64(6*time.Second) {
+		t.Errorf("the lease expires at %d, want the latest grant's %d", got, t0+uint64(6*time.Second))
 	}
 }

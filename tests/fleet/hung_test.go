@@ -149,3 +149,35 @@ func TestFleetRestartedInOutage(t *testing.T) {
 		t.Errorf("ten boxes restarted in an outage admitted %.1f calls/s, want about the fleet's 100", rate)
 	}
 }
+
+// TestFleetDaemonStopped: a box's daemon SIGSTOPped while its lease holds
+// tokens: once the lifetime of its last grant (1 s) has passed, a flood
+// admits nothing on that box however many tokens the lease still holds,
+// and after SIGCONT it admits again. Before, the fast path spent a stopped
+// daemon's lease for as long as it was stopped.
+func TestFleetDaemonStopped(t *testing.T) {
+	testenv.RequireBPF(t)
+	r := newRedis(t)
+	boxes := startBoxes(t, 1, r.sock, "local")
+	b := boxes[0]
+	// A steady load sizes the lease; the daemon stops just after it ends.
+	fleetRun(t, boxes, 2*time.Second, func(int, time.Duration) float64 { return 80 })
+	if err := b.d.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.d.Signal(syscall.SIGCONT) })
+	time.Sleep(1500 * time.Millisecond) // past the last grant's lifetime
+	stopped := fleetRun(t, boxes, time.Second, func(int, time.Duration) float64 { return 500 })
+	if err := b.d.Signal(syscall.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(500 * time.Millisecond) // a few renewals
+	running := fleetRun(t, boxes, time.Second, func(int, time.Duration) float64 { return 500 })
+	t.Logf("a flood of 500 calls admitted %d while the daemon was stopped past its lease's lifetime, %d once it ran again", stopped, running)
+	if stopped != 0 {
+		t.Errorf("%d calls admitted on a lease no daemon renewed past its lifetime, want none", stopped)
+	}
+	if running < 50 {
+		t.Errorf("%d calls admitted once the daemon ran again, want about the rate (100)", running)
+	}
+}
