@@ -14,12 +14,19 @@ import (
 	"github.com/xdpcac/xdpcac/tests/testenv"
 )
 
-// runRedisServer starts redis-server with args, killed when t ends; its
-// log is shown when t fails.
+// runRedisServer starts redis-server with args, saving nothing, killed
+// when t ends.
 func runRedisServer(t *testing.T, args ...string) *exec.Cmd {
 	t.Helper()
+	return runRedis(t, append([]string{"--save", "", "--appendonly", "no", "--dir", t.TempDir()}, args...)...)
+}
+
+// runRedis starts redis-server with args as they are, killed when t
+// ends; its log is shown when t fails.
+func runRedis(t *testing.T, args ...string) *exec.Cmd {
+	t.Helper()
 	bin := testenv.RequireTool(t, "redis-server", "redis-server")
-	cmd := exec.Command(bin, append([]string{"--save", "", "--appendonly", "no", "--dir", t.TempDir()}, args...)...)
+	cmd := exec.Command(bin, args...)
 	log := &strings.Builder{}
 	cmd.Stdout, cmd.Stderr = log, log
 	if err := cmd.Start(); err != nil {
@@ -51,7 +58,9 @@ func freePort(t *testing.T) string {
 func startTCPRedis(t *testing.T, args ...string) (string, *exec.Cmd) {
 	t.Helper()
 	port := freePort(t)
-	cmd := runRedisServer(t, append([]string{"--port", port, "--bind", "127.0.0.1"}, args...)...)
+	// A replica's first sync at once: by default a master waits 5 s for
+	// more replicas before it streams its data set.
+	cmd := runRedisServer(t, append([]string{"--port", port, "--bind", "127.0.0.1", "--repl-diskless-sync-delay", "0"}, args...)...)
 	addr := "127.0.0.1:" + port
 	raw := redis.NewClient(&redis.Options{Addr: addr})
 	t.Cleanup(func() { raw.Close() })
@@ -74,7 +83,7 @@ func TestGrantWaitsForReplica(t *testing.T) {
 		s, err := raw.Info(context.Background(), "replication").Result()
 		return err == nil && strings.Contains(s, "connected_slaves:1") && strings.Contains(s, "state=online")
 	})
-	c := newClient(t, fleet.Options{Fleet: "east", Addresses: []string{master}, Timeout: 200 * time.Millisecond, WaitReplicas: 1})
+	c := newClient(t, fleet.Options{Fleet: "east", Addresses: []string{master}, Timeout: time.Second, WaitReplicas: 1})
 	lim := fleet.Limit{Name: "acme", CPS: 100, Burst: 100}
 	g, err := c.Grant(context.Background(), "box1", lim, 10)
 	if err != nil || g.Tokens != 10 {
@@ -84,7 +93,7 @@ func TestGrantWaitsForReplica(t *testing.T) {
 	replica.Wait()
 	g, err = c.Grant(context.Background(), "box1", lim, 10)
 	t.Logf("with the replica gone: %+v, %v", g, err)
-	if err == nil || g.Tokens != 0 || !strings.Contains(err.Error(), "0 of the 1 replicas asked for had the grant") {
+	if err == nil || g.Tokens != 0 || !strings.Contains(err.Error(), "0 of the 1 replicas asked for had the grant within 500ms") {
 		t.Errorf("with the replica gone: %+v, %v; want no tokens and an error that says the replica did not have them", g, err)
 	}
 	// Without it, the same Redis grants at once.
