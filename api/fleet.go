@@ -34,6 +34,11 @@ type Fleet struct {
 	// since the fleet block was put in force, by how they ended.
 	RenewalsAnswered uint64 `json:"renewals_answered"`
 	RenewalsFailed   uint64 `json:"renewals_failed"`
+	// Master is the master the Sentinels name now, asked every second;
+	// "" without Sentinels. Failovers counts the times it changed since
+	// the fleet block was put in force.
+	Master    string `json:"master"`
+	Failovers uint64 `json:"failovers"`
 	// Members is the number of boxes the last grant counted, this one
 	// included: the divisor of on-fleet-lost local.
 	Members int `json:"members"`

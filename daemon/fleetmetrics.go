@@ -17,7 +17,7 @@ type fleetCollector struct {
 
 	state, members, rtt, renewals        *prometheus.Desc
 	tokens, granted, spent, expired, ret *prometheus.Desc
-	grantedLocal                         *prometheus.Desc
+	grantedLocal, failovers              *prometheus.Desc
 }
 
 func newFleetCollector(snapshot func(now time.Time) api.Fleet) *fleetCollector {
@@ -34,6 +34,8 @@ func newFleetCollector(snapshot func(now time.Time) api.Fleet) *fleetCollector {
 			"Round trip of the last renewal Redis answered."),
 		renewals: d("xdpcac_fleet_renewals_total",
 			"Requests to Redis for a lease, by how they ended: answered, or failed (unreachable, timed out, refused).", "result"),
+		failovers: d("xdpcac_fleet_failovers_total",
+			"Times the master the Sentinels name changed while this daemon watched them; 0 without Sentinels."),
 		grantedLocal: d("xdpcac_fleet_tokens_granted_local_total",
 			"Tokens this box granted its lease of a limit itself while the fleet was lost (on-fleet-lost local or static); part of xdpcac_fleet_tokens_granted_total.", "limit"),
 		tokens: d("xdpcac_fleet_lease_tokens",
@@ -51,7 +53,7 @@ func newFleetCollector(snapshot func(now time.Time) api.Fleet) *fleetCollector {
 
 // Describe sends every descriptor the collector may emit.
 func (c *fleetCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.state, c.members, c.rtt, c.renewals, c.tokens, c.granted, c.grantedLocal, c.spent, c.expired, c.ret} {
+	for _, d := range []*prometheus.Desc{c.state, c.members, c.rtt, c.renewals, c.tokens, c.granted, c.grantedLocal, c.spent, c.expired, c.ret, c.failovers} {
 		ch <- d
 	}
 }
@@ -69,6 +71,7 @@ func (c *fleetCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(c.rtt, prometheus.GaugeValue, float64(v.RedisRTTUS)/1e6)
 	ch <- prometheus.MustNewConstMetric(c.renewals, prometheus.CounterValue, float64(v.RenewalsAnswered), "answered")
 	ch <- prometheus.MustNewConstMetric(c.renewals, prometheus.CounterValue, float64(v.RenewalsFailed), "failed")
+	ch <- prometheus.MustNewConstMetric(c.failovers, prometheus.CounterValue, float64(v.Failovers))
 	for _, l := range v.Limits {
 		ch <- prometheus.MustNewConstMetric(c.tokens, prometheus.GaugeValue, float64(l.Tokens), l.Name)
 		ch <- prometheus.MustNewConstMetric(c.granted, prometheus.CounterValue, float64(l.Granted), l.Name)

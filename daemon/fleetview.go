@@ -14,11 +14,16 @@ import (
 // waits on Redis itself.
 const fleetMembersEvery = time.Second
 
-// fleetMembers is the last answer to which boxes renewed lately.
+// fleetMembers is the last answer to which boxes renewed lately and,
+// with Sentinels, which master is in force.
 type fleetMembers struct {
 	seen []fleet.Member
 	at   time.Time // of the last answer; zero before any
 	err  error     // of the last question, nil when it was answered
+	// master is the master the Sentinels last named ("" without them);
+	// failovers counts the times it changed while this runner watched.
+	master    string
+	failovers uint64
 }
 
 // watchMembers asks client every fleetMembersEvery, each question within
@@ -30,12 +35,20 @@ func (r *fleetRunner) watchMembers(ctx context.Context, client *fleet.Client, do
 	for {
 		mctx, cancel := context.WithTimeout(ctx, fleetMembersEvery)
 		seen, err := client.Members(mctx)
+		master, merr := client.Master(mctx)
 		cancel()
 		r.mu.Lock()
 		if err == nil {
-			r.members = fleetMembers{seen: seen, at: time.Now()}
+			r.members.seen, r.members.at, r.members.err = seen, time.Now(), nil
 		} else {
 			r.members.err = err
+		}
+		if merr == nil && master != "" {
+			if r.members.master != "" && master != r.members.master {
+				r.members.failovers++
+				r.log.Warn("fleet master changed", "master", master, "was", r.members.master)
+			}
+			r.members.master = master
 		}
 		r.mu.Unlock()
 		select {
@@ -53,7 +66,7 @@ func (r *fleetRunner) view() api.Fleet {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	now := time.Now()
-	v := r.viewLocked(now)
+	v := r.withMaster(r.viewLocked(now))
 	if r.keeper == nil {
 		return v
 	}
@@ -66,12 +79,21 @@ func (r *fleetRunner) view() api.Fleet {
 	return v
 }
 
+// withMaster is v with the master in force and the failovers seen, which
+// a scrape reads too.
+func (r *fleetRunner) withMaster(v api.Fleet) api.Fleet {
+	if v.Configured {
+		v.Master, v.Failovers = r.members.master, r.members.failovers
+	}
+	return v
+}
+
 // snapshot is the view of the keeper at now, taken under r.mu, without
 // the members seen in Redis: what a scrape reads.
 func (r *fleetRunner) snapshot(now time.Time) api.Fleet {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return r.viewLocked(now)
+	return r.withMaster(r.viewLocked(now))
 }
 
 // viewLocked is snapshot with r.mu held.

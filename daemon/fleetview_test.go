@@ -109,7 +109,7 @@ func TestNoFleetView(t *testing.T) {
 	}
 	want := []string{"configured", "fleet", "member", "state", "on_fleet_lost", "lost_after_ms", "lease_lifetime_ms",
 		"lease_renew_ms", "last_renewal", "last_renewal_age_ms", "redis_rtt_us", "last_error",
-		"renewals_answered", "renewals_failed", "members",
+		"renewals_answered", "renewals_failed", "master", "failovers", "members",
 		"members_seen", "members_error", "limits"}
 	for _, k := range want {
 		if _, ok := got[k]; !ok {
@@ -176,8 +176,8 @@ xdpcac_fleet_tokens_spent_total{limit="sip-invite"} 0
 		"xdpcac_fleet_tokens_granted_total", "xdpcac_fleet_tokens_spent_total"); err != nil {
 		t.Error(err)
 	}
-	if n := testutil.CollectAndCount(c); n != 3+2+2+6*2 {
-		t.Errorf("%d series, want 19", n)
+	if n := testutil.CollectAndCount(c); n != 3+2+2+1+6*2 {
+		t.Errorf("%d series, want 20", n)
 	}
 	if problems, err := testutil.CollectAndLint(c); err != nil || len(problems) > 0 {
 		t.Errorf("lint: %v %+v", err, problems)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	_ "embed"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -62,6 +63,8 @@ type Client struct {
 	fleet      string
 	membersKey string
 	staleness  time.Duration
+	// sentinels names the master in force; nil without Sentinels.
+	sentinels *sentinels
 	// waitReplicas and waitFor are Options.WaitReplicas and how long a
 	// grant waits for them.
 	waitReplicas int
@@ -137,6 +140,7 @@ func New(o Options) (*Client, error) {
 		fleet:        o.Fleet,
 		membersKey:   membersKey(o.Fleet),
 		staleness:    staleness,
+		sentinels:    newSentinels(o),
 		waitReplicas: o.WaitReplicas,
 		waitFor:      waitFor,
 		gcra:         redis.NewScript(gcraLua),
@@ -326,9 +330,26 @@ func (c *Client) Members(ctx context.Context) ([]Member, error) {
 	return members, nil
 }
 
-// Close closes the connections to Redis.
+// Master is the address of the master the Sentinels name now; "" when
+// the fleet's Redis is not Sentinel-watched.
+func (c *Client) Master(ctx context.Context) (string, error) {
+	if c.sentinels == nil {
+		return "", nil
+	}
+	a, err := c.sentinels.master(ctx)
+	if err != nil {
+		return "", fmt.Errorf("fleet %q: %w", c.fleet, err)
+	}
+	return a, nil
+}
+
+// Close closes the connections to Redis and its Sentinels.
 func (c *Client) Close() error {
-	if err := c.rdb.Close(); err != nil {
+	err := c.rdb.Close()
+	if c.sentinels != nil {
+		err = errors.Join(err, c.sentinels.close())
+	}
+	if err != nil {
 		return fmt.Errorf("fleet %q: close: %w", c.fleet, err)
 	}
 	return nil

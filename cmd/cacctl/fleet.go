@@ -62,6 +62,9 @@ func writeFleet(w io.Writer, v api.Fleet) error {
 		fmt.Fprintf(tw, "Redis RTT:\t-\n")
 	}
 	fmt.Fprintf(tw, "Renewals:\t%d answered, %d failed\n", v.RenewalsAnswered, v.RenewalsFailed)
+	if v.Master != "" {
+		fmt.Fprintf(tw, "Master:\t%s, %d failovers seen\n", v.Master, v.Failovers)
+	}
 	fmt.Fprintf(tw, "Members:\t%d\n", v.Members)
 	if v.LastError != "" {
 		fmt.Fprintf(tw, "Last error:\t%s\n", v.LastError)

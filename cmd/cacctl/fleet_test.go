@@ -17,7 +17,8 @@ func fleetView() api.Fleet {
 	return api.Fleet{
 		Configured: true, Name: "east", Member: "box1", State: "fleet", OnFleetLost: "local",
 		LostAfterMS: 2000, LeaseLifetimeMS: 1000, LeaseRenewMS: 100,
-		LastRenewal: &at, LastRenewalAgeMS: ptr(int64(62)), RedisRTTUS: 418, RenewalsAnswered: 52114, Members: 3,
+		LastRenewal: &at, LastRenewalAgeMS: ptr(int64(62)), RedisRTTUS: 418, RenewalsAnswered: 52114,
+		Master: "192.0.2.61:6379", Failovers: 1, Members: 3,
 		MembersSeen: []api.FleetMember{
 			{Box: "box1", LastRenewal: at, LastRenewalAgeMS: 62},
 			{Box: "box2", LastRenewal: at.Add(-40 * time.Millisecond), LastRenewalAgeMS: 102},
@@ -51,6 +52,7 @@ Lease:          lifetime 1s, renew 100ms
 Last renewal:   100ms ago
 Redis RTT:      418µs
 Renewals:       52114 answered, 0 failed
+Master:         192.0.2.61:6379, 1 failovers seen
 Members:        3
 
 box         last renewal
@@ -72,6 +74,7 @@ Lease:          lifetime 1s, renew 100ms
 Last renewal:   1.5s ago
 Redis RTT:      2.4ms
 Renewals:       52114 answered, 3 failed
+Master:         192.0.2.61:6379, 1 failovers seen
 Members:        3
 Last error:     fleet "east": dial tcp 192.0.2.9:6379: connect: connection refused
 
@@ -92,6 +95,7 @@ Lease:          lifetime 1s, renew 100ms
 Last renewal:   none yet
 Redis RTT:      -
 Renewals:       0 answered, 3 failed
+Master:         192.0.2.61:6379, 1 failovers seen
 Members:        3
 Last error:     fleet "east": dial tcp 192.0.2.9:6379: connect: connection refused
 

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/xdpcac/xdpcac/api"
 	"github.com/xdpcac/xdpcac/cac/policy"
 	"github.com/xdpcac/xdpcac/maps"
 	"github.com/xdpcac/xdpcac/tests/testenv"
@@ -153,6 +154,10 @@ func TestFleetSentinelFailover(t *testing.T) {
 		}
 		time.Sleep(3 * time.Second) // renewals on the master in force
 		before := bed.masterAddr(t)
+		shown, err := api.Dial(boxes[0].tb.State).Fleet()
+		if err != nil || shown.Master != before {
+			t.Errorf("%s: show fleet names the master %q (%v), the Sentinels %s", c.name, shown.Master, err, before)
+		}
 		s := sample(t, boxes)
 		var held int64
 		stopHeld := make(chan struct{})
@@ -168,7 +173,9 @@ func TestFleetSentinelFailover(t *testing.T) {
 				}
 			}
 		}()
+		failed := make(chan struct{})
 		go func() {
+			defer close(failed)
 			time.Sleep(3 * time.Second)
 			c.fail()
 		}()
@@ -177,7 +184,16 @@ func TestFleetSentinelFailover(t *testing.T) {
 		s.end()
 		close(stopHeld)
 		<-heldDone
+		<-failed
 		after := bed.masterAddr(t)
+		// show fleet names the new master, and counts the failover.
+		var now api.Fleet
+		if !testenv.Poll(3*time.Second, 100*time.Millisecond, func() bool {
+			now, err = api.Dial(boxes[0].tb.State).Fleet()
+			return err == nil && now.Master == after && now.Failovers == shown.Failovers+1
+		}) {
+			t.Errorf("%s: show fleet names the master %q after %d failovers (%v), want %s after %d", c.name, now.Master, now.Failovers, err, after, shown.Failovers+1)
+		}
 		most := func(w time.Duration) float64 {
 			m := 0.0
 			for at := time.Duration(0); at+w <= d; at += 100 * time.Millisecond {
