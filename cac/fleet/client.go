@@ -255,6 +255,11 @@ func (c *Client) Renew(ctx context.Context, box string, l Limit, want, back int6
 		res, err = c.gcra.Run(ctx, c.rdb, keys, args...).Int64Slice()
 	}
 	rtt := time.Since(start)
+	if errors.Is(err, ErrNotReplicated) && len(res) == 5 {
+		// The script ran: its count of boxes stands, its tokens do not.
+		return Grant{Members: int(res[1]), ServerTime: time.UnixMicro(res[2]), RTT: rtt},
+			fmt.Errorf("fleet %q: grant %q for box %q: %w", c.fleet, l.Name, box, err)
+	}
 	if err != nil {
 		return Grant{}, fmt.Errorf("fleet %q: grant %q for box %q: %w", c.fleet, l.Name, box, err)
 	}
@@ -272,6 +277,11 @@ func (c *Client) Renew(ctx context.Context, box string, l Limit, want, back int6
 		Returned:   res[4],
 	}, nil
 }
+
+// ErrNotReplicated is a grant fewer replicas had than wait-replicas asks:
+// its tokens are not spent, but the script ran, and the Grant that comes
+// with it counts the fleet's boxes.
+var ErrNotReplicated = errors.New("not on enough replicas")
 
 // grantAcked runs the script and then WAIT on the same connection: the
 // grant counts only once waitReplicas replicas have it. A NOSCRIPT
@@ -300,7 +310,8 @@ func (c *Client) grantAcked(ctx context.Context, keys []string, args []any) ([]i
 			return nil, fmt.Errorf("wait for %d replicas: %w", c.waitReplicas, err)
 		}
 		if n < int64(c.waitReplicas) {
-			return nil, fmt.Errorf("%d of the %d replicas asked for had the grant within %v: its %d tokens are not spent", n, c.waitReplicas, c.waitFor, res[0])
+			return res, fmt.Errorf("%d of the %d replicas asked for had the grant within %v: its %d tokens are not spent: %w",
+				n, c.waitReplicas, c.waitFor, res[0], ErrNotReplicated)
 		}
 		return res, nil
 	}

@@ -2,6 +2,7 @@ package fleet
 
 import (
 	"context"
+	"errors"
 	"hash/fnv"
 	"math"
 	"math/rand/v2"
@@ -264,6 +265,11 @@ func (k *Keeper) Step(ctx context.Context, now time.Time) {
 		} else if r.asked {
 			k.failed++
 			failed, k.lastErr = true, r.err
+			if errors.Is(r.err, ErrNotReplicated) && r.g.Members > 0 {
+				// The fleet answered, if not in time for its replicas:
+				// local divides the rate by the boxes it counted.
+				k.members = r.g.Members
+			}
 		}
 		if failed {
 			k.lost(r.h, r.want, answered)

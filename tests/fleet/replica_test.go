@@ -2,6 +2,7 @@ package fleet_test
 
 import (
 	"context"
+	"errors"
 	"net"
 	"os/exec"
 	"strconv"
@@ -93,8 +94,12 @@ func TestGrantWaitsForReplica(t *testing.T) {
 	replica.Wait()
 	g, err = c.Grant(context.Background(), "box1", lim, 10)
 	t.Logf("with the replica gone: %+v, %v", g, err)
-	if err == nil || g.Tokens != 0 || !strings.Contains(err.Error(), "0 of the 1 replicas asked for had the grant within 500ms") {
+	if err == nil || g.Tokens != 0 || !strings.Contains(err.Error(), "0 of the 1 replicas asked for had the grant within 500ms") ||
+		!errors.Is(err, fleet.ErrNotReplicated) {
 		t.Errorf("with the replica gone: %+v, %v; want no tokens and an error that says the replica did not have them", g, err)
+	}
+	if g.Members != 1 {
+		t.Errorf("the script ran and counted %d boxes, want the 1 (on-fleet-lost local divides by it)", g.Members)
 	}
 	// Without it, the same Redis grants at once.
 	plain := newClient(t, fleet.Options{Fleet: "east", Addresses: []string{master}, Timeout: 200 * time.Millisecond})

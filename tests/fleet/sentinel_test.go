@@ -43,13 +43,19 @@ func startSentinel(t *testing.T, port, master string) string {
 	return "127.0.0.1:" + port
 }
 
-func newSentinelBed(t *testing.T) *sentinelBed {
+// newSentinelBed starts a bed whose replica reaches the master at the
+// address via gives for it (nil: directly).
+func newSentinelBed(t *testing.T, via func(master string) string) *sentinelBed {
 	t.Helper()
 	b := &sentinelBed{procs: map[string]*exec.Cmd{}}
 	var cmd *exec.Cmd
 	b.master, cmd = startTCPRedis(t)
 	b.procs[b.master] = cmd
-	host, port, _ := net.SplitHostPort(b.master)
+	upstream := b.master
+	if via != nil {
+		upstream = via(b.master)
+	}
+	host, port, _ := net.SplitHostPort(upstream)
 	b.replica, cmd = startTCPRedis(t, "--replicaof", host, port)
 	b.procs[b.replica] = cmd
 	for range 3 {
@@ -108,7 +114,7 @@ func leaseHeld(t *testing.T, boxes []*box) int64 {
 // until the Sentinels promote the replica.
 func TestFleetSentinelFailover(t *testing.T) {
 	testenv.RequireBPF(t)
-	bed := newSentinelBed(t)
+	bed := newSentinelBed(t, nil)
 	cfgOf := func(wait int) func(string, int) string {
 		return func(iface string, i int) string {
 			redis := fmt.Sprintf("{addresses: [%s], master-name: m, wait-replicas: %d}", strings.Join(bed.sentinels, ", "), wait)
