@@ -25,7 +25,7 @@ func timed(fn func()) time.Duration {
 	return time.Since(start)
 }
 
-// TestFleetRedisHung: Redis SIGSTOPped for 5 s under load, for each
+// TestFleetRedisHung: Redis SIGSTOPped for 20 s under load, for each
 // on-fleet-lost. A renewal never waits past its deadline, so the policy
 // is in force within lost-after (2 s) and half a second, and the fleet is
 // back within a second of SIGCONT; show fleet and a scrape, which read the
@@ -39,7 +39,7 @@ func TestFleetRedisHung(t *testing.T) {
 	metrics := "metrics: {listen: \"127.0.0.1:0\"}\n"
 	boxes := startBoxesWith(t, n, func(iface string, i int) string { return fleetConfig(iface, r.sock, i, "local", metrics) })
 	t.Cleanup(r.resume) // a failed test must not leave it stopped
-	const d, pauseAt, resumeAt = 9 * time.Second, 2 * time.Second, 7 * time.Second
+	const d, pauseAt, resumeAt = 24 * time.Second, 2 * time.Second, 22 * time.Second
 	for _, onLost := range []string{"local", "static", "closed"} {
 		for i, b := range boxes {
 			if err := os.WriteFile(b.cfg, []byte(fleetConfig(b.tb.BoxIface, r.sock, i, onLost, metrics)), 0o644); err != nil {

@@ -105,6 +105,30 @@ func leaseHeld(t *testing.T, boxes []*box) int64 {
 	return n
 }
 
+// watchHeld reads what the boxes' leases hold every 50 ms until the
+// function it returns is called, which returns the most they held at
+// once: the H of the fleet's bound.
+func watchHeld(t *testing.T, boxes []*box) func() int64 {
+	var held int64
+	stop, done := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			held = max(held, leaseHeld(t, boxes))
+			select {
+			case <-stop:
+				return
+			case <-time.After(50 * time.Millisecond):
+			}
+		}
+	}()
+	return func() int64 {
+		close(stop)
+		<-done
+		return held
+	}
+}
+
 // TestFleetSentinelFailover: three boxes on a master watched by three
 // Sentinels, offered twice the fleet's rate (cps 100, burst 100), through
 // a SENTINEL FAILOVER with wait-replicas 1 and without, and then a
@@ -165,20 +189,7 @@ func TestFleetSentinelFailover(t *testing.T) {
 			t.Errorf("%s: show fleet names the master %q (%v), the Sentinels %s", c.name, shown.Master, err, before)
 		}
 		s := sample(t, boxes)
-		var held int64
-		stopHeld := make(chan struct{})
-		heldDone := make(chan struct{})
-		go func() {
-			defer close(heldDone)
-			for {
-				held = max(held, leaseHeld(t, boxes))
-				select {
-				case <-stopHeld:
-					return
-				case <-time.After(50 * time.Millisecond):
-				}
-			}
-		}()
+		mostHeld := watchHeld(t, boxes)
 		failed := make(chan struct{})
 		go func() {
 			defer close(failed)
@@ -188,8 +199,7 @@ func TestFleetSentinelFailover(t *testing.T) {
 		const d = 12 * time.Second
 		fleetRun(t, boxes, d, offered)
 		s.end()
-		close(stopHeld)
-		<-heldDone
+		held := mostHeld()
 		<-failed
 		after := bed.masterAddr(t)
 		// show fleet names the new master, and counts the failover.
