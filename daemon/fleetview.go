@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/xdpcac/xdpcac/api"
@@ -34,13 +35,19 @@ func (r *fleetRunner) watchMembers(ctx context.Context, client *fleet.Client, do
 	defer t.Stop()
 	for {
 		mctx, cancel := context.WithTimeout(ctx, fleetMembersEvery)
-		seen, err := client.Members(mctx)
+		// Not while the keeper holds Redis unreachable: a question that
+		// times out would only queue up in it (fleet.Granter.Reachable).
+		var seen []fleet.Member
+		err := errFleetUnreachable
+		if r.reachable() {
+			seen, err = client.Members(mctx)
+		}
 		master, merr := client.Master(mctx)
 		cancel()
 		r.mu.Lock()
 		if err == nil {
 			r.members.seen, r.members.at, r.members.err = seen, time.Now(), nil
-		} else {
+		} else if err != errFleetUnreachable {
 			r.members.err = err
 		}
 		if merr == nil && master != "" {
@@ -57,6 +64,17 @@ func (r *fleetRunner) watchMembers(ctx context.Context, client *fleet.Client, do
 		case <-t.C:
 		}
 	}
+}
+
+// errFleetUnreachable is the members not asked while Redis is.
+var errFleetUnreachable = errors.New("redis unreachable")
+
+// reachable reports whether the keeper last heard from Redis.
+func (r *fleetRunner) reachable() bool {
+	r.mu.Lock()
+	k := r.keeper
+	r.mu.Unlock()
+	return k != nil && k.Status().State == fleet.StateFleet
 }
 
 // view is what show fleet says: the keeper's state and leases and the

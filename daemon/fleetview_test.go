@@ -35,6 +35,8 @@ type granter struct {
 	err error
 }
 
+func (g *granter) Reachable() (bool, error) { return g.err == nil, g.err }
+
 func (g *granter) Renew(ctx context.Context, box string, l fleet.Limit, want, back int64) (fleet.Grant, error) {
 	if g.err != nil {
 		return fleet.Grant{}, g.err

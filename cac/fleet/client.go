@@ -65,6 +65,8 @@ type Client struct {
 	staleness  time.Duration
 	// sentinels names the master in force; nil without Sentinels.
 	sentinels *sentinels
+	// probe finds out when an unreachable Redis answers again.
+	probe *prober
 	// waitReplicas and waitFor are Options.WaitReplicas and how long a
 	// grant waits for them.
 	waitReplicas int
@@ -141,6 +143,7 @@ func New(o Options) (*Client, error) {
 		membersKey:   membersKey(o.Fleet),
 		staleness:    staleness,
 		sentinels:    newSentinels(o),
+		probe:        newProber(o, max(10*time.Millisecond, o.Timeout)),
 		waitReplicas: o.WaitReplicas,
 		waitFor:      waitFor,
 		gcra:         redis.NewScript(gcraLua),
@@ -354,9 +357,20 @@ func (c *Client) Master(ctx context.Context) (string, error) {
 	return a, nil
 }
 
+// Reachable reports whether Redis has answered a PING since the keeper
+// held it unreachable (prober): a renewal may go again. Else the error
+// is why the last PING failed, nil while one waits.
+func (c *Client) Reachable() (bool, error) {
+	ok, err := c.probe.reachable()
+	if err != nil {
+		err = fmt.Errorf("fleet %q: %w", c.fleet, err)
+	}
+	return ok, err
+}
+
 // Close closes the connections to Redis and its Sentinels.
 func (c *Client) Close() error {
-	err := c.rdb.Close()
+	err := errors.Join(c.rdb.Close(), c.probe.close())
 	if c.sentinels != nil {
 		err = errors.Join(err, c.sentinels.close())
 	}

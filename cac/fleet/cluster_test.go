@@ -73,29 +73,49 @@ func readCommand(r *bufio.Reader) ([]string, error) {
 	return args, nil
 }
 
-func (n *fakeClusterNode) serve(c net.Conn) {
+// serveRESP answers the commands of c, a RESP2 server's way, with what
+// answer writes for each, until answer says to drop the connection or c
+// closes. HELLO is refused, as a RESP2 server does; a command answer
+// does not know is answered +OK.
+func serveRESP(c net.Conn, answer func(cmd string, w io.Writer) (known, drop bool)) {
 	defer c.Close()
 	r := bufio.NewReader(c)
-	host, port, _ := net.SplitHostPort(n.l.Addr().String())
 	for {
 		args, err := readCommand(r)
 		if err != nil {
 			return
 		}
-		switch strings.ToUpper(args[0]) {
-		case "HELLO":
-			io.WriteString(c, "-ERR unknown command 'HELLO'\r\n") // a RESP2 node
-		case "CLUSTER":
-			fmt.Fprintf(c, "*1\r\n*3\r\n:0\r\n:16383\r\n*3\r\n$%d\r\n%s\r\n:%s\r\n$4\r\nnode\r\n", len(host), host, port)
-		case "EVALSHA", "EVAL":
-			n.scripts.Add(1)
-			return // ran, and the reply is lost
-		case "PING":
-			io.WriteString(c, "+PONG\r\n")
-		default:
+		cmd := strings.ToUpper(args[0])
+		if cmd == "HELLO" {
+			io.WriteString(c, "-ERR unknown command 'HELLO'\r\n")
+			continue
+		}
+		known, drop := answer(cmd, c)
+		if drop {
+			return
+		}
+		if !known {
 			io.WriteString(c, "+OK\r\n")
 		}
 	}
+}
+
+func (n *fakeClusterNode) serve(c net.Conn) {
+	host, port, _ := net.SplitHostPort(n.l.Addr().String())
+	serveRESP(c, func(cmd string, w io.Writer) (bool, bool) {
+		switch cmd {
+		case "CLUSTER":
+			fmt.Fprintf(w, "*1\r\n*3\r\n:0\r\n:16383\r\n*3\r\n$%d\r\n%s\r\n:%s\r\n$4\r\nnode\r\n", len(host), host, port)
+		case "EVALSHA", "EVAL":
+			n.scripts.Add(1)
+			return true, true // ran, and the reply is lost
+		case "PING":
+			io.WriteString(w, "+PONG\r\n")
+		default:
+			return false, false
+		}
+		return true, false
+	})
 }
 
 // TestClusterScriptSentOnce: a Cluster node that drops the reply to the

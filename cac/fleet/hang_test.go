@@ -2,9 +2,13 @@ package fleet
 
 import (
 	"context"
+	"io"
 	"net"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/xdpcac/xdpcac/tests/testenv"
 )
 
 // hungGranter is a Redis that takes every request and answers none until
@@ -14,6 +18,8 @@ type hungGranter struct {
 	release chan struct{}
 	grant   Grant
 }
+
+func (g *hungGranter) Reachable() (bool, error) { return true, nil }
 
 func (g *hungGranter) Renew(ctx context.Context, _ string, _ Limit, _, _ int64) (Grant, error) {
 	g.entered <- struct{}{}
@@ -68,6 +74,8 @@ type slowGranter struct {
 	delay time.Duration
 	n     int64
 }
+
+func (g *slowGranter) Reachable() (bool, error) { return true, nil }
 
 func (g *slowGranter) Renew(context.Context, string, Limit, int64, int64) (Grant, error) {
 	time.Sleep(g.delay)
@@ -135,5 +143,103 @@ func TestClientTimeout(t *testing.T) {
 	}
 	if took > 2*time.Second {
 		t.Errorf("the request waited %v on a hung Redis, past its 100ms deadline", took)
+	}
+}
+
+// countingGranter fails every renewal while down, counts the renewals it
+// was asked, and answers Reachable as up says.
+type countingGranter struct {
+	down, up bool
+	asked    int
+}
+
+func (g *countingGranter) Reachable() (bool, error) { return g.up, nil }
+
+func (g *countingGranter) Renew(context.Context, string, Limit, int64, int64) (Grant, error) {
+	g.asked++
+	if g.down {
+		return Grant{}, context.DeadlineExceeded
+	}
+	return Grant{Tokens: 1, Members: 1}, nil
+}
+
+// TestUnreachableAskedNothing: once a renewal failed, the keeper asks
+// Redis nothing until it answers again (Reachable): renewals that time
+// out would pile up in a stopped Redis. Local grants go on meanwhile, and
+// the first renewal after it answers goes at once.
+func TestUnreachableAskedNothing(t *testing.T) {
+	t0 := time.Unix(1_800_000_000, 0)
+	g := &countingGranter{down: true}
+	p := &onePool{}
+	k := NewKeeper(KeeperConfig{Box: "a", Lifetime: time.Second, Renew: 100 * time.Millisecond, LostAfter: time.Second,
+		OnLost: LostLocal}, g, p, t0)
+	k.SetLimits([]Limit{{Name: "acme", CPS: 100, Burst: 100}}, []uint32{0})
+	at := t0
+	for range 30 { // 3 s: the first renewal fails, then lost-after passes
+		at = at.Add(100 * time.Millisecond)
+		k.Step(context.Background(), at)
+		p.call()
+	}
+	if g.asked != 1 {
+		t.Errorf("Redis was asked %d renewals while unreachable, want only the first that failed", g.asked)
+	}
+	if st := k.Status(); st.State != StateLost || p.tokens+int64(k.Holders()[0].GrantedLocal) == 0 {
+		t.Errorf("while unreachable: %s, %d granted locally; want lost, with local grants", st.State, k.Holders()[0].GrantedLocal)
+	}
+	g.down, g.up = false, true
+	k.Step(context.Background(), at.Add(100*time.Millisecond))
+	if g.asked != 2 || k.Status().State != StateFleet {
+		t.Errorf("once Redis answers: asked %d, %s; want the next renewal asked and the fleet back", g.asked, k.Status().State)
+	}
+}
+
+// TestProberWaitsOnOneConnection: Reachable is false while Redis takes
+// the PING and answers nothing, on one connection however often it is
+// asked, and true once Redis answers; it then says so once.
+func TestProberWaitsOnOneConnection(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	release := make(chan struct{})
+	var conns atomic.Int64
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			conns.Add(1)
+			go serveRESP(c, func(cmd string, w io.Writer) (bool, bool) {
+				if cmd != "PING" {
+					return false, false
+				}
+				<-release // stopped
+				io.WriteString(w, "+PONG\r\n")
+				return true, false
+			})
+		}
+	}()
+	c, err := New(Options{Fleet: "east", Addresses: []string{l.Addr().String()}, Timeout: 50 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	for range 10 {
+		if ok, err := c.Reachable(); ok || err != nil {
+			t.Fatalf("while the PING waits: reachable %v, %v; want false and no error", ok, err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	close(release)
+	if !testenv.Poll(5*time.Second, 10*time.Millisecond, func() bool { ok, _ := c.Reachable(); return ok }) {
+		t.Fatal("not reachable once Redis answered")
+	}
+	if ok, _ := c.Reachable(); ok {
+		t.Error("reachable twice for one answer")
+	}
+	if n := conns.Load(); n != 1 {
+		t.Errorf("the prober dialled %d connections, want one", n)
 	}
 }

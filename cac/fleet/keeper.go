@@ -11,9 +11,12 @@ import (
 )
 
 // Granter grants leases and takes back tokens unspent: a Client, or a
-// test's stand-in.
+// test's stand-in. Reachable reports whether Redis answers again after
+// the keeper held it unreachable, and else why not (nil: no answer yet);
+// the keeper asks no renewal until then.
 type Granter interface {
 	Renew(ctx context.Context, box string, l Limit, want, back int64) (Grant, error)
+	Reachable() (bool, error)
 }
 
 // OnLost is what a box does once Redis has been unreachable for
@@ -217,10 +220,20 @@ func (k *Keeper) Step(ctx context.Context, now time.Time) {
 		h.Expire(k.pool, now)
 		reqs = append(reqs, request{h: h, want: h.Want(k.pool, now, k.horizon()), back: h.Expired - h.Returned})
 	}
+	// An unreachable Redis is asked nothing until it answers a PING
+	// (Granter.Reachable): renewals that time out pile up in it.
+	ask := k.state == StateFleet
 	k.mu.Unlock()
+	var why error // what a probe of an unreachable Redis met
+	if !ask {
+		ask, why = k.granter.Reachable()
+	}
 
 	start := time.Now()
 	for i := range reqs {
+		if !ask {
+			break
+		}
 		r := &reqs[i]
 		if r.want <= 0 && r.back <= 0 {
 			continue
@@ -243,7 +256,10 @@ func (k *Keeper) Step(ctx context.Context, now time.Time) {
 	for _, h := range k.holders {
 		live[h] = true
 	}
-	failed := false
+	failed := !ask // Redis is still unreachable: as a failure, with nothing asked
+	if why != nil {
+		k.lastErr = why
+	}
 	for _, r := range reqs {
 		if !live[r.h] {
 			continue // its limit left meanwhile (SetLimits drained it): its grant is lost

@@ -18,6 +18,8 @@ type twinGranter struct {
 	boxes   map[string]bool
 }
 
+func (g *twinGranter) Reachable() (bool, error) { return !g.down, nil }
+
 func (g *twinGranter) Renew(_ context.Context, box string, l Limit, want, back int64) (Grant, error) {
 	if g.down {
 		return Grant{}, errors.New("connection refused")

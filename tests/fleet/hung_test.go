@@ -27,11 +27,12 @@ func timed(fn func()) time.Duration {
 
 // TestFleetRedisHung: Redis SIGSTOPped for 20 s under load, for each
 // on-fleet-lost. A renewal never waits past its deadline, so the policy
-// is in force within lost-after (2 s) and half a second, and the fleet is
-// back within a second of SIGCONT; show fleet and a scrape, which read the
-// keeper and never Redis, answer at once during the hang. Before, the
-// renewals waited out go-redis's own timeouts (5 s each) holding the lock
-// show fleet and the scrapes wanted.
+// is in force within lost-after (2 s) and half a second; while Redis is
+// unreachable only a PING waits on it, so the fleet is back within two
+// renewals of SIGCONT; show fleet and a scrape, which read the keeper and
+// never Redis, answer at once during the hang. Before, the renewals
+// waited out go-redis's own timeouts (5 s each) holding the lock show
+// fleet and the scrapes wanted.
 func TestFleetRedisHung(t *testing.T) {
 	testenv.RequireBPF(t)
 	r := newRedis(t)
@@ -104,8 +105,11 @@ func TestFleetRedisHung(t *testing.T) {
 		if inForce > 2*time.Second+500*time.Millisecond {
 			t.Errorf("%s: in force %v after Redis hung, want within lost-after (2 s) and half a second", onLost, inForce)
 		}
-		if back > time.Second {
-			t.Errorf("%s: back to the fleet %v after SIGCONT, want within a second", onLost, back)
+		// A renewal is drawn 50 to 150 ms after the last: back within
+		// two of them, where renewals that had piled up in Redis during
+		// the hang held it for up to 0.6 s.
+		if back > 300*time.Millisecond {
+			t.Errorf("%s: back to the fleet %v after SIGCONT, want within two renewals (300 ms)", onLost, back)
 		}
 		// Bounds far above what they take (a few ms) and far below the
 		// seconds they waited on Redis before.
