@@ -61,6 +61,19 @@ func outcomeAt(t *testing.T, f *harness.FastPath, at uint64, frame []byte) strin
 	return "admitted"
 }
 
+// fleetInvites is a fast path whose sip-invite class is fleet-scope (cps
+// 100, burst 100), and its leases mapped.
+func fleetInvites(t *testing.T) (*harness.FastPath, *maps.Leases) {
+	t.Helper()
+	f := harness.NewFastPath(t, false)
+	leases := mapLeases(t, f)
+	var p policy.Policy
+	p.Levels[cac.SIPInvite] = harness.MustRate(t, 100, 100)
+	p.Levels[cac.SIPInvite].Fleet = true
+	f.SetPolicy(t, p)
+	return f, leases
+}
+
 func mapLeases(t testing.TB, f *harness.FastPath) *maps.Leases {
 	t.Helper()
 	l, err := maps.MapLeases(f.Objs.Leases)
@@ -142,12 +155,7 @@ func TestLeaseNeverOverspends(t *testing.T) {
 	if runtime.NumCPU() < 2 {
 		t.Skip("needs two CPUs")
 	}
-	f := harness.NewFastPath(t, false)
-	leases := mapLeases(t, f)
-	var p policy.Policy
-	p.Levels[cac.SIPInvite] = harness.MustRate(t, 100, 100)
-	p.Levels[cac.SIPInvite].Fleet = true
-	f.SetPolicy(t, p)
+	f, leases := fleetInvites(t)
 	invite := harness.V4udp(5060, SIPRequest("INVITE", harness.ToNoTag).Without("Via"))
 	lease := policy.LeaseOfLevel(int(cac.SIPInvite))
 
@@ -240,12 +248,7 @@ func TestFleetCallAdmission(t *testing.T) {
 // itself. A later grant makes its tokens spendable again; an earlier
 // expiry never shortens the one in force. The model agrees at each step.
 func TestLeaseExpiresInTheFastPath(t *testing.T) {
-	f := harness.NewFastPath(t, false)
-	leases := mapLeases(t, f)
-	var p policy.Policy
-	p.Levels[cac.SIPInvite] = harness.MustRate(t, 100, 100)
-	p.Levels[cac.SIPInvite].Fleet = true
-	f.SetPolicy(t, p)
+	f, leases := fleetInvites(t)
 	lease := policy.LeaseOfLevel(int(cac.SIPInvite))
 	invite := func(i int) []byte {
 		return harness.V4udp(5060, SIPRequest("INVITE", harness.ToNoTag).With("Call-ID", harness.CallID(i)))
