@@ -25,8 +25,8 @@
  * filter saw. */
 #define RETRANSMIT_NONE (-2)
 
-/* l3_frame is the struct frame of the IP header that l3 packs (l3off,
- * family << 16), on the packet of ctx. */
+/* l3_frame is the struct frame of the IP header that l3 names (a frame
+ * word's where_ip), on the packet of ctx. */
 static __always_inline struct frame l3_frame(struct xdp_md *ctx, __u64 l3)
 {
 	struct frame f = {
@@ -38,14 +38,14 @@ static __always_inline struct frame l3_frame(struct xdp_md *ctx, __u64 l3)
 	return f;
 }
 
-/* msg_txn hashes the transaction of the message that msg packs (offset,
- * length << 16), sent from the source of the IP header that l3 packs
- * (l3off, family << 16), and sets *callid. The source is the sender's:
+/* msg_txn hashes the transaction of the message that msg names (a frame
+ * word's where_msg), sent from the source of the IP header that l3 names
+ * (where_ip), and sets *callid. The source is the sender's:
  * a retransmission comes from where the INVITE came from, and a copy of
  * an admitted INVITE from another address is a new call. */
 static __always_inline __u64 msg_txn(struct xdp_md *ctx, __u64 msg, __u64 l3, __u64 *callid)
 {
-	__u64 txn = sip_txn(ctx, msg_off(msg), msg_len(msg), callid);
+	__u64 txn = sip_txn(ctx, where_msgoff(msg), where_msglen(msg), callid);
 	if (!txn)
 		return 0;
 	struct frame f = l3_frame(ctx, l3);
@@ -98,7 +98,7 @@ static __always_inline int admitted_copy(struct cac_dialog *d, __u64 txn, __u64 
  */
 __noinline int invite_retransmit(struct xdp_md *ctx, __u64 msg, __u64 l3, __u64 now)
 {
-	__u64 callid = sip_callid(ctx, msg_off(msg), msg_len(msg));
+	__u64 callid = sip_callid(ctx, where_msgoff(msg), where_msglen(msg));
 	if (!callid || !recent_maybe(callid, now))
 		return RETRANSMIT_NONE;
 	struct cac_dialog *d = dialog_find(callid);

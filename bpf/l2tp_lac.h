@@ -141,7 +141,7 @@ static __always_inline int lac_answer(struct lac_msg *m, __u32 family, __u32 ver
 __noinline int l2tp_from_lac(struct xdp_md *ctx, __u64 where, __u32 op)
 {
 	void *data = (void *)(long)ctx->data, *data_end = (void *)(long)ctx->data_end;
-	__u32 l3off = where_l3off(where) & 0x3f, family = where_family(where), off = where_msgoff(where);
+	__u32 l3off = where_l3off(where), family = where_family(where), off = where_msgoff(where);
 	struct lac_msg m = {.eth = data, .ip = data + l3off};
 	if (off < sizeof(struct udphdr) || (void *)(m.eth + 1) > data_end)
 		return L2TP_UNKNOWN;

@@ -68,14 +68,14 @@ static __always_inline void lns_learn(struct cac_l2tp_key *k, __u32 lns_id, __u1
 }
 
 /*
- * l2tp_from_lns handles a control message the LNS sends (where packs
- * l3off, family and the L2TP header's offset as on ingress, with the
- * bytes of the datagram's payload at hand above bit 48 and bit 32 set for a
- * first fragment). A global function, verified once.
+ * l2tp_from_lns handles a control message the LNS sends (where is its
+ * frame word, where.h: l3off, family and the L2TP header's offset as on
+ * ingress, msglen the bytes of the datagram's payload at hand, fragmented
+ * set for a first fragment). A global function, verified once.
  */
 __noinline int l2tp_from_lns(struct __sk_buff *skb, __u64 where)
 {
-	__u32 l3off = where_l3off(where) & 0x3f, family = where_family(where), off = where_msgoff(where);
+	__u32 l3off = where_l3off(where), family = where_family(where), off = where_msgoff(where);
 	struct l2tp_ctrl c = {};
 	struct udphdr udp;
 	if (off < sizeof(udp) || bpf_skb_load_bytes(skb, off - sizeof(udp), &udp, sizeof(udp)) < 0 ||

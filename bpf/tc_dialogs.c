@@ -87,7 +87,7 @@ static __always_inline int egress_frame(struct __sk_buff *skb)
 	if (egress_parse(skb, &f, &msg) != UDP_MSG_READY)
 		return TC_ACT_UNSPEC;
 	if (msg.kind == CAC_PORT_L2TP) {
-		l2tp_from_lns(skb, where_pack_egress(f.l3off, f.family, msg.fragmented, msg.off, msg.len));
+		l2tp_from_lns(skb, where_pack(f.l3off, 0, f.family, 0, msg.fragmented, msg.off, msg.len));
 		return TC_ACT_UNSPEC;
 	}
 	__u32 want = skb->len < EGRESS_PULL ? skb->len : EGRESS_PULL;
@@ -98,7 +98,7 @@ static __always_inline int egress_frame(struct __sk_buff *skb)
 			return TC_ACT_UNSPEC;
 	}
 	int result = classify_sip(skb, &f, &msg) & ~RESULT_ODD;
-	__u64 where = where_pack(f.l3off, f.family, 0, f.msgoff, f.msglen, f.udpoff);
+	__u64 where = where_pack(f.l3off, f.udpoff, f.family, 0, 0, f.msgoff, f.msglen);
 	if (result == RESULT(CAC_KIND_CLASS, CAC_CLASS_SIP_INVITE))
 		return egress_invite(skb, where, now_ns());
 	/* The server's answers and in-dialog requests (its BYE) of a dialog

@@ -41,9 +41,9 @@ __noinline int refused_again(struct xdp_md *ctx, __u64 where, __u32 reason, __u3
  * records a reject (refused_again), so that no call chain under it is
  * three frames deep. It is a global function, so the verifier checks the
  * admission pipeline once instead of once for every way through the
- * parsers; where packs the class, where the source is and the slot of
- * limits in force (admit_pack, where.h; a BPF function has five
- * arguments).
+ * parsers; where is a frame word with the class, the slot of limits in
+ * force and the other admission fields set (where_admit, where.h; a BPF
+ * function has five arguments).
  */
 __noinline int admit_call(struct xdp_md *ctx, __u64 where, __u64 now)
 {
@@ -51,12 +51,12 @@ __noinline int admit_call(struct xdp_md *ctx, __u64 where, __u64 now)
 		.data = (void *)(long)ctx->data,
 		.data_end = (void *)(long)ctx->data_end,
 		.len = ctx->data_end - ctx->data,
-		.l3off = admit_l3off(where),
-		.vlans = admit_vlans(where),
-		.family = admit_family(where),
+		.l3off = where_l3off(where),
+		.vlans = where_vlans(where),
+		.family = where_family(where),
 	};
-	__u32 class = admit_class(where);
-	int reason = admit(ctx, &f, class, admit_slot(where), admit_agents(where), admit_user(where), now);
+	__u32 class = where_class(where);
+	int reason = admit(ctx, &f, class, where_slot(where), where_agents(where), where_user(where), now);
 	/* Either of its two buckets holds a malformed frame for one reason. */
 	if (reason != ADMITTED && class == CAC_CLASS_MALFORMED)
 		reason = CAC_REASON_MALFORMED;
@@ -119,12 +119,11 @@ static __always_inline int answers_sent(struct xdp_md *ctx, struct frame *f, __u
 
 /* agent_response hands a response from an agent to user space when its
  * code is on the agent's out-service list, saying whether it answers a
- * request the server sent. where packs l3off, family, the
- * code, and the message's offset and length. */
-__noinline int agent_response(struct xdp_md *ctx, __u64 where, __u32 slot)
+ * request the server sent. where is the response's frame word, code its
+ * status code. */
+__noinline int agent_response(struct xdp_md *ctx, __u64 where, __u32 code, __u32 slot)
 {
 	struct frame f = where_frame(ctx, where);
-	__u32 code = where_code(where);
 	__u32 agent = agent_of(&f);
 	if (agent == NO_AGENT)
 		return 0;
@@ -145,7 +144,7 @@ static __always_inline int is_sip_request(int class)
 /* verdict_where packs what verdict needs of a frame besides its bytes. */
 static __always_inline __u64 verdict_where(struct frame *f)
 {
-	return where_pack(f->l3off, f->family, f->vlans, f->msgoff, f->msglen, f->udpoff);
+	return where_pack(f->l3off, f->udpoff, f->family, f->vlans, 0, f->msgoff, f->msglen);
 }
 
 /*
@@ -197,7 +196,7 @@ static __always_inline int verdict(struct xdp_md *ctx, __u64 where, __u32 result
 			if (policy & POLICY_CAPACITY) /* an answer in a dialog that holds sessions */
 				session_note(ctx, where, 0);
 			if ((policy & POLICY_AGENTS) && RESULT_CODE(result) >= 300)
-				agent_response(ctx, where_with_code(where, RESULT_CODE(result)), policy & POLICY_SLOT);
+				agent_response(ctx, where, RESULT_CODE(result), policy & POLICY_SLOT);
 		}
 		return XDP_PASS;
 	}
@@ -230,7 +229,7 @@ static __always_inline int verdict(struct xdp_md *ctx, __u64 where, __u32 result
 	int limited = (policy & POLICY_LIMITED(class)) || agents;
 	/* The time of the verdict, read once for all that judges it. */
 	__u64 now = limited ? now_ns() : 0;
-	__u64 txmsg = msg_pack(msgoff, msglen);
+	__u64 txmsg = where_msg(where);
 	/* A retransmission of an INVITE transaction takes nothing: passed if
 	 * the filter admitted it, refused again if not (invite.h). Looked for
 	 * only where a limit would charge it. */
@@ -267,7 +266,6 @@ static __always_inline int verdict(struct xdp_md *ctx, __u64 where, __u32 result
 		reason = again;
 		refused_again(ctx, where_source(where), code_pack(reason, class), 0, now ? now : now_ns());
 	} else if (limited) {
-		__u64 l3off = where_l3off(where), family = where_family(where), vlans = where_vlans(where);
 		/* The authentication rules are read here, not under
 		 * admit_call, whose call chain has no room for the walk. */
 		__u64 user = 0;
@@ -286,8 +284,7 @@ static __always_inline int verdict(struct xdp_md *ctx, __u64 where, __u32 result
 				refused_again(ctx, where_source(where), code_pack(reason, class), user, now);
 		}
 		if (reason == ADMITTED) {
-			reason = admit_call(ctx, admit_with_user(admit_pack(class, l3off, vlans, family, policy & POLICY_SLOT, agents), user),
-					    now);
+			reason = admit_call(ctx, where_admit(where_source(where), class, policy & POLICY_SLOT, agents, user), now);
 			if (reason != ADMITTED && took)
 				session_give_back(ctx, where);
 			/* Under authentication rules, user_scratch names the
