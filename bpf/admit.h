@@ -1,11 +1,15 @@
 /* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
 /*
- * The admission pipeline of docs/design.md: the call admission gates
- * (stale, CPU, buffers), then the buckets of source, account, customer,
- * agent, class and environment, then the charge budget. The first level that fails names
- * the reason, and a rejected call consumes nothing at any level: every
- * level is checked before any is taken, and a take that loses a race to
- * another CPU gives back what was taken before it. A new source enters the
+ * The admission pipeline (docs/design.md, "Admission"), in its order:
+ * capacity, an INVITE's sessions of an account's and a customer's
+ * max-sessions (sessions.h, before admit_call); the call admission gates
+ * (stale, cpu-limit, buffers); the buckets of source, account, customer,
+ * agent, class and environment; the charge budget (session-charges or
+ * total-charge). The first level that fails names the reason, and a
+ * rejected call consumes nothing at any level: every level is checked
+ * before any is taken, and a take that loses a race to another CPU gives
+ * back what was taken before it (a call a level after capacity refuses
+ * gives its sessions back). A new source enters the
  * per-source table only when its call is admitted, so a flood of spoofed
  * sources cannot churn the table or evict the sources it knows.
  */
@@ -27,7 +31,8 @@ struct level {
 	struct cac_bucket *bucket;
 };
 
-/* The levels in the order of §4; each names the reason of its index. */
+/* The bucket levels in the order of docs/design.md, "Admission"; each
+ * names the reason of its index. */
 enum { L_SOURCE, L_ACCOUNT, L_CUSTOMER, L_AGENT, L_CLASS, L_ENVIRONMENT, L_COUNT };
 _Static_assert(CAC_REASON_SOURCE + L_ENVIRONMENT == CAC_REASON_ENVIRONMENT &&
 		       CAC_REASON_SOURCE + L_AGENT == CAC_REASON_AGENT,
