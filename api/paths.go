@@ -3,13 +3,16 @@ package api
 import (
 	"path/filepath"
 	"strings"
-
-	"github.com/xdpcac/xdpcac/loader"
 )
 
 // RunDir holds every daemon's lock and API socket; a unit's
 // RuntimeDirectory=xdpcac creates it.
 const RunDir = "/run/xdpcac"
+
+// DefaultStateDir is where attachments keep their pins unless told
+// otherwise: loader.DefaultStateDir, which a test of package daemon holds
+// equal to it.
+const DefaultStateDir = "/sys/fs/bpf/xdpcac"
 
 // Paths are the files of the daemon of one state directory, all in RunDir.
 type Paths struct {
@@ -30,7 +33,7 @@ type Paths struct {
 // daemons of different state directories coexist.
 func PathsOf(stateDir string) Paths {
 	name := "api"
-	if filepath.Clean(stateDir) != loader.DefaultStateDir {
+	if filepath.Clean(stateDir) != DefaultStateDir {
 		name = "api" + strings.ReplaceAll(filepath.Clean(stateDir), "/", "_")
 	}
 	base := filepath.Join(RunDir, name)

@@ -4,7 +4,6 @@ import (
 	"time"
 
 	"github.com/xdpcac/xdpcac/cac/agents"
-	"github.com/xdpcac/xdpcac/maps"
 	"golang.org/x/sys/unix"
 )
 
@@ -41,7 +40,21 @@ type Status struct {
 	Interfaces []string `json:"interfaces"`
 	// LastCPURefusal is the last CPU sample the cpu-limit gate refused
 	// calls with; null before any.
-	LastCPURefusal *maps.CPURefusal `json:"last_cpu_refusal"`
+	LastCPURefusal *CPURefusal `json:"last_cpu_refusal"`
+	// Jobs are the daemon's jobs, each with its own state: one failed
+	// degrades the filter and stops no other (docs/design.md, "Layout").
+	Jobs []Job `json:"jobs"`
+}
+
+// CPURefusal is a CPU sample that the cpu-limit gate refused calls with:
+// the percent measured, when it was put in force and replaced, and the
+// calls refused as cpu-limit meanwhile. show call admission statistics
+// gives it in the same keys.
+type CPURefusal struct {
+	CPUPercent float64   `json:"cpu_percent"`
+	From       time.Time `json:"from"`
+	Until      time.Time `json:"until"`
+	Refused    uint64    `json:"refused"`
 }
 
 // ApplyRequest asks the daemon to put a file in force.
@@ -112,19 +125,8 @@ type RejectLine struct {
 	Count uint64 `json:"count"`
 }
 
-// RejectLineOf is a record of the fast path with its monotonic times
-// turned into wall-clock times by the clocks' difference now: mono is
-// the monotonic clock read at wall.
-func RejectLineOf(r maps.Reject, wall time.Time, mono uint64) RejectLine {
-	at := func(ns uint64) time.Time { return wall.Add(-time.Duration(mono - ns)) }
-	return RejectLine{
-		Time: at(r.LastNS), First: at(r.FirstNS), Interface: r.Interface,
-		Class: r.Class.String(), Source: r.Source, Reason: r.Reason.String(), Rule: r.Rule, Count: r.Count,
-	}
-}
-
-// MonotonicNow reads the clock the fast path stamps records with, for
-// RejectLineOf.
+// MonotonicNow reads the clock the fast path stamps records with, to
+// turn their times into wall-clock times.
 func MonotonicNow() uint64 {
 	var ts unix.Timespec
 	if err := unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts); err != nil {

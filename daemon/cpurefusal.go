@@ -3,6 +3,7 @@ package daemon
 import (
 	"time"
 
+	"github.com/xdpcac/xdpcac/api"
 	"github.com/xdpcac/xdpcac/cac"
 	"github.com/xdpcac/xdpcac/loader"
 	"github.com/xdpcac/xdpcac/maps"
@@ -49,10 +50,10 @@ func (c *cpuRefusals) before() (refused uint64, ok bool) {
 // wrote notes a sample of cpuMilli put in force at at, after refusals
 // were read (ok): it returns the refusal of the sample it replaces, nil
 // when that sample refused nothing.
-func (c *cpuRefusals) wrote(at time.Time, cpuMilli uint32, refused uint64, ok bool) *maps.CPURefusal {
-	var r *maps.CPURefusal
+func (c *cpuRefusals) wrote(at time.Time, cpuMilli uint32, refused uint64, ok bool) *api.CPURefusal {
+	var r *api.CPURefusal
 	if ok && c.have && refused > c.refused {
-		r = &maps.CPURefusal{CPUPercent: float64(c.cpuMilli) / 1000, From: c.since, Until: at, Refused: refused - c.refused}
+		r = &api.CPURefusal{CPUPercent: float64(c.cpuMilli) / 1000, From: c.since, Until: at, Refused: refused - c.refused}
 	}
 	// A count lower than before is an attachment made anew: from it on.
 	c.have, c.refused, c.cpuMilli, c.since = ok, refused, cpuMilli, at

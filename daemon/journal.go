@@ -186,7 +186,7 @@ func (j *journal) sweep(t *journalTable, now uint64, all bool) {
 	wall, mono := time.Now(), api.MonotonicNow()
 	for _, r := range recs {
 		r.Interface = t.a.Key()
-		j.addLocked(api.RejectLineOf(r, wall, mono))
+		j.addLocked(RejectLineOf(r, wall, mono))
 	}
 }
 
@@ -262,7 +262,7 @@ func (j *journal) lines() []api.RejectLine {
 		}
 		for _, r := range recs {
 			r.Interface = t.a.Key()
-			out = append(out, api.RejectLineOf(r, wall, mono))
+			out = append(out, RejectLineOf(r, wall, mono))
 		}
 	}
 	return out

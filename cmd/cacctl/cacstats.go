@@ -39,8 +39,9 @@ func newShowCallCmd(g *globals) *cobra.Command {
 			// The sample that refused, which only the daemon keeps: a
 			// status it cannot give leaves the line out, not the view.
 			if c := api.Dial(g.stateDir); c != nil {
-				if d, err := c.Status(); err == nil {
-					v.LastCPURefusal = d.LastCPURefusal
+				if d, err := c.Status(); err == nil && d.LastCPURefusal != nil {
+					r := maps.CPURefusal(*d.LastCPURefusal)
+					v.LastCPURefusal = &r
 				}
 			}
 			if *out == "json" {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/xdpcac/xdpcac/api"
+	"github.com/xdpcac/xdpcac/daemon"
 	"github.com/xdpcac/xdpcac/loader"
 )
 
@@ -100,7 +101,7 @@ func readRejectLines(stateDir string) ([]api.RejectLine, error) {
 	wall, mono := time.Now(), api.MonotonicNow()
 	lines := make([]api.RejectLine, 0, len(recs))
 	for _, r := range recs {
-		lines = append(lines, api.RejectLineOf(r, wall, mono))
+		lines = append(lines, daemon.RejectLineOf(r, wall, mono))
 	}
 	return lines, nil
 }
