@@ -46,13 +46,56 @@ func PolicyMapsOf(o *bpf.XdpMaps) PolicyMaps {
 	}
 }
 
-// Settle is how long a writer leaves between two WritePolicy calls, so
-// that no program still reads the slot the next write fills. A program
-// runs for microseconds with preemption off; this is ample. WritePolicy
-// does not wait itself: library code does not sleep, and only a writer
-// that switches again at once (a test that flips policies under a flood)
-// needs the wait.
+// Settle is how long a writer leaves between two switches of the policy
+// slot, so that no program still reads the slot the next write fills. A
+// program runs for microseconds with preemption off; this is ample. A
+// PolicyWriter waits it out itself.
 const Settle = 50 * time.Millisecond
+
+// A PolicyWriter puts policies in force on one set of policy maps, its
+// writes at least Settle apart: each waits out what remains of Settle
+// since the writer's last switch before it fills the slot that switch
+// left. Its first write cannot know when the slot last switched (another
+// writer, or another process: cacctl apply and the daemon take turns under
+// the state directory's lock, loader.Apply), so it waits all of Settle.
+// Writers of the same maps must not write at once: loader.Apply holds the
+// lock, a test writes from one goroutine.
+type PolicyWriter struct {
+	pm    PolicyMaps
+	now   func() time.Time
+	sleep func(time.Duration)
+	last  time.Time // this writer's last switch; zero before its first
+}
+
+// NewPolicyWriter is a writer of pm on the wall clock.
+func NewPolicyWriter(pm PolicyMaps) *PolicyWriter {
+	return &PolicyWriter{pm: pm, now: time.Now, sleep: time.Sleep}
+}
+
+// settle waits out what remains of Settle since the writer's last switch,
+// all of it before its first.
+func (w *PolicyWriter) settle() {
+	wait := Settle
+	if !w.last.IsZero() {
+		wait -= w.now().Sub(w.last)
+	}
+	if wait > 0 {
+		w.sleep(wait)
+	}
+}
+
+// Write puts p in force as WritePolicy does, once Settle has passed since
+// the writer's last switch.
+func (w *PolicyWriter) Write(p policy.Policy) error {
+	w.settle()
+	return writePolicy(w.pm, p, func() { w.last = w.now() })
+}
+
+// WritePolicy writes p with a writer of its own: it waits all of Settle
+// first. A caller that writes again and again keeps a PolicyWriter.
+func WritePolicy(pm PolicyMaps, p policy.Policy) error {
+	return NewPolicyWriter(pm).Write(p)
+}
 
 func limitOf(l bucket.Limit) bpf.XdpCacLimit {
 	return bpf.XdpCacLimit{IntervalNs: l.IntervalNS, ToleranceNs: l.ToleranceNS}
@@ -71,13 +114,14 @@ func levelLimitOf(l bucket.Limit, lease uint32) bpf.XdpCacLimit {
 // fleet-scope level's limit.
 const LeaseInterval = math.MaxUint64
 
-// WritePolicy puts a policy in force without a moment where the fast path
+// writePolicy puts a policy in force without a moment where the fast path
 // could see part of it: it fills the slot not in use and then switches to
-// it; the slot it switched from is the next call's to fill, after Settle.
-// Buckets are kept: class, environment and per-source ones as they
-// are, an account's while its source prefix stays, and a customer's while
-// one of its account prefixes stays. New accounts and customers start full.
-func WritePolicy(pm PolicyMaps, p policy.Policy) error {
+// it, calling switched once it has; the slot it switched from is the next
+// write's to fill, after Settle. Buckets are kept: class, environment and
+// per-source ones as they are, an account's while its source prefix
+// stays, and a customer's while one of its account prefixes stays. New
+// accounts and customers start full.
+func writePolicy(pm PolicyMaps, p policy.Policy, switched func()) error {
 	var active uint32
 	if err := pm.Slot.Lookup(uint32(0), &active); err != nil {
 		return fmt.Errorf("read policy slot: %w", err)
@@ -170,6 +214,7 @@ func WritePolicy(pm PolicyMaps, p policy.Policy) error {
 	if err := pm.Slot.Update(uint32(0), word, ebpf.UpdateAny); err != nil {
 		return fmt.Errorf("switch policy slot: %w", err)
 	}
+	switched()
 	if !p.UserRules() {
 		// Without user rules nothing fills the scratch, and a reject
 		// record must not name the rule of a request judged before.

@@ -68,17 +68,18 @@ func TestApplyUnderFlood(t *testing.T) {
 			}
 		}()
 	}
+	// One writer: each apply waits out maps.Settle since the one before.
+	w := maps.NewPolicyWriter(pm)
 	applies := 0
 	for deadline := time.Now().Add(2 * time.Second); time.Now().Before(deadline); applies++ {
 		p := byAccount
 		if applies%2 == 1 {
 			p = byClass
 		}
-		if err := maps.WritePolicy(pm, p); err != nil {
+		if err := w.Write(p); err != nil {
 			t.Error(err)
 			break
 		}
-		time.Sleep(maps.Settle) // the next apply fills the slot just left
 	}
 	stop.Store(true)
 	wg.Wait()
