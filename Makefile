@@ -54,12 +54,13 @@ vet:
 
 # check is the quick one, for any user: gofmt, vet and the tests of every
 # package but the system tests under tests/ (which need root and real
-# peers; testenv's own tests run, they need neither). -short leaves out
+# peers; testenv's own tests run, they need neither, and so do those of
+# docs, which hold the pages to the code). -short leaves out
 # the tests that need root, as they would be without it (testenv's
 # RequireBPF and RequireRoot skip them), so that check takes as long
 # under sudo as without; make test runs them all, without -short.
 check: vet
-	$(GO) test -short -count=1 $$($(GO) list ./... | grep -v '/tests/' ) ./tests/testenv/
+	$(GO) test -short -count=1 $$($(GO) list ./... | grep -v '/tests/' ) ./tests/testenv/ ./tests/docs/
 
 # promtool checks the daemon's /metrics. It comes from Debian's prometheus
 # package, unpacked here rather than installed, so that the tests start no
@@ -100,7 +101,7 @@ bench-flood:
 # testdata/fuzz run in make test as plain tests. FuzzXDP holds the real
 # object to the model on mutated frames, so it needs root.
 FUZZTIME ?= 30s
-FUZZ_TARGETS := ./cac/config:FuzzParse ./cac/config:FuzzCallAdmission ./cac/classify:FuzzClassify \
+FUZZ_TARGETS := ./cac/config:FuzzParse ./cac/config:FuzzCallAdmission ./internal/model/classify:FuzzClassify \
 	./cac/sipd:FuzzResponseOf ./cac/sipd:FuzzReject503 ./maps:FuzzDecodeEvents ./tests/fastpath:FuzzXDP
 fuzz:
 	@for t in $(FUZZ_TARGETS); do \

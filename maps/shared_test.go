@@ -5,11 +5,11 @@ import (
 
 	"github.com/xdpcac/xdpcac/bpf"
 	"github.com/xdpcac/xdpcac/cac"
-	"github.com/xdpcac/xdpcac/cac/admission"
-	"github.com/xdpcac/xdpcac/cac/classify"
 	"github.com/xdpcac/xdpcac/cac/config"
-	"github.com/xdpcac/xdpcac/cac/l2tp"
 	"github.com/xdpcac/xdpcac/cac/policy"
+	"github.com/xdpcac/xdpcac/internal/model/admission"
+	"github.com/xdpcac/xdpcac/internal/model/classify"
+	"github.com/xdpcac/xdpcac/internal/model/l2tp"
 )
 
 // TestSharedNumbers holds every number the Go side keeps of its own to the

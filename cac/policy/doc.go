@@ -5,6 +5,6 @@
 // control plane's measurements. The numbers are those of bpf/shared.h.
 //
 // It holds types and pure functions only, so that production code can speak
-// of a policy without linking cac/admission, the reference model that the
-// differential tests hold the XDP program to.
+// of a policy without linking internal/model/admission, the reference model
+// that the differential tests hold the XDP program to.
 package policy

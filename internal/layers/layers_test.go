@@ -3,7 +3,10 @@ package layers
 import (
 	"bufio"
 	"bytes"
+	"fmt"
+	"maps"
 	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -25,13 +28,19 @@ var floors = map[string]int{
 	"daemon":     6,
 	"cmd/cacctl": 7,
 	// The reference model and the tests: never imported by what ships.
-	"cac/classify": 8, "cac/l2tp": 8, "cac/admission": 8,
-	"internal/layers": 9, "docs": 9, "tests/testenv": 9,
+	"internal/model/classify": 8, "internal/model/l2tp": 8, "internal/model/admission": 8,
+	"internal/layers": 9,
 }
 
-// testOnly are packages no shipped package may link.
+// testOnly are packages no shipped package may link: the reference model
+// under internal/model, this package, and everything under tests/.
 func testOnly(pkg string) bool {
-	return floors[pkg] >= 8 || pkg == "tests" || strings.HasPrefix(pkg, "tests/")
+	return under(pkg, "internal/model") || under(pkg, "tests") || pkg == "internal/layers"
+}
+
+// under says whether pkg is dir or a package below it.
+func under(pkg, dir string) bool {
+	return pkg == dir || strings.HasPrefix(pkg, dir+"/")
 }
 
 // goList is `go list` of every package of the module with its imports
@@ -78,18 +87,76 @@ func TestImportsPointDown(t *testing.T) {
 	}
 }
 
-// TestShippedLinksNoTests: the binary links no test package and not the
-// reference model.
-func TestShippedLinksNoTests(t *testing.T) {
+// cacctlLinks are the packages of the module that cmd/cacctl links: what
+// ships.
+func cacctlLinks(t *testing.T) map[string]bool {
+	t.Helper()
 	cmd := exec.Command("go", "list", "-deps", "./cmd/cacctl")
 	cmd.Dir = "../.."
 	out, err := cmd.Output()
 	if err != nil {
 		t.Fatalf("go list -deps: %v", err)
 	}
+	linked := map[string]bool{}
 	for _, dep := range strings.Fields(string(out)) {
-		if pkg, ok := strings.CutPrefix(dep, module); ok && testOnly(pkg) {
-			t.Errorf("cacctl links %s", pkg)
+		if pkg, ok := strings.CutPrefix(dep, module); ok {
+			linked[pkg] = true
+		}
+	}
+	return linked
+}
+
+// shippedFaults says what breaks the rule of the layout among the
+// packages all, of which cacctl links those in linked: a package outside
+// internal/ and tests/ is one that ships, so cacctl links it (code only
+// tests link would read as shipped code there), and nothing cacctl links
+// is a test package or the reference model.
+func shippedFaults(all []string, linked map[string]bool) []string {
+	var faults []string
+	for _, pkg := range all {
+		if !under(pkg, "internal") && !under(pkg, "tests") && !linked[pkg] {
+			faults = append(faults, fmt.Sprintf("%s is outside internal/ and tests/ but cacctl does not link it: "+
+				"move it under tests/, or internal/model if it models the fast path", pkg))
+		}
+	}
+	for _, pkg := range slices.Sorted(maps.Keys(linked)) {
+		if testOnly(pkg) {
+			faults = append(faults, fmt.Sprintf("cacctl links %s, which is for the tests only", pkg))
+		}
+	}
+	return faults
+}
+
+// TestShippedLinked: every package outside internal/ and tests/ is linked
+// by cacctl, and cacctl links no test package and not the reference model.
+func TestShippedLinked(t *testing.T) {
+	all := slices.Sorted(maps.Keys(goList(t, "./...")))
+	for _, f := range shippedFaults(all, cacctlLinks(t)) {
+		t.Error(f)
+	}
+}
+
+// TestShippedCatchesMadeUp: a package only tests link left among the
+// shipped ones, and cacctl linking the model or a test package, are each
+// caught.
+func TestShippedCatchesMadeUp(t *testing.T) {
+	all := slices.Sorted(maps.Keys(goList(t, "./...")))
+	linked := cacctlLinks(t)
+	with := func(pkg string) map[string]bool {
+		m := maps.Clone(linked)
+		m[pkg] = true
+		return m
+	}
+	for name, c := range map[string]struct {
+		all    []string
+		linked map[string]bool
+	}{
+		"a package cacctl does not link": {append(slices.Clone(all), "cac/madeup"), linked},
+		"the model linked":               {all, with("internal/model/classify")},
+		"a test package linked":          {all, with("tests/harness")},
+	} {
+		if f := shippedFaults(c.all, c.linked); len(f) != 1 {
+			t.Errorf("%s: want one fault, got %q", name, f)
 		}
 	}
 }

@@ -11,7 +11,7 @@ import (
 
 	"github.com/cilium/ebpf"
 	"github.com/xdpcac/xdpcac/cac"
-	"github.com/xdpcac/xdpcac/cac/classify"
+	"github.com/xdpcac/xdpcac/internal/model/classify"
 	. "github.com/xdpcac/xdpcac/internal/pkt"
 	"github.com/xdpcac/xdpcac/tests/harness"
 	"github.com/xdpcac/xdpcac/tests/testenv"
@@ -37,9 +37,10 @@ func stamped(f rcvFrame, r uint32) []byte {
 }
 
 // TestReceiveFrames holds the frames of BenchmarkReceiveCPU to what their
-// rows say they are, by the reference classifier (cac/classify, which
-// the XDP program is held to, bounds and all): every INVITE, whatever
-// call its generator writes into it, a new call charged as sip-invite;
+// rows say they are, by the reference classifier
+// (internal/model/classify, which the XDP program is held to, bounds and
+// all): every INVITE, whatever call its generator writes into it, a new
+// call charged as sip-invite;
 // the SDP one a plain one of about 900 bytes; the worst one at every
 // bound of the filter, and read to its last To header. No root needed.
 func TestReceiveFrames(t *testing.T) {

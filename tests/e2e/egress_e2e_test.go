@@ -11,9 +11,9 @@ import (
 	"time"
 
 	"github.com/vishvananda/netlink"
-	"github.com/xdpcac/xdpcac/cac/classify"
 	"github.com/xdpcac/xdpcac/cac/config"
 	"github.com/xdpcac/xdpcac/cac/policy"
+	"github.com/xdpcac/xdpcac/internal/model/classify"
 	. "github.com/xdpcac/xdpcac/internal/pkt"
 	"github.com/xdpcac/xdpcac/loader"
 	"github.com/xdpcac/xdpcac/maps"

@@ -10,9 +10,9 @@ import (
 
 	"github.com/cilium/ebpf"
 	"github.com/xdpcac/xdpcac/cac"
-	"github.com/xdpcac/xdpcac/cac/admission"
 	"github.com/xdpcac/xdpcac/cac/bucket"
 	"github.com/xdpcac/xdpcac/cac/policy"
+	"github.com/xdpcac/xdpcac/internal/model/admission"
 	. "github.com/xdpcac/xdpcac/internal/pkt"
 	"github.com/xdpcac/xdpcac/maps"
 	"github.com/xdpcac/xdpcac/tests/harness"

@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/xdpcac/xdpcac/cac"
-	"github.com/xdpcac/xdpcac/cac/classify"
+	"github.com/xdpcac/xdpcac/internal/model/classify"
 	. "github.com/xdpcac/xdpcac/internal/pkt"
 	"github.com/xdpcac/xdpcac/tests/harness"
 )

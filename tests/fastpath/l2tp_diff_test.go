@@ -9,14 +9,14 @@ import (
 )
 
 // TestL2TPDifferential holds the fast path's L2TP translation to its Go
-// twin (cac/l2tp) over random conversations on a few tunnels (v2 over
-// IPv4, v3 over IPv6, two tunnels from one LAC address on two ports): the
-// LNS's SCCRPs, some with their ID hidden; the LAC's ICRQs with the next
-// Ns, a copy's older one or one ahead; other messages and ZLBs both ways;
-// StopCCNs from either side; the clock moving in small steps and now and
-// then past the StopCCN hold or the idle limit; an ICRQ limit tight
-// enough that many are refused. The XDP program, the egress program and
-// the model must agree on every verdict, counter and byte.
+// twin (internal/model/l2tp) over random conversations on a few tunnels
+// (v2 over IPv4, v3 over IPv6, two tunnels from one LAC address on two
+// ports): the LNS's SCCRPs, some with their ID hidden; the LAC's ICRQs
+// with the next Ns, a copy's older one or one ahead; other messages and
+// ZLBs both ways; StopCCNs from either side; the clock moving in small
+// steps and now and then past the StopCCN hold or the idle limit; an ICRQ
+// limit tight enough that many are refused. The XDP program, the egress
+// program and the model must agree on every verdict, counter and byte.
 func TestL2TPDifferential(t *testing.T) {
 	f := harness.NewFastPath(t, false)
 	eg := newEgress(t, f)

@@ -7,7 +7,7 @@ import (
 
 	"github.com/cilium/ebpf"
 	"github.com/xdpcac/xdpcac/bpf"
-	"github.com/xdpcac/xdpcac/cac/classify"
+	"github.com/xdpcac/xdpcac/internal/model/classify"
 	. "github.com/xdpcac/xdpcac/internal/pkt"
 	"github.com/xdpcac/xdpcac/tests/harness"
 )

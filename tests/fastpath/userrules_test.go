@@ -8,10 +8,10 @@ import (
 	"testing"
 
 	"github.com/xdpcac/xdpcac/cac"
-	"github.com/xdpcac/xdpcac/cac/admission"
 	"github.com/xdpcac/xdpcac/cac/bucket"
-	"github.com/xdpcac/xdpcac/cac/classify"
 	"github.com/xdpcac/xdpcac/cac/policy"
+	"github.com/xdpcac/xdpcac/internal/model/admission"
+	"github.com/xdpcac/xdpcac/internal/model/classify"
 	. "github.com/xdpcac/xdpcac/internal/pkt"
 	"github.com/xdpcac/xdpcac/maps"
 	"github.com/xdpcac/xdpcac/tests/harness"

@@ -11,9 +11,9 @@ import (
 	"github.com/cilium/ebpf/asm"
 	"github.com/xdpcac/xdpcac/bpf"
 	"github.com/xdpcac/xdpcac/cac"
-	"github.com/xdpcac/xdpcac/cac/admission"
-	"github.com/xdpcac/xdpcac/cac/classify"
 	"github.com/xdpcac/xdpcac/cac/policy"
+	"github.com/xdpcac/xdpcac/internal/model/admission"
+	"github.com/xdpcac/xdpcac/internal/model/classify"
 	"github.com/xdpcac/xdpcac/maps"
 	"github.com/xdpcac/xdpcac/tests/testenv"
 )

@@ -4,7 +4,7 @@ import (
 	"strings"
 
 	"github.com/xdpcac/xdpcac/cac"
-	"github.com/xdpcac/xdpcac/cac/classify"
+	"github.com/xdpcac/xdpcac/internal/model/classify"
 	. "github.com/xdpcac/xdpcac/internal/pkt"
 )
 

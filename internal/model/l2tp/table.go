@@ -4,7 +4,7 @@ import (
 	"encoding/binary"
 
 	"github.com/xdpcac/xdpcac/cac"
-	"github.com/xdpcac/xdpcac/cac/classify"
+	"github.com/xdpcac/xdpcac/internal/model/classify"
 )
 
 // Directions of an entry, as struct cac_l2tp_key's dir.

@@ -4,7 +4,7 @@ import (
 	"encoding/binary"
 
 	"github.com/xdpcac/xdpcac/cac"
-	"github.com/xdpcac/xdpcac/cac/classify"
+	"github.com/xdpcac/xdpcac/internal/model/classify"
 )
 
 // Check is what FromLAC finds of an ICRQ before admission (L2TP_CHECK).

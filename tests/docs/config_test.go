@@ -59,11 +59,11 @@ var keyCell = regexp.MustCompile("^\\|\\s*`([a-z0-9<>\\[\\].-]+)`\\s*\\|")
 
 // documentedKeys are the first cells of every table of page whose header
 // starts with "| key |".
-func documentedKeys(t *testing.T, page string) map[string]bool {
+func documentedKeys(t *testing.T, name string) map[string]bool {
 	t.Helper()
 	keys := map[string]bool{}
 	inTable := false
-	for _, l := range readLines(t, page) {
+	for _, l := range readLines(t, docPage(name)) {
 		switch {
 		case strings.HasPrefix(l, "| key |"):
 			inTable = true
@@ -76,7 +76,7 @@ func documentedKeys(t *testing.T, page string) map[string]bool {
 		}
 	}
 	if len(keys) == 0 {
-		t.Fatalf("docs/%s has no key table", page)
+		t.Fatalf("docs/%s has no key table", name)
 	}
 	return keys
 }

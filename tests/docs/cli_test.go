@@ -191,7 +191,7 @@ func mentions(t *testing.T, page string, top *command) []mention {
 	t.Helper()
 	var out []mention
 	fenced := false
-	for i, l := range readLines(t, page) {
+	for i, l := range readLines(t, filepath.Join(root, page)) {
 		where := fmt.Sprintf("%s:%d", page, i+1)
 		if strings.HasPrefix(strings.TrimSpace(l), "```") {
 			fenced = !fenced
@@ -220,15 +220,19 @@ func mentions(t *testing.T, page string, top *command) []mention {
 	return out
 }
 
-// userPages are the pages written for users: the README and every page
-// of this directory.
+// userPages are the pages written for users, the README and every page
+// of docs/, by their paths from the root: the names failures give.
 func userPages(t *testing.T) []string {
 	t.Helper()
-	pages, err := filepath.Glob("*.md")
+	pages, err := filepath.Glob(docPage("*.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	return append([]string{filepath.Join(root, "README.md")}, pages...)
+	out := []string{"README.md"}
+	for _, p := range pages {
+		out = append(out, "docs/"+filepath.Base(p))
+	}
+	return out
 }
 
 // TestCLIReferences: every cacctl command and flag the README and the
@@ -332,12 +336,12 @@ const exitDegraded = 3
 const operations = "operations.md"
 
 // exitTableCodes are the first cells of the table under the heading
-// "Exit codes" of page.
-func exitTableCodes(t *testing.T, page string) map[int]string {
+// "Exit codes" of the page name.
+func exitTableCodes(t *testing.T, name string) map[int]string {
 	t.Helper()
 	codes := map[int]string{}
 	in := false
-	for i, l := range readLines(t, page) {
+	for i, l := range readLines(t, docPage(name)) {
 		if strings.HasPrefix(l, "#") {
 			in = strings.TrimSpace(strings.TrimLeft(l, "#")) == "Exit codes"
 			continue
@@ -347,11 +351,11 @@ func exitTableCodes(t *testing.T, page string) map[int]string {
 		}
 		cell := strings.TrimSpace(strings.Split(l, "|")[1])
 		if code, err := strconv.Atoi(cell); err == nil {
-			codes[code] = fmt.Sprintf("%s:%d", page, i+1)
+			codes[code] = fmt.Sprintf("docs/%s:%d", name, i+1)
 		}
 	}
 	if len(codes) == 0 {
-		t.Fatalf("docs/%s: no table under a heading Exit codes", page)
+		t.Fatalf("docs/%s: no table under a heading Exit codes", name)
 	}
 	return codes
 }
@@ -386,7 +390,7 @@ func proseExits(t *testing.T) map[string]int {
 	t.Helper()
 	out := map[string]int{}
 	for _, page := range userPages(t) {
-		for i, l := range readLines(t, page) {
+		for i, l := range readLines(t, filepath.Join(root, page)) {
 			for _, m := range exitProse.FindAllStringSubmatch(l, -1) {
 				code, _ := strconv.Atoi(m[1])
 				out[fmt.Sprintf("%s:%d", page, i+1)] = code

@@ -2,8 +2,8 @@ package admission
 
 import (
 	"github.com/xdpcac/xdpcac/cac"
-	"github.com/xdpcac/xdpcac/cac/classify"
-	"github.com/xdpcac/xdpcac/cac/l2tp"
+	"github.com/xdpcac/xdpcac/internal/model/classify"
+	"github.com/xdpcac/xdpcac/internal/model/l2tp"
 )
 
 // The fast path's L2TP tunnels in the model (docs/design.md "Refusing an

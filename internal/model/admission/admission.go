@@ -7,9 +7,9 @@ import (
 
 	"github.com/xdpcac/xdpcac/cac"
 	"github.com/xdpcac/xdpcac/cac/bucket"
-	"github.com/xdpcac/xdpcac/cac/classify"
-	"github.com/xdpcac/xdpcac/cac/l2tp"
 	"github.com/xdpcac/xdpcac/cac/policy"
+	"github.com/xdpcac/xdpcac/internal/model/classify"
+	"github.com/xdpcac/xdpcac/internal/model/l2tp"
 )
 
 // Model is the fast path in Go.

@@ -10,8 +10,12 @@ import (
 	"testing"
 )
 
-// root is the repository, seen from this package's directory.
-const root = ".."
+// root is the repository, seen from this package's directory; the pages
+// these tests read are in its docs/.
+const root = "../.."
+
+// docPage is the path of one page of docs/, seen from this directory.
+func docPage(name string) string { return filepath.Join(root, "docs", name) }
 
 // citation is how the sources name a section of the design: the path,
 // or in the pages beside it a link to it ([design.md](design.md)), an
@@ -60,7 +64,7 @@ func TestNoOutsideDesign(t *testing.T) {
 // level, outside fenced code.
 func designHeadings(t *testing.T) map[string]bool {
 	t.Helper()
-	lines := readLines(t, "design.md")
+	lines := readLines(t, docPage("design.md"))
 	h := map[string]bool{}
 	fenced := false
 	for _, l := range lines {

@@ -1,7 +1,7 @@
 package l2tp
 
 import (
-	"github.com/xdpcac/xdpcac/cac/classify"
+	"github.com/xdpcac/xdpcac/internal/model/classify"
 )
 
 // avpsMax is L2TP_AVPS_MAX: the AVPs looked through for an SCCRP's

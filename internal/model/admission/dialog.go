@@ -2,7 +2,7 @@ package admission
 
 import (
 	"github.com/xdpcac/xdpcac/cac"
-	"github.com/xdpcac/xdpcac/cac/classify"
+	"github.com/xdpcac/xdpcac/internal/model/classify"
 )
 
 // The dialog table of bpf/dialog.h: the dialogs whose INVITE the filter

@@ -2,7 +2,7 @@ package admission
 
 import (
 	"github.com/xdpcac/xdpcac/cac"
-	"github.com/xdpcac/xdpcac/cac/classify"
+	"github.com/xdpcac/xdpcac/internal/model/classify"
 )
 
 // EgressVerdict is what the egress program does with a frame going out:
