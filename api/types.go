@@ -41,9 +41,6 @@ type Status struct {
 	// LastCPURefusal is the last CPU sample the cpu-limit gate refused
 	// calls with; null before any.
 	LastCPURefusal *CPURefusal `json:"last_cpu_refusal"`
-	// Jobs are the daemon's jobs, each with its own state: one failed
-	// degrades the filter and stops no other (docs/design.md, "Layout").
-	Jobs []Job `json:"jobs"`
 }
 
 // CPURefusal is a CPU sample that the cpu-limit gate refused calls with:
