@@ -1,12 +1,16 @@
 package api
 
 import (
+	"fmt"
 	"path/filepath"
 	"strings"
 )
 
-// RunDir holds every daemon's lock and API socket; a unit's
-// RuntimeDirectory=xdpcac creates it.
+// RunDir holds a directory of each daemon, named after its state
+// directory; a unit's RuntimeDirectory=xdpcac creates it. The daemon
+// makes it 0711: anyone may pass through to a directory whose name they
+// know, no one but root may list it, and each daemon's own directory
+// says who may go further.
 const RunDir = "/run/xdpcac"
 
 // DefaultStateDir is where attachments keep their pins unless told
@@ -14,12 +18,19 @@ const RunDir = "/run/xdpcac"
 // equal to it.
 const DefaultStateDir = "/sys/fs/bpf/xdpcac"
 
-// Paths are the files of the daemon of one state directory, all in RunDir.
+// Paths are the files of the daemon of one state directory, all in its
+// own directory in RunDir.
 type Paths struct {
+	// Dir is the daemon's own directory, /run/xdpcac/NAME, NAME being the
+	// state directory's absolute path as `systemd-escape --path` writes
+	// it: sys-fs-bpf-xdpcac for the default. Only this daemon sets its
+	// mode: 0700, or root:GROUP 0710 with api.read-group.
+	Dir string
 	// Lock is held by `cacctl run` for as long as it runs, and holds its
 	// pid.
 	Lock string
-	// Socket serves the API, to root only.
+	// Socket serves the API: root's (0600), or root:GROUP 0660 with
+	// api.read-group.
 	Socket string
 	// Agents keeps the session agents' statuses across restarts.
 	Agents string
@@ -28,14 +39,44 @@ type Paths struct {
 	Fleet string
 }
 
-// PathsOf names the files of the daemon of stateDir: api.* for the default
-// state directory, a name derived from the path for others, so that
-// daemons of different state directories coexist.
+// PathsOf names the files of the daemon of stateDir. Two paths of one
+// directory (a trailing slash, a relative path) name the same files, and
+// two directories never do: the escaping is systemd's, which is
+// one-to-one, so that daemons of different state directories coexist.
 func PathsOf(stateDir string) Paths {
-	name := "api"
-	if filepath.Clean(stateDir) != DefaultStateDir {
-		name = "api" + strings.ReplaceAll(filepath.Clean(stateDir), "/", "_")
+	if abs, err := filepath.Abs(stateDir); err == nil {
+		stateDir = abs
 	}
-	base := filepath.Join(RunDir, name)
-	return Paths{Lock: base + ".lock", Socket: base + ".sock", Agents: base + ".agents.json", Fleet: base + ".fleet.json"}
+	dir := filepath.Join(RunDir, escapePath(filepath.Clean(stateDir)))
+	return Paths{
+		Dir:    dir,
+		Lock:   filepath.Join(dir, "lock"),
+		Socket: filepath.Join(dir, "api.sock"),
+		Agents: filepath.Join(dir, "agents.json"),
+		Fleet:  filepath.Join(dir, "fleet.json"),
+	}
+}
+
+// escapePath is `systemd-escape --path` of a clean path: without its
+// leading and trailing slashes, "/" turned into "-", and every byte but
+// letters, digits, ":", "_" and a "." that does not lead written \xNN,
+// "-" and "\" among them, so that no two paths give one name. The root
+// is "-".
+func escapePath(p string) string {
+	p = strings.Trim(p, "/")
+	if p == "" {
+		return "-"
+	}
+	var b strings.Builder
+	for i := 0; i < len(p); i++ {
+		switch c := p[i]; {
+		case c == '/':
+			b.WriteByte('-')
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9', c == ':', c == '_', c == '.' && i > 0:
+			b.WriteByte(c)
+		default:
+			fmt.Fprintf(&b, `\x%02x`, c)
+		}
+	}
+	return b.String()
 }

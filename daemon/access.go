@@ -116,32 +116,30 @@ func lookupReadGroup(name string) (int, error) {
 }
 
 // setReadGroup puts a group of readers in force: the socket becomes
-// theirs to connect to (root:GROUP 0660, in a directory they may pass
-// through), or root's alone again. The socket changes first: a failure
-// leaves the directory as it was.
+// theirs to connect to (root:GROUP 0660) in the daemon's own directory,
+// which they may pass through (root:GROUP 0710) but not list; or both
+// are root's alone again (0600 and 0700). api.RunDir, which every daemon
+// shares, is 0711 whatever each does (makeRunDirs). The socket changes
+// first: a failure leaves the directory as it was.
 func (d *Daemon) setReadGroup(socket string, gid int, name string) error {
-	mode, owner, dir := os.FileMode(0o600), 0, os.FileMode(0)
-	d.mu.Lock()
-	had := d.readGID >= 0
-	d.mu.Unlock()
-	switch {
-	case gid >= 0:
+	mode, dirMode, group := os.FileMode(0o600), os.FileMode(0o700), 0
+	if gid >= 0 {
 		// The directory holds the lock and the statuses (0600 each): a
-		// reader may pass through it, not list or write it.
-		mode, owner, dir = 0o660, gid, 0o711
-	case had:
-		dir = 0o700 // this daemon opened it; it closes it again
+		// reader may reach the socket in it, not list or write it.
+		mode, dirMode, group = 0o660, 0o710, gid
 	}
-	if err := os.Chown(socket, -1, owner); err != nil {
+	if err := os.Chown(socket, -1, group); err != nil {
 		return fmt.Errorf("api.read-group: give the socket to the group (CAP_CHOWN): %w", err)
 	}
 	if err := os.Chmod(socket, mode); err != nil {
 		return fmt.Errorf("api.read-group: %w", err)
 	}
-	if dir != 0 {
-		if err := os.Chmod(api.RunDir, dir); err != nil {
-			return fmt.Errorf("api.read-group: let readers reach %s: %w", api.RunDir, err)
-		}
+	dir := api.PathsOf(d.cfg.StateDir).Dir
+	if err := os.Chown(dir, -1, group); err != nil {
+		return fmt.Errorf("api.read-group: give %s to the group (CAP_CHOWN): %w", dir, err)
+	}
+	if err := os.Chmod(dir, dirMode); err != nil {
+		return fmt.Errorf("api.read-group: let readers reach %s: %w", dir, err)
 	}
 	d.mu.Lock()
 	d.readGID, d.readName = gid, name

@@ -23,6 +23,12 @@ func ownDir(dir string) error {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return fmt.Errorf("create %s: %w", dir, err)
 	}
+	return checkOwnDir(dir)
+}
+
+// checkOwnDir refuses a directory that is a symbolic link, is another
+// user's, or that group or others may write.
+func checkOwnDir(dir string) error {
 	fi, err := os.Lstat(dir)
 	if err != nil {
 		return fmt.Errorf("look at %s: %w", dir, err)

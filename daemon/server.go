@@ -8,7 +8,7 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"syscall"
+	"path/filepath"
 	"time"
 
 	"github.com/xdpcac/xdpcac/api"
@@ -21,33 +21,53 @@ func writeJSON(w http.ResponseWriter, code int, v any) {
 	json.NewEncoder(w).Encode(v)
 }
 
-// apiListener is the API socket, bound before anything is attached at a
-// path of its own beside the socket's: a client finds no socket, and so
-// no daemon, until serveAPI moves it into place.
+// apiListener is the API socket, bound before anything is attached in a
+// directory of its own beside the socket's: a client finds no socket, and
+// so no daemon, until serveAPI moves it into place.
 type apiListener struct {
 	net.Listener
 	path   string // where it is bound now
 	socket string // where it is served
+	bind   string // the directory it was bound in; "" once moved out
 }
 
-// listenAPI binds the API socket for serveAPI.
+// bindDir is where the API socket is bound before it is moved to socket.
+func bindDir(socket string) string {
+	return filepath.Join(filepath.Dir(socket), ".bind")
+}
+
+// listenAPI binds the API socket for serveAPI. bind(2) makes it with the
+// mode the umask leaves, which is the whole process's to change; so it is
+// bound in a directory only root may enter (0700, which no umask widens)
+// and made 0600 there, before it is moved to where others may reach it.
 func listenAPI(socket string) (*apiListener, error) {
-	path := fmt.Sprintf("%s.%d", socket, os.Getpid())
-	os.Remove(path) // a dead daemon's of the same pid
-	old := syscall.Umask(0o077)
-	l, err := net.Listen("unix", path)
-	syscall.Umask(old)
-	if err != nil {
+	dir := bindDir(socket)
+	os.RemoveAll(dir) // a killed daemon's: the daemon lock is this daemon's
+	if err := os.Mkdir(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("listen on %s: %w", socket, err)
 	}
-	l.(*net.UnixListener).SetUnlinkOnClose(false) // close removes what it named
-	return &apiListener{Listener: l, path: path, socket: socket}, nil
+	path := filepath.Join(dir, filepath.Base(socket))
+	l, err := net.Listen("unix", path)
+	if err == nil {
+		l.(*net.UnixListener).SetUnlinkOnClose(false) // close removes what it named
+		if err = os.Chmod(path, 0o600); err != nil {
+			l.Close()
+		}
+	}
+	if err != nil {
+		os.RemoveAll(dir)
+		return nil, fmt.Errorf("listen on %s: %w", socket, err)
+	}
+	return &apiListener{Listener: l, path: path, socket: socket, bind: dir}, nil
 }
 
 // close closes the socket and removes it where it is.
 func (a *apiListener) close() {
 	a.Close()
 	os.Remove(a.path)
+	if a.bind != "" {
+		os.Remove(a.bind)
+	}
 }
 
 // serveAPI moves the API socket l into place, replacing one a dead daemon
@@ -58,6 +78,8 @@ func (d *Daemon) serveAPI(l *apiListener) (func(), error) {
 		return nil, fmt.Errorf("put the API socket in place: %w", err)
 	}
 	l.path = l.socket
+	os.Remove(l.bind)
+	l.bind = ""
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET "+api.PathStatus, func(w http.ResponseWriter, r *http.Request) {
 		d.mu.Lock()

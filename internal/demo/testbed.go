@@ -19,7 +19,7 @@ type testbed struct {
 	bras, peer         string // network namespaces
 	brasIface, peerIfc string
 	// stateDir is the daemon's bpffs directory; its lock and socket are
-	// in /run/xdpcac, named after it.
+	// in a directory in /run/xdpcac named after it (api.PathsOf).
 	stateDir string
 	// tmpDir holds the configuration and the rejects log.
 	tmpDir, cfgFile, rejectsLog string

@@ -29,7 +29,7 @@ func demoLeftovers(t *testing.T, id string) []string {
 	}
 	state := "/sys/fs/bpf/xdpcac-demo-" + id
 	p := api.PathsOf(state)
-	for _, f := range []string{state, p.Lock, p.Socket, p.Agents} {
+	for _, f := range []string{state, p.Dir} {
 		if _, err := os.Stat(f); err == nil {
 			left = append(left, f)
 		}

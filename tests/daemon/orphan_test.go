@@ -78,7 +78,8 @@ type orphanView struct {
 }
 
 // requireNothingLeft fails t unless the interface has neither program and
-// neither the state directory nor the daemon's lock file is there.
+// neither the state directory nor the daemon's directory in /run/xdpcac
+// (its lock file, its statuses) is there.
 func requireNothingLeft(t *testing.T, tb *harness.Testbed, after string) {
 	t.Helper()
 	if id := harness.XdpProgID(t, tb.Box, tb.BoxIface); id != 0 {
@@ -87,7 +88,7 @@ func requireNothingLeft(t *testing.T, tb *harness.Testbed, after string) {
 	if kind := harness.OurEgress(t, tb); kind != "" {
 		t.Errorf("after %s the egress program is on %s (%s)", after, tb.BoxIface, kind)
 	}
-	for _, path := range []string{tb.State, api.PathsOf(tb.State).Lock} {
+	for _, path := range []string{tb.State, api.PathsOf(tb.State).Dir} {
 		if _, err := os.Lstat(path); !errors.Is(err, os.ErrNotExist) {
 			t.Errorf("after %s %s is left: %v", after, path, err)
 		}

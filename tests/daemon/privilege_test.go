@@ -41,8 +41,6 @@ func TestDaemonLeastPrivilege(t *testing.T) {
 		t.Errorf("PADI after an apply to burst 5: %s", got)
 	}
 
-	var fi fs.FileInfo
-	socket := api.PathsOf(tb.State).Socket
 	rootOnly := func(path string, fi fs.FileInfo) {
 		t.Helper()
 		st := fi.Sys().(*syscall.Stat_t)
@@ -50,11 +48,21 @@ func TestDaemonLeastPrivilege(t *testing.T) {
 			t.Errorf("%s: mode %v, owner %d: not root's alone", path, fi.Mode(), st.Uid)
 		}
 	}
-	fi, err = os.Stat(socket)
+	// The daemon's directory, its socket and its lock.
+	own := api.PathsOf(tb.State)
+	if _, err := os.Lstat(own.Socket); err != nil {
+		t.Fatal(err)
+	}
+	err = filepath.Walk(own.Dir, func(path string, fi fs.FileInfo, err error) error {
+		if err != nil {
+			return err
+		}
+		rootOnly(path, fi)
+		return nil
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	rootOnly(socket, fi)
 	err = filepath.Walk(tb.State, func(path string, fi fs.FileInfo, err error) error {
 		if err != nil {
 			return err

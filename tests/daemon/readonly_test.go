@@ -2,13 +2,17 @@ package daemon
 
 import (
 	"bytes"
+	"io/fs"
 	"os"
 	"os/exec"
 	"os/user"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 
+	"github.com/xdpcac/xdpcac/api"
 	"github.com/xdpcac/xdpcac/tests/harness"
 	"github.com/xdpcac/xdpcac/tests/testenv"
 )
@@ -80,5 +84,69 @@ func TestReadOnlyGroup(t *testing.T) {
 	// Still attached and in force: nothing a reader did changed anything.
 	if out, _, err := tb.Cacctl(t, "status"); harness.StatusErr(err) != nil || !strings.Contains(out, tb.BoxIface) {
 		t.Errorf("after the readers: %v\n%s", err, out)
+	}
+}
+
+// TestReadGroupOwnDirs: each daemon's socket is in a directory of its
+// own in /run/xdpcac (0711), whose mode that daemon alone sets: with
+// api.read-group root:GROUP 0710 around a root:GROUP 0660 socket, its
+// other files 0600. A second daemon that takes its readers' group back
+// (0700, 0600) leaves the first one's readers as they were.
+func TestReadGroupOwnDirs(t *testing.T) {
+	testenv.RequireTool(t, "setpriv", "util-linux")
+	g, err := user.LookupGroup("nogroup")
+	if err != nil {
+		t.Skipf("no group nogroup on this box: %v", err)
+	}
+	gid, _ := strconv.Atoi(g.Gid)
+	if err := os.Chmod(filepath.Dir(harness.CacctlBin), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	config := func(tb *harness.Testbed, extra string) string {
+		return harness.WriteConfig(t, harness.E2eConfig+"interfaces: [{name: "+tb.BoxIface+"}]\ncpu: {sample-interval: 200ms}\n"+
+			"classes: {pppoe-padi: {cps: 10}}\n"+extra)
+	}
+	first, second := harness.NewTestbed(t), harness.NewTestbed(t)
+	first.StartDaemon(t, config(first, "api: {read-group: nogroup}\n"))
+	second.StartDaemon(t, config(second, "api: {read-group: nogroup}\n"))
+
+	mode := func(path string, perm fs.FileMode, group int) {
+		t.Helper()
+		fi, err := os.Lstat(path)
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		st := fi.Sys().(*syscall.Stat_t)
+		if fi.Mode().Perm() != perm || st.Uid != 0 || int(st.Gid) != group {
+			t.Errorf("%s: mode %v, owner %d:%d; want %v, 0:%d", path, fi.Mode().Perm(), st.Uid, st.Gid, perm, group)
+		}
+	}
+	mode(api.RunDir, 0o711, 0)
+	for _, tb := range []*harness.Testbed{first, second} {
+		p := api.PathsOf(tb.State)
+		if filepath.Dir(p.Dir) != api.RunDir || filepath.Dir(p.Socket) != p.Dir {
+			t.Fatalf("the daemon's files: %+v", p)
+		}
+		mode(p.Dir, 0o710, gid)
+		mode(p.Socket, 0o660, gid)
+		mode(p.Lock, 0o600, 0)
+	}
+	if api.PathsOf(first.State).Dir == api.PathsOf(second.State).Dir {
+		t.Fatalf("two daemons share %s", api.PathsOf(first.State).Dir)
+	}
+
+	if _, stderr, err := second.Cacctl(t, "apply", "--config", config(second, "")); err != nil {
+		t.Fatalf("apply without a readers' group: %v: %s", err, stderr)
+	}
+	p := api.PathsOf(second.State)
+	mode(p.Dir, 0o700, 0)
+	mode(p.Socket, 0o600, 0)
+	mode(api.RunDir, 0o711, 0)
+	if out, err := asUser(t, second, "65534", g.Gid, "status"); err == nil {
+		t.Errorf("a reader of a daemon that took its group back:\n%s", out)
+	}
+	if out, err := asUser(t, first, "65534", g.Gid, "status"); err != nil || !strings.Contains(out, "daemon: running") {
+		t.Errorf("a reader of the first daemon, after the second took its group back: %v\n%s", err, out)
 	}
 }

@@ -253,13 +253,11 @@ func StateDir(t testing.TB) string {
 }
 
 // RemoveDaemonFiles removes what a daemon of stateDir leaves in
-// api.RunDir: its lock file, its statuses (and the file a crash left while
-// writing them), and the socket of one that was killed.
+// api.RunDir: its directory, with its lock file, its statuses (and the
+// file a crash left while writing them), and the socket of one that was
+// killed.
 func RemoveDaemonFiles(stateDir string) {
-	p := api.PathsOf(stateDir)
-	for _, f := range []string{p.Lock, p.Socket, p.Agents, p.Agents + ".tmp"} {
-		os.Remove(f)
-	}
+	os.RemoveAll(api.PathsOf(stateDir).Dir)
 }
 
 func WriteConfig(t testing.TB, body string) string {

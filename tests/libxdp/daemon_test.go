@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/xdpcac/xdpcac/api"
 	"github.com/xdpcac/xdpcac/tests/testenv"
 )
 
@@ -69,12 +70,9 @@ func startDaemon(t *testing.T, b *box, cfg string) *testenv.SyncBuffer {
 	t.Cleanup(func() {
 		cmd.Process.Kill()
 		cmd.Wait()
-		// What a killed daemon leaves in /run/xdpcac: its socket, lock
-		// and statuses, named after the state directory.
-		left, _ := filepath.Glob(filepath.Join("/run/xdpcac", "api"+strings.ReplaceAll(b.stateDir, "/", "_")+".*"))
-		for _, f := range left {
-			os.Remove(f)
-		}
+		// What a killed daemon leaves in /run/xdpcac: its directory,
+		// with its socket, lock and statuses.
+		os.RemoveAll(api.PathsOf(b.stateDir).Dir)
 		if t.Failed() {
 			t.Logf("daemon log:\n%s", log.String())
 		}
