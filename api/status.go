@@ -92,8 +92,9 @@ type InterfaceStatus struct {
 // DegradedBy says what keeps the filter from protecting as configured:
 // nothing attached, an interface the daemon's file names that is missing,
 // an attached one gone, a stale control plane, an interface without its
-// egress program, pins the daemon could not make again, a filter a
-// stopped attach left on an interface.
+// egress program, pins the daemon could not make again, a job of the
+// daemon failed or degraded, a filter a stopped attach left on an
+// interface.
 func (v StatusReport) DegradedBy() []string {
 	why := []string{}
 	if len(v.Interfaces) == 0 {
@@ -120,6 +121,11 @@ func (v StatusReport) DegradedBy() []string {
 	if v.Daemon != nil {
 		for _, p := range v.Daemon.PinsLost {
 			why = append(why, "pins of "+p+" lost")
+		}
+		for _, j := range v.Daemon.Jobs {
+			if j.Broken() {
+				why = append(why, "job "+j.Name+" "+j.State+": "+j.Error)
+			}
 		}
 	}
 	for _, o := range v.Orphans {

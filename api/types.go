@@ -31,6 +31,11 @@ type Status struct {
 	Netns        string    `json:"netns"`
 	Metrics      string    `json:"metrics"`
 	LastError    string    `json:"last_error"`
+	// LastReloadRefused: LastError is why the last reload was refused,
+	// and the file before it stays in force; else LastError is what the
+	// file in force could not start (a job's error), kept until a reload
+	// succeeds whole.
+	LastReloadRefused bool `json:"last_reload_refused"`
 	// PinsLost are the attachments whose pins are gone and could not be
 	// made again yet: the filter is on, but the CLI cannot see it.
 	PinsLost []string `json:"pins_lost"`
@@ -41,6 +46,10 @@ type Status struct {
 	// LastCPURefusal is the last CPU sample the cpu-limit gate refused
 	// calls with; null before any.
 	LastCPURefusal *CPURefusal `json:"last_cpu_refusal"`
+	// Jobs are the daemon's jobs, each with its own state: one failed
+	// degrades the filter and stops no other (docs/design.md, "The
+	// daemon's rooms").
+	Jobs []Job `json:"jobs"`
 }
 
 // CPURefusal is a CPU sample that the cpu-limit gate refused calls with:

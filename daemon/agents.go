@@ -25,11 +25,11 @@ const (
 	agentResolve = 30 * time.Second
 )
 
-// sipAgents watches the session agents of one configuration: it resolves
-// their hostnames into the fast path's agents table, pings each target
-// (destination and realm) from its realm, applies the Oracle rules, and
-// answers the SIP events of the fast path (out-service responses, and
-// refused requests to answer with 503).
+// sipAgents is the agents monitor of one configuration: it resolves the
+// session agents' hostnames into the fast path's agents table, pings each
+// target (destination and realm) from its realm, applies the Oracle rules
+// to the pings and to the agents' responses the SIP event feed hands it,
+// and answers the INVITEs refused at egress on their behalf.
 type sipAgents struct {
 	stateDir string
 	log      *slog.Logger
@@ -48,9 +48,6 @@ type sipAgents struct {
 	resolved time.Time
 	dirty    bool // statuses changed since the last save
 
-	answers *answerer
-	// sessions is the daemon's keeper of the dialogs that hold sessions.
-	sessions *sessionKeeper
 	// egress answers INVITEs refused at egress, when some agent may have
 	// one refused; states is what writeStates last wrote.
 	egress       *egressAnswerer
@@ -58,9 +55,8 @@ type sipAgents struct {
 	forged       *atomic.Uint64
 	statesMu     sync.Mutex // writeStates runs from the ticks and the event reader
 	states       []bool
-	wg           sync.WaitGroup // run, the event reader and pings
+	wg           sync.WaitGroup // run and pings
 	events       atomic.Uint64  // agents' responses the fast path handed up
-	stopRd       func()         // closes the event reader
 }
 
 // maxRetryAfter caps what a Retry-After can hold an agent out for: a
@@ -80,8 +76,7 @@ type savedTarget struct {
 // startAgents starts watching the agents of cfg, with statuses carried
 // over from before (a reload, or the file a previous daemon left).
 func (d *Daemon) startAgents(ctx context.Context, cfg *config.Config, prev map[agents.TargetKey]agents.Status) (*sipAgents, error) {
-	rejects := rejectsWanted(cfg)
-	if len(cfg.SessionAgents) == 0 && !rejects && !cfg.HasCapacity() {
+	if len(cfg.SessionAgents) == 0 {
 		return nil, nil
 	}
 	p, err := loader.OpenShared(d.cfg.StateDir)
@@ -89,8 +84,7 @@ func (d *Daemon) startAgents(ctx context.Context, cfg *config.Config, prev map[a
 		return nil, fmt.Errorf("session agents: %w", err)
 	}
 	a := &sipAgents{
-		stateDir: d.cfg.StateDir, log: d.log, counts: &d.answers, egressCounts: &d.egressAnswers, forged: &d.forged, cfg: cfg, realms: map[string]config.Realm{}, pinned: p,
-		sessions: d.sessions,
+		stateDir: d.cfg.StateDir, log: d.log, egressCounts: &d.egressAnswers, forged: &d.forged, cfg: cfg, realms: map[string]config.Realm{}, pinned: p,
 		resolver: agentResolver(cfg.DNSServer, d.cfg.Netns),
 		pingers:  map[string]*sipd.Pinger{},
 		targets:  map[agents.TargetKey]*agents.Target{}, index: map[agents.TargetKey]int{},
@@ -122,12 +116,6 @@ func (d *Daemon) startAgents(ctx context.Context, cfg *config.Config, prev map[a
 			a.pingers[realm] = pg
 		}
 	}
-	if rejects { // a raw socket, and CAP_NET_RAW, only when some class answers
-		if a.answers, err = d.newAnswerer(cfg, p); err != nil {
-			a.stop()
-			return nil, err
-		}
-	}
 	if egressWanted(cfg) {
 		if a.egress, err = d.newEgressAnswerer(); err != nil {
 			a.stop()
@@ -139,13 +127,8 @@ func (d *Daemon) startAgents(ctx context.Context, cfg *config.Config, prev map[a
 	if seen, err := maps.ReadAgentSeen(p.AgentSeen, len(cfg.SessionAgents)); err == nil {
 		a.seen = seen
 	}
-	a.sessions.configure(cfg)
 	a.resolve(ctx, prev)
 	a.writeStates()
-	if a.stopRd, err = a.readEvents(ctx); err != nil {
-		a.stop()
-		return nil, err
-	}
 	a.wg.Add(1)
 	go a.run(ctx)
 	return a, nil
@@ -251,7 +234,6 @@ func (a *sipAgents) run(ctx context.Context) {
 		if a.egress != nil {
 			a.egress.flush(time.Now(), false)
 		}
-		a.sessions.sweep(maps.SessionMapsOf(&a.pinned.XdpMaps), time.Now())
 		a.save()
 	})
 }
@@ -349,23 +331,18 @@ func loadSavedTargets(path string) map[agents.TargetKey]agents.Status {
 	return out
 }
 
-// stop ends the monitor, whose context the caller has cancelled: the
-// reader and the pingers are closed to end what waits on them, and
-// everything else only once no goroutine of it is left.
+// stop ends the monitor, whose context the caller has cancelled, and
+// which the SIP event feed no longer hands events to: the pingers are
+// closed to end what waits on them, and everything else only once no
+// goroutine of it is left.
 func (a *sipAgents) stop() {
 	if a == nil {
 		return
-	}
-	if a.stopRd != nil {
-		a.stopRd()
 	}
 	for _, p := range a.pingers {
 		p.Close()
 	}
 	a.wg.Wait()
-	if a.answers != nil {
-		a.answers.close()
-	}
 	if a.egress != nil {
 		a.egress.close()
 	}

@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/cilium/ebpf/link"
 	"github.com/xdpcac/xdpcac/api"
+	"github.com/xdpcac/xdpcac/cac/agents"
 	"github.com/xdpcac/xdpcac/cac/config"
 	"github.com/xdpcac/xdpcac/loader"
 )
@@ -68,8 +70,24 @@ type Daemon struct {
 	log     *slog.Logger
 	journal *journal
 
-	agents       *sipAgents // guarded by mu; nil without agents or rejects
-	agentsCancel context.CancelFunc
+	// The daemon's jobs, each in a room of its own (docs/design.md, "The
+	// daemon's rooms"): the SIP event feed hands the fast path's events to the
+	// session keeper, the 503 answerer and the agents monitor; the
+	// answerer and the monitor are made anew by each configuration, and
+	// each of them failing leaves the others going.
+	feed       *sipFeed
+	answer     *answerer  // guarded by mu; nil when no class answers, or it failed
+	answerRoom *room      // the answerer's state
+	agents     *sipAgents // guarded by mu; nil without agents, or when they failed
+	agentsRoom *room      // the monitor's state
+	// agentsCancel ends the monitor's goroutines; agentsCfg are the
+	// agents of the configuration last put in force (agentsKnown: one
+	// was), whose indexes a reload compares; agentStatuses what their
+	// targets were, for a monitor started after one that failed.
+	agentsCancel  context.CancelFunc
+	agentsCfg     []config.SessionAgent
+	agentsKnown   bool
+	agentStatuses map[agents.TargetKey]agents.Status
 	// answers counts the 503s of refused SIP requests over the daemon's
 	// life, whatever reloads restart the agents.
 	answers answerCounts
@@ -139,7 +157,7 @@ func New(cfg Config) *Daemon {
 		cfg.Log = slog.New(slog.DiscardHandler)
 	}
 	return &Daemon{
-		cfg: cfg, log: cfg.Log, sessions: newSessionKeeper(cfg.Log), fleet: newFleetRunner(cfg.Log, cfg.StateDir), listeners: newListenerWatch(cfg.Netns, cfg.Log), violations: newViolationWatch(cfg.StateDir), applies: make(chan applyCall), reloads: make(chan struct{}, 1), readGID: -1, reading: make(chan struct{}, 2),
+		cfg: cfg, log: cfg.Log, sessions: newSessionKeeper(cfg.Log), answerRoom: newRoom("answers"), agentsRoom: newRoom("agents"), fleet: newFleetRunner(cfg.Log, cfg.StateDir), listeners: newListenerWatch(cfg.Netns, cfg.Log), violations: newViolationWatch(cfg.StateDir), applies: make(chan applyCall), reloads: make(chan struct{}, 1), readGID: -1, reading: make(chan struct{}, 2),
 		status: api.Status{PID: os.Getpid(), Config: cfg.File, ReloadConfig: cfg.File, PinsLost: []string{}, Interfaces: []string{}, Since: cfg.Now(), StateDir: cfg.StateDir, Netns: cfg.Netns},
 	}
 }
@@ -245,10 +263,21 @@ func (d *Daemon) Run(ctx context.Context) error {
 		return err
 	}
 	defer d.journal.close()
-	if err := d.swapAgents(ctx, cfg); err != nil {
+	if err := d.sessions.start(ctx, d.cfg.StateDir); err != nil {
 		return err
 	}
-	defer d.stopAgents()
+	defer d.sessions.stop()
+	if d.feed, err = startFeed(ctx, d.cfg.StateDir, d.log, d.sessions, &d.answers); err != nil {
+		return err
+	}
+	defer d.feed.stop()
+	// At start, a SIP job that cannot run refuses the start, which
+	// changes nothing; at a reload it leaves its room failed.
+	if err := d.swapSIP(ctx, cfg); err != nil {
+		d.stopSIP()
+		return err
+	}
+	defer d.stopSIP()
 	if err := d.fleet.configure(ctx, cfg, opts.Policy); err != nil {
 		return err
 	}
@@ -309,13 +338,28 @@ func (d *Daemon) Run(ctx context.Context) error {
 			}
 			cfg, opts = next, nextOpts
 			d.listeners.configure(cfg.Ports.SIP)
-			if aerr := d.swapAgents(ctx, cfg); aerr != nil {
-				d.log.Error("session agents of the new configuration", "err", aerr)
-				err = fmt.Errorf("%s is in force, but its session agents are not watched: %w", call.file, aerr)
+			// Each job's error is its room's, and all of them the reload's:
+			// status keeps them until a reload puts everything right.
+			var jobErrs []error
+			if err != nil {
+				jobErrs = append(jobErrs, err)
+			}
+			if serr := d.swapSIP(ctx, cfg); serr != nil {
+				d.log.Error("SIP jobs of the new configuration", "err", serr)
+				jobErrs = append(jobErrs, fmt.Errorf("%s is in force, but not all its SIP jobs run: %w", call.file, serr))
 			}
 			if ferr := d.fleet.configure(ctx, cfg, opts.Policy); ferr != nil {
 				d.log.Error("fleet of the new configuration", "err", ferr)
-				err = fmt.Errorf("%s is in force, but its fleet leases are not renewed: %w", call.file, ferr)
+				jobErrs = append(jobErrs, fmt.Errorf("%s is in force, but its fleet leases are not renewed: %w", call.file, ferr))
+			}
+			err = errors.Join(jobErrs...)
+			if err != nil {
+				d.mu.Lock()
+				if d.status.LastError != "" { // the readers' group's, of reload
+					d.status.LastError += "\n"
+				}
+				d.status.LastError += err.Error()
+				d.mu.Unlock()
 			}
 			if call.reply != nil {
 				call.reply <- err

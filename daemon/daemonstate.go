@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"github.com/xdpcac/xdpcac/api"
 	"github.com/xdpcac/xdpcac/loader"
 	"github.com/xdpcac/xdpcac/maps/collector"
 )
@@ -19,6 +20,16 @@ func (d *Daemon) daemonState() *collector.DaemonState {
 	s.Configured = make(map[string]bool, len(names))
 	for _, key := range names {
 		s.Configured[key] = !loader.NeedsAttach(d.cfg.StateDir, loader.AttachmentOfKey(key, d.cfg.Netns))
+	}
+	s.Jobs = map[string]bool{}
+	for _, j := range d.jobs() {
+		if j.State != api.JobOff {
+			s.Jobs[j.Name] = !j.Broken()
+		}
+	}
+	if d.journal != nil {
+		h := d.journal.file.health()
+		s.RejectsLogFailures, s.RejectsLogLost = h.Failures, h.Lost
 	}
 	return s
 }

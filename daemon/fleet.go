@@ -28,6 +28,7 @@ import (
 type fleetRunner struct {
 	log      *slog.Logger
 	stateDir string
+	room     *room // configure's outcome; the keeper's state is the view's
 
 	mu      sync.Mutex
 	cfg     *config.Fleet // in force; nil: no fleet
@@ -44,12 +45,25 @@ type fleetRunner struct {
 }
 
 func newFleetRunner(log *slog.Logger, stateDir string) *fleetRunner {
-	return &fleetRunner{log: log, stateDir: stateDir}
+	return &fleetRunner{log: log, stateDir: stateDir, room: newRoom("fleet")}
 }
 
 // configure puts the fleet of cfg in force with the policy p that was
 // just written: its limits' leases are found in the maps in force.
 func (r *fleetRunner) configure(ctx context.Context, cfg *config.Config, p policy.Policy) error {
+	err := r.configureLeases(ctx, cfg, p)
+	switch {
+	case err != nil:
+		r.room.fail(err)
+	case cfg.Fleet == nil:
+		r.room.off()
+	default:
+		r.room.running()
+	}
+	return err
+}
+
+func (r *fleetRunner) configureLeases(ctx context.Context, cfg *config.Config, p policy.Policy) error {
 	if cfg.Fleet == nil {
 		r.stop()
 		return nil

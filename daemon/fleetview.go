@@ -163,3 +163,8 @@ func fleetMembersOf(members []fleet.Member, now time.Time) []api.FleetMember {
 	}
 	return out
 }
+
+// job is the fleet keeper's state for status: failed when its
+// configuration could not be put in force. A fleet lost is not a fault
+// of the daemon's: show fleet gives it, and on-fleet-lost holds.
+func (r *fleetRunner) job() api.Job { return r.room.job() }

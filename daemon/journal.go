@@ -3,9 +3,7 @@ package daemon
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"log/slog"
-	"os"
 	"sync"
 	"time"
 
@@ -25,20 +23,15 @@ const journalKeep = 4096
 type journal struct {
 	stateDir string
 	log      *slog.Logger
-	path     string // "" writes no file
-	rotation Rotation
+	file     *rejectsFile
 	clock    func() uint64 // the fast path's clock
 
 	// mu is held across a sweep, so that `show rejects` sees each record
-	// once: in a table or among the finished, never in both.
-	mu   sync.Mutex
-	f    *os.File
-	size int64 // of f, for the rotation
-	// unrotatable: the last rotation failed; none is tried again before
-	// the next reopen (SIGHUP), rather than one a line.
-	unrotatable bool
-	recent      []api.RejectLine // oldest first
-	tables      map[string]*journalTable
+	// once: in a table or among the finished, never in both. Writing the
+	// file is not under it: a slow disk never holds up `show rejects`.
+	mu     sync.Mutex
+	recent *recordRing
+	tables map[string]*journalTable
 
 	stop func()         // ends the sweeps
 	wg   sync.WaitGroup // the sweeping goroutine
@@ -65,7 +58,7 @@ const sweepSlack = 20 * time.Millisecond
 // come and go, sweeping their tables just after each second begins, until
 // ctx ends.
 func (d *Daemon) startJournal(ctx context.Context, path string) (*journal, error) {
-	j := &journal{stateDir: d.cfg.StateDir, log: d.log, path: path, rotation: d.cfg.Rotation, clock: control.MonotonicCoarse, tables: map[string]*journalTable{}}
+	j := newJournal(d.cfg.StateDir, newRejectsFile(path, d.cfg.Rotation, d.log), d.log)
 	if err := j.reopen(); err != nil {
 		return nil, err
 	}
@@ -91,28 +84,13 @@ func (d *Daemon) startJournal(ctx context.Context, path string) (*journal, error
 	return j, nil
 }
 
-// reopen opens the file again, after a log rotation (SIGHUP).
-func (j *journal) reopen() error {
-	if j.path == "" {
-		return nil
-	}
-	f, err := openOwn(j.path, os.O_WRONLY|os.O_APPEND|os.O_CREATE)
-	if err != nil {
-		return fmt.Errorf("rejects log: %w", err)
-	}
-	var size int64
-	if fi, err := f.Stat(); err == nil {
-		size = fi.Size()
-	}
-	j.mu.Lock()
-	old := j.f
-	j.f, j.size, j.unrotatable = f, size, false
-	j.mu.Unlock()
-	if old != nil {
-		old.Close()
-	}
-	return nil
+func newJournal(stateDir string, file *rejectsFile, log *slog.Logger) *journal {
+	return &journal{stateDir: stateDir, log: log, file: file, clock: control.MonotonicCoarse,
+		recent: newRecordRing(journalKeep), tables: map[string]*journalTable{}}
 }
+
+// reopen opens the file again, after a log rotation (SIGHUP).
+func (j *journal) reopen() error { return j.file.reopen() }
 
 // follow opens the table of each new attachment, sweeps every table of
 // its finished seconds, and empties and closes those of attachments that
@@ -123,6 +101,8 @@ func (j *journal) follow() {
 		return
 	}
 	live := map[string]bool{}
+	var batch logBatch
+	defer func() { j.file.write(batch.buf, batch.n) }() // after mu: the disk never holds up show rejects
 	for _, a := range atts {
 		gen, err := a.Generation(j.stateDir)
 		if err != nil {
@@ -135,7 +115,7 @@ func (j *journal) follow() {
 			// Detached and attached again since: the old table is no
 			// program's any more, and emptied whole; the new one is
 			// another table.
-			j.sweep(old, j.clock(), true)
+			j.sweep(old, j.clock(), true, &batch)
 			old.p.Close()
 			delete(j.tables, a.Key())
 			known = false
@@ -164,7 +144,7 @@ func (j *journal) follow() {
 		gone := !live[key]
 		// A detached attachment's program runs no more: its table can be
 		// emptied, the current second too.
-		j.sweep(t, now, gone)
+		j.sweep(t, now, gone, &batch)
 		j.checkLost(t)
 		if gone {
 			t.p.Close()
@@ -173,9 +153,9 @@ func (j *journal) follow() {
 	}
 }
 
-// sweep writes the finished records of one table, or all of them; j.mu is
-// held.
-func (j *journal) sweep(t *journalTable, now uint64, all bool) {
+// sweep keeps the finished records of one table, or all of them, and
+// adds them to batch, for the file; j.mu is held.
+func (j *journal) sweep(t *journalTable, now uint64, all bool, batch *logBatch) {
 	recs, err := maps.SweepRejects(maps.RejectTablesOf(&t.p.XdpMaps), now, all)
 	if err != nil {
 		j.log.Warn("sweep reject records", "interface", t.a.String(), "err", err)
@@ -186,8 +166,27 @@ func (j *journal) sweep(t *journalTable, now uint64, all bool) {
 	wall, mono := time.Now(), api.MonotonicNow()
 	for _, r := range recs {
 		r.Interface = t.a.Key()
-		j.addLocked(RejectLineOf(r, wall, mono))
+		j.keepLocked(RejectLineOf(r, wall, mono), batch)
 	}
+}
+
+// logBatch are records encoded for the file, n of them, a newline each.
+type logBatch struct {
+	buf []byte
+	n   int
+}
+
+// keepLocked encodes a finished record once, for the ring and for the
+// file's batch; j.mu is held.
+func (j *journal) keepLocked(l api.RejectLine, batch *logBatch) {
+	b, _ := json.Marshal(l)
+	j.keepEncodedLocked(b, batch)
+}
+
+func (j *journal) keepEncodedLocked(b []byte, batch *logBatch) {
+	j.recent.push(b)
+	batch.buf = append(append(batch.buf, b...), '\n')
+	batch.n++
 }
 
 // checkLost warns when the fast path found an attachment's rejects table
@@ -220,52 +219,61 @@ func (j *journal) checkLost(t *journalTable) {
 // add keeps a finished record that comes from elsewhere than a table (the
 // INVITEs refused at egress) and writes it to the file.
 func (j *journal) add(l api.RejectLine) {
-	j.mu.Lock()
-	defer j.mu.Unlock()
-	j.addLocked(l)
+	j.addAll([]api.RejectLine{l})
 }
 
-// addLocked keeps a finished record and writes it to the file; j.mu is
-// held.
-func (j *journal) addLocked(l api.RejectLine) {
-	if len(j.recent) == journalKeep {
-		j.recent = append(j.recent[:0], j.recent[1:]...)
+// addAll keeps finished records and writes them to the file, one batch.
+func (j *journal) addAll(lines []api.RejectLine) {
+	enc := make([][]byte, len(lines))
+	for i, l := range lines {
+		enc[i], _ = json.Marshal(l) // before the lock: no table is read here
 	}
-	j.recent = append(j.recent, l)
-	if j.f != nil {
-		b, _ := json.Marshal(l)
-		n, err := j.f.Write(append(b, '\n'))
-		if err != nil {
-			j.log.Warn("write rejects log", "path", j.path, "err", err)
-		}
-		j.size += int64(n)
-		if j.rotation.MaxBytes > 0 && j.size >= j.rotation.MaxBytes && !j.unrotatable {
-			j.rotateLocked()
-		}
+	var batch logBatch
+	j.mu.Lock()
+	for _, b := range enc {
+		j.keepEncodedLocked(b, &batch)
 	}
+	j.mu.Unlock()
+	j.file.write(batch.buf, batch.n)
 }
 
-// lines returns the finished records kept in memory and the records the
-// tables hold now, which are not finished or not swept yet.
-func (j *journal) lines() []api.RejectLine {
+// answer writes the finished records kept in memory, then the records
+// the tables hold now, which are not finished or not swept yet, then
+// more (the egress records of this second), as the JSON array of GET
+// /v1/rejects. The finished records are copied as they were encoded; the
+// tables are read in batches under mu, so that a sweep never has a
+// record in both places, and the encoding of what they hold is done
+// after it.
+func (j *journal) answer(more []api.RejectLine) []byte {
+	var recs []maps.Reject
 	j.mu.Lock()
-	defer j.mu.Unlock()
-	out := append([]api.RejectLine(nil), j.recent...)
+	kept := j.recent.snapshot(make([][]byte, 0, journalKeep))
 	wall, mono := time.Now(), api.MonotonicNow()
 	for _, t := range j.tables {
-		recs, err := maps.ReadRejects(maps.RejectTablesOf(&t.p.XdpMaps))
+		tr, err := maps.ReadRejects(maps.RejectTablesOf(&t.p.XdpMaps))
 		if err != nil {
 			j.log.Warn("read reject records", "interface", t.a.String(), "err", err)
 		}
-		if err := maps.NameRules(maps.PolicyMapsOf(&t.p.XdpMaps), recs); err != nil {
+		if err := maps.NameRules(maps.PolicyMapsOf(&t.p.XdpMaps), tr); err != nil {
 			j.log.Warn("name the rules of reject records", "interface", t.a.String(), "err", err)
 		}
-		for _, r := range recs {
-			r.Interface = t.a.Key()
-			out = append(out, RejectLineOf(r, wall, mono))
+		for i := range tr {
+			tr[i].Interface = t.a.Key()
 		}
+		recs = append(recs, tr...)
 	}
-	return out
+	j.mu.Unlock()
+	out := newRejectsJSON()
+	for _, b := range kept {
+		out.raw(b)
+	}
+	for _, r := range recs {
+		out.line(RejectLineOf(r, wall, mono))
+	}
+	for _, l := range more {
+		out.line(l)
+	}
+	return out.bytes()
 }
 
 // close writes what the tables hold of finished seconds; the records of
@@ -284,8 +292,5 @@ func (j *journal) close() {
 		t.p.Close()
 		delete(j.tables, key)
 	}
-	if j.f != nil {
-		j.f.Close()
-		j.f = nil
-	}
+	j.file.close()
 }

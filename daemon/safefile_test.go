@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -36,7 +37,7 @@ func TestFilesRefuseSymlinks(t *testing.T) {
 	dir := t.TempDir()
 
 	target := plant(t, dir, "rejects.jsonl")
-	j := &journal{path: filepath.Join(dir, "rejects.jsonl")}
+	j := newRejectsFile(filepath.Join(dir, "rejects.jsonl"), Rotation{}, slog.New(slog.DiscardHandler))
 	if err := j.reopen(); err == nil || !strings.Contains(err.Error(), "symbolic link") {
 		t.Errorf("rejects log through a link: %v", err)
 	}
@@ -68,7 +69,7 @@ func TestFilesRefuseSymlinks(t *testing.T) {
 	if err := os.Link(target, filepath.Join(dir, "hard.jsonl")); err != nil {
 		t.Fatal(err)
 	}
-	j = &journal{path: filepath.Join(dir, "hard.jsonl")}
+	j = newRejectsFile(filepath.Join(dir, "hard.jsonl"), Rotation{}, slog.New(slog.DiscardHandler))
 	if err := j.reopen(); err == nil || !strings.Contains(err.Error(), "hard links") {
 		t.Errorf("rejects log with a hard link: %v", err)
 	}

@@ -1,14 +1,18 @@
 package daemon
 
 import (
+	"context"
+	"fmt"
 	"log/slog"
 	"sync"
 	"time"
 
+	"github.com/xdpcac/xdpcac/api"
 	"github.com/xdpcac/xdpcac/cac/config"
 	"github.com/xdpcac/xdpcac/cac/control"
 	"github.com/xdpcac/xdpcac/cac/sessions"
 	"github.com/xdpcac/xdpcac/cac/sipd"
+	"github.com/xdpcac/xdpcac/loader"
 	"github.com/xdpcac/xdpcac/maps"
 )
 
@@ -20,18 +24,56 @@ const sessionSweep = time.Second
 // (docs/design.md, "Capacity"). It outlives reloads: the dialogs up
 // across one keep what they hold.
 type sessionKeeper struct {
-	log *slog.Logger
+	log  *slog.Logger
+	room *room
 
-	mu        sync.Mutex
-	table     *sessions.Table
-	lastSweep time.Time
+	// pinned are the shared maps, opened once at start; sm their
+	// dialogs and session counts.
+	pinned *loader.Pinned
+	sm     maps.SessionMaps
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+
+	mu       sync.Mutex
+	table    *sessions.Table
+	capacity bool // some limit of the configuration in force has max-sessions
 	// started is when the keeper began to read the dialogs' messages:
 	// of a dialog that took its sessions before, some went by unseen.
 	started time.Time
 }
 
 func newSessionKeeper(log *slog.Logger) *sessionKeeper {
-	return &sessionKeeper{log: log, table: sessions.New(64*500*time.Millisecond, 12*time.Hour), started: time.Now()}
+	return &sessionKeeper{log: log, room: newRoom("sessions"), table: sessions.New(64*500*time.Millisecond, 12*time.Hour), started: time.Now()}
+}
+
+// start opens the shared maps and sweeps them once a second until ctx
+// ends or stop. The keeper is no other job's: a reload whose agents or
+// answerer fail still has the dialogs' sessions given back.
+func (k *sessionKeeper) start(ctx context.Context, stateDir string) error {
+	p, err := loader.OpenShared(stateDir)
+	if err != nil {
+		k.room.fail(err)
+		return fmt.Errorf("capacity: %w", err)
+	}
+	k.pinned, k.sm = p, maps.SessionMapsOf(&p.XdpMaps)
+	ctx, k.cancel = context.WithCancel(ctx)
+	k.wg.Add(1)
+	go func() {
+		defer k.wg.Done()
+		every(ctx, sessionSweep, func() { k.sweep(time.Now()) })
+	}()
+	return nil
+}
+
+// stop ends the sweeps and closes the maps.
+func (k *sessionKeeper) stop() {
+	if k.cancel == nil {
+		return
+	}
+	k.cancel()
+	k.wg.Wait()
+	k.pinned.Close()
+	k.room.off()
 }
 
 // configure takes the timers of cfg: Timer B from its T1, and its
@@ -40,11 +82,19 @@ func (k *sessionKeeper) configure(cfg *config.Config) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	k.table.SetTimes(64*cfg.SIPT1, cfg.SessionExpiry)
+	k.capacity = cfg.HasCapacity()
+	switch {
+	case !k.capacity || !k.sm.Whole():
+		k.room.off() // nothing to give back, or maps of a version without capacity
+	case k.room.job().State == api.JobOff:
+		k.room.running() // started; the sweeps say if it fails
+	}
 }
 
 // seen applies a message of a dialog that holds sessions, as the fast
 // path handed it up, and gives back what a dialog it ends held.
-func (k *sessionKeeper) seen(sm maps.SessionMaps, ev maps.SIPEvent) {
+func (k *sessionKeeper) seen(ev maps.SIPEvent) {
+	sm := k.sm
 	m, err := sipd.MessageOf(ev.Message)
 	if err != nil {
 		return
@@ -71,19 +121,11 @@ func (k *sessionKeeper) seen(sm maps.SessionMaps, ev maps.SIPEvent) {
 	}
 }
 
-// sweep, once a second, learns the dialogs the fast path entered and
-// gives back what those whose time is over held.
-func (k *sessionKeeper) sweep(sm maps.SessionMaps, now time.Time) {
+// sweep, once a second (sessionSweep), learns the dialogs the fast path
+// entered and gives back what those whose time is over held.
+func (k *sessionKeeper) sweep(now time.Time) {
+	sm := k.sm
 	if !sm.Whole() { // an attachment of a version without capacity
-		return
-	}
-	k.mu.Lock()
-	due := now.Sub(k.lastSweep) >= sessionSweep
-	if due {
-		k.lastSweep = now
-	}
-	k.mu.Unlock()
-	if !due {
 		return
 	}
 	// The table is read without the lock: the event reader, which
@@ -91,10 +133,14 @@ func (k *sessionKeeper) sweep(sm maps.SessionMaps, now time.Time) {
 	held, err := maps.ReadSessions(sm.Sessions)
 	if err != nil {
 		k.log.Warn("capacity: read the dialogs that hold sessions", "err", err)
+		k.room.fail(fmt.Errorf("read the dialogs that hold sessions: %w", err))
 		return
 	}
 	k.mu.Lock()
 	defer k.mu.Unlock()
+	if k.capacity {
+		k.room.running()
+	}
 	k.learn(held, now)
 	for id, d := range k.table.Expired(now) {
 		k.giveBack(sm, id, d, "expired")

@@ -1,7 +1,6 @@
 package daemon
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -10,7 +9,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/cilium/ebpf/ringbuf"
 	"github.com/xdpcac/xdpcac/cac/bucket"
 	"github.com/xdpcac/xdpcac/cac/config"
 	"github.com/xdpcac/xdpcac/cac/control"
@@ -18,48 +16,6 @@ import (
 	"github.com/xdpcac/xdpcac/loader"
 	"github.com/xdpcac/xdpcac/maps"
 )
-
-// readEvents follows the fast path's SIP events until ctx ends or the
-// returned function is called.
-func (a *sipAgents) readEvents(ctx context.Context) (func(), error) {
-	rd, err := ringbuf.NewReader(a.pinned.SipEvents)
-	if err != nil {
-		return nil, fmt.Errorf("SIP events: %w", err)
-	}
-	a.wg.Add(1)
-	go func() {
-		defer a.wg.Done()
-		for {
-			rec, err := rd.Read()
-			if errors.Is(err, ringbuf.ErrClosed) || ctx.Err() != nil {
-				return
-			}
-			if err != nil {
-				continue
-			}
-			ev, err := maps.DecodeSIPEvent(rec.RawSample)
-			if err != nil {
-				a.log.Warn("SIP event", "err", err)
-				continue
-			}
-			switch ev.Kind {
-			case maps.SIPAgentResponse:
-				a.agentResponse(ev)
-			case maps.SIPEgressRefused:
-				a.egressRefused(ev)
-			case maps.SIPSession:
-				a.sessions.seen(maps.SessionMapsOf(&a.pinned.XdpMaps), ev)
-			case maps.SIPRejected:
-				if a.answers != nil { // one refused before an apply turned answers off
-					a.answers.answer(a.log, ev)
-				} else {
-					a.counts.suppressed.Add(1)
-				}
-			}
-		}
-	}()
-	return func() { rd.Close() }, nil
-}
 
 // agentResponse applies an agent's response with an out-service code to
 // the targets at the address it came from. Only a response that parses,
@@ -121,7 +77,7 @@ type answerer struct {
 	wire *sipd.Wire
 }
 
-func (d *Daemon) newAnswerer(cfg *config.Config, _ *loader.Pinned) (*answerer, error) {
+func (d *Daemon) newAnswerer(cfg *config.Config) (*answerer, error) {
 	l, err := bucket.FromRate(cfg.SIPReject.Rate, cfg.SIPReject.Rate)
 	if err != nil {
 		return nil, fmt.Errorf("sip-reject.rate: %w", err)

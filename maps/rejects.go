@@ -204,14 +204,12 @@ func ReadRejects(t RejectTables) ([]Reject, error) {
 	if err := t.eachSlot(swept, math.MaxUint64, recs.add); err != nil {
 		return nil, err
 	}
-	var k bpf.XdpCacRejectKey
-	var r bpf.XdpCacReject
-	it := t.Records.Iterate()
-	for it.Next(&k, &r) {
-		recs.add(k, r)
-	}
-	if err := it.Err(); err != nil {
+	keys, vals, err := readRecords(t.Records)
+	if err != nil {
 		return nil, fmt.Errorf("read rejects: %w", err)
+	}
+	for i := range keys {
+		recs.add(keys[i], vals[i])
 	}
 	return recs.out, nil
 }
@@ -262,30 +260,88 @@ func SweepRejects(t RejectTables, now uint64, all bool) ([]Reject, error) {
 			}
 		}
 	}
-	// Keys first, then the deletes: deleting while iterating would restart
-	// the walk.
-	var keys []bpf.XdpCacRejectKey
-	var k bpf.XdpCacRejectKey
-	var r bpf.XdpCacReject
-	it := t.Records.Iterate()
-	for it.Next(&k, &r) {
+	// Read in batches, then the finished records deleted in one: a
+	// finished record is added to by no program (RejectFinished), so
+	// what was read is what is deleted, and the caller's lock keeps a
+	// reader from seeing it in both places.
+	keys, vals, err := readRecords(t.Records)
+	if err != nil {
+		return recs.out, fmt.Errorf("sweep rejects: %w", err)
+	}
+	var done []bpf.XdpCacRejectKey
+	for i, k := range keys {
 		// A version that kept the second in the value alone left 0 in
 		// the key: such a record is finished, as no program adds to it.
 		if all || RejectFinished(uint64(k.Second), now) {
-			keys = append(keys, k)
+			done = append(done, k)
+			recs.add(k, vals[i])
 		}
 	}
-	if err := it.Err(); err != nil {
+	if err := deleteRecords(t.Records, done); err != nil {
 		return recs.out, fmt.Errorf("sweep rejects: %w", err)
 	}
-	for _, k := range keys {
-		if err := t.Records.LookupAndDelete(&k, &r); err != nil {
-			if errors.Is(err, ebpf.ErrKeyNotExist) {
-				continue // gone since the walk
-			}
-			return recs.out, fmt.Errorf("sweep rejects: %w", err)
-		}
-		recs.add(k, r)
-	}
 	return recs.out, nil
+}
+
+// recordBatch is how many records one batch of the table's system calls
+// carries.
+const recordBatch = 1024
+
+// readRecords reads every record of the table, a batch of them a system
+// call: a storm's thousands of records in a few calls, where a walk takes
+// two a record and held up show rejects for a tenth of a second
+// (BENCHMARKS.md, "The rejects journal in a storm"). A kernel without
+// batches is walked.
+func readRecords(m *ebpf.Map) ([]bpf.XdpCacRejectKey, []bpf.XdpCacReject, error) {
+	var keys []bpf.XdpCacRejectKey
+	var vals []bpf.XdpCacReject
+	kb, vb := make([]bpf.XdpCacRejectKey, recordBatch), make([]bpf.XdpCacReject, recordBatch)
+	var cursor ebpf.MapBatchCursor
+	for {
+		n, err := m.BatchLookup(&cursor, kb, vb, nil)
+		keys, vals = append(keys, kb[:n]...), append(vals, vb[:n]...)
+		switch {
+		case errors.Is(err, ebpf.ErrKeyNotExist):
+			return keys, vals, nil
+		case errors.Is(err, ebpf.ErrNotSupported):
+			return walkRecords(m)
+		case err != nil:
+			return nil, nil, err
+		}
+	}
+}
+
+func walkRecords(m *ebpf.Map) ([]bpf.XdpCacRejectKey, []bpf.XdpCacReject, error) {
+	var keys []bpf.XdpCacRejectKey
+	var vals []bpf.XdpCacReject
+	var k bpf.XdpCacRejectKey
+	var r bpf.XdpCacReject
+	it := m.Iterate()
+	for it.Next(&k, &r) {
+		keys, vals = append(keys, k), append(vals, r)
+	}
+	return keys, vals, it.Err()
+}
+
+// deleteRecords deletes keys from the table in batches; a key already
+// gone stops a batch, and the rest are deleted one by one.
+func deleteRecords(m *ebpf.Map, keys []bpf.XdpCacRejectKey) error {
+	for len(keys) > 0 {
+		chunk := keys[:min(len(keys), recordBatch)]
+		n, err := m.BatchDelete(chunk, nil)
+		if err == nil {
+			keys = keys[len(chunk):]
+			continue
+		}
+		if !errors.Is(err, ebpf.ErrKeyNotExist) && !errors.Is(err, ebpf.ErrNotSupported) {
+			return err
+		}
+		for _, k := range chunk[n:] {
+			if err := m.Delete(&k); err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
+				return err
+			}
+		}
+		keys = keys[len(chunk):]
+	}
+	return nil
 }

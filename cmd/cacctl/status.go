@@ -97,8 +97,12 @@ func writeStatus(w io.Writer, v api.StatusReport, wide bool) {
 		if d.Metrics != "" {
 			fmt.Fprintf(w, "metrics: http://%s/metrics\n", d.Metrics)
 		}
-		if d.LastError != "" {
+		switch {
+		case d.LastError == "":
+		case d.LastReloadRefused:
 			fmt.Fprintf(w, "last reload refused: %s\n", d.LastError)
+		default:
+			fmt.Fprintf(w, "last reload in force, with errors: %s\n", d.LastError)
 		}
 	} else {
 		fmt.Fprintln(w, "daemon: not running; the filter enforces the limits last put in force")

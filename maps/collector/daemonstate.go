@@ -1,7 +1,8 @@
 package collector
 
 import (
-	"sort"
+	"maps"
+	"slices"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -21,11 +22,20 @@ type DaemonState struct {
 	// one succeeds. LoadedAt: when the file in force was put in force.
 	ReloadOK bool
 	LoadedAt time.Time
+	// Jobs: each job of the daemon the configuration in force runs, true
+	// while it does all its work, false while it has failed or is
+	// degraded (status names the error).
+	Jobs map[string]bool
+	// RejectsLogFailures counts the writes, opens and rotations of the
+	// rejects log that failed; RejectsLogLost the records it will never
+	// hold (its memory bound ran out while it failed).
+	RejectsLogFailures, RejectsLogLost uint64
 }
 
 // daemonFamilies are the metrics of DaemonState.
 type daemonFamilies struct {
 	attached, reloadOK, reloadAt family
+	jobUp, logFailures, logLost  family
 }
 
 func newDaemonFamilies() daemonFamilies {
@@ -40,26 +50,37 @@ func newDaemonFamilies() daemonFamilies {
 		reloadAt: newFamily("xdpcac_config_last_reload_success_timestamp_seconds",
 			"When the file in force was put in force, in seconds since the epoch.",
 			prometheus.GaugeValue),
+		jobUp: newFamily("xdpcac_job_up",
+			"1 while a job of the daemon the configuration in force runs does all its work, 0 while it has failed or is degraded; cacctl status gives the error.",
+			prometheus.GaugeValue, "job"),
+		logFailures: newFamily("xdpcac_rejects_log_failures_total",
+			"Writes, opens and rotations of the rejects log that failed; each is tried again after a backoff.",
+			prometheus.CounterValue),
+		logLost: newFamily("xdpcac_rejects_log_lost_total",
+			"Reject records the rejects log will never hold: more than the daemon keeps in memory came while the log failed.",
+			prometheus.CounterValue),
 	}
 }
 
-func (f daemonFamilies) all() []family { return []family{f.attached, f.reloadOK, f.reloadAt} }
+func (f daemonFamilies) all() []family {
+	return []family{f.attached, f.reloadOK, f.reloadAt, f.jobUp, f.logFailures, f.logLost}
+}
 
 // collect exports s; nothing without a daemon.
 func (f daemonFamilies) collect(e *emitter, s *DaemonState) {
 	if s == nil {
 		return
 	}
-	names := make([]string, 0, len(s.Configured))
-	for name := range s.Configured {
-		names = append(names, name)
-	}
-	sort.Strings(names)
-	for _, name := range names {
+	for _, name := range slices.Sorted(maps.Keys(s.Configured)) {
 		e.emit(f.attached, boolValue(s.Configured[name]), name)
 	}
 	e.emit(f.reloadOK, boolValue(s.ReloadOK))
 	if !s.LoadedAt.IsZero() {
 		e.emit(f.reloadAt, float64(s.LoadedAt.UnixNano())/1e9)
 	}
+	for _, name := range slices.Sorted(maps.Keys(s.Jobs)) {
+		e.emit(f.jobUp, boolValue(s.Jobs[name]), name)
+	}
+	e.emit(f.logFailures, float64(s.RejectsLogFailures))
+	e.emit(f.logLost, float64(s.RejectsLogLost))
 }
