@@ -1,10 +1,8 @@
 package maps
 
 import (
-	"errors"
 	"fmt"
 	"math"
-	"net/netip"
 	"time"
 
 	"github.com/cilium/ebpf"
@@ -97,6 +95,105 @@ func WritePolicy(pm PolicyMaps, p policy.Policy) error {
 	return NewPolicyWriter(pm).Write(p)
 }
 
+// writePolicy puts a policy in force without a moment where the fast path
+// could see part of it: it fills the slot not in use and then switches to
+// it, calling switched once it has; the slot it switched from is the next
+// write's to fill, after Settle. Buckets are kept: class, environment and
+// per-source ones as they are, an account's while its rule stays, and a
+// customer's while the rule of one of its accounts stays. New accounts
+// and customers start full.
+func writePolicy(pm PolicyMaps, p policy.Policy, switched func()) error {
+	var active uint32
+	if err := pm.Slot.Lookup(uint32(0), &active); err != nil {
+		return fmt.Errorf("read policy slot: %w", err)
+	}
+	active = wordSlot(active) // the other bits say which classes are limited
+	next := 1 - active
+
+	// Accounts and customers keep their indexes, and so their buckets,
+	// by the rules of the slot in force (rules.go).
+	old, err := readRules(pm, active)
+	if err != nil {
+		return err
+	}
+	idx, err := policy.AssignIndexes(p, old)
+	if err != nil {
+		return err
+	}
+
+	// Fill the slot not in use: the rules, then the limits.
+	if err := writeRules(pm, next, p.Accounts, idx); err != nil {
+		return err
+	}
+	if err := writeLimits(pm, next, p, idx); err != nil {
+		return err
+	}
+	if err := resetFreshBuckets(pm, idx); err != nil {
+		return err
+	}
+
+	if err := pm.Slot.Update(uint32(0), policyWordOf(next, p), ebpf.UpdateAny); err != nil {
+		return fmt.Errorf("switch policy slot: %w", err)
+	}
+	switched()
+	if !p.UserRules() {
+		// Without user rules nothing fills the scratch, and a reject
+		// record must not name the rule of a request judged before.
+		return clearUserScratch(pm.UserScratch)
+	}
+	return nil
+}
+
+// writeLimits fills slot with the limits of p: each account's and
+// customer's at its index, each session agent's, the max-sessions, and
+// last the class, environment and per-source limits with call admission.
+func writeLimits(pm PolicyMaps, slot uint32, p policy.Policy, idx policy.Indexes) error {
+	for i, a := range p.Accounts {
+		if err := pm.AccountLimits.Update(slot*policy.MaxAccounts+idx.Accounts[i], levelLimitOf(a.Limit, policy.LeaseOfAccount(idx.Accounts[i])), ebpf.UpdateAny); err != nil {
+			return fmt.Errorf("write limit of account %s: %w", a.Rule(), err)
+		}
+	}
+	for i, l := range p.Customers {
+		if err := pm.CustomerLimits.Update(slot*policy.MaxCustomers+idx.Customers[i], levelLimitOf(l, policy.LeaseOfCustomer(idx.Customers[i])), ebpf.UpdateAny); err != nil {
+			return fmt.Errorf("write limit of customer %d: %w", i, err)
+		}
+	}
+	for i, a := range p.Agents {
+		if err := pm.AgentLimits.Update(slot*policy.MaxAgents+uint32(i), agentOf(a), ebpf.UpdateAny); err != nil {
+			return fmt.Errorf("write limit of session agent %d: %w", i, err)
+		}
+	}
+	if err := writeAgentEgress(pm.AgentEgress, slot, p.Agents); err != nil {
+		return err
+	}
+	if err := writeSessionLimits(pm.SessionLimits, slot, p, idx); err != nil {
+		return err
+	}
+	if err := pm.Limits.Update(slot, limitsOf(p), ebpf.UpdateAny); err != nil {
+		return fmt.Errorf("write limits: %w", err)
+	}
+	return nil
+}
+
+// limitsOf is the limits map's value for p: the class and environment
+// levels with their reserves, the per-source limits, call admission.
+func limitsOf(p policy.Policy) *bpf.XdpCacLimits {
+	var v bpf.XdpCacLimits
+	for i, l := range p.Levels {
+		v.Level[i] = levelLimitOf(l, policy.LeaseOfLevel(i))
+		v.ReserveNs[i] = min(p.ReserveNS[i], l.ToleranceNS)
+	}
+	for c, ps := range p.PerSource {
+		v.Classes[c].PerSource = limitOf(ps.Limit)
+		v.Classes[c].SourceKey = uint8(ps.Key)
+		v.Classes[c].Ipv6Prefix = uint8(ps.IPv6Prefix)
+	}
+	v.Accounts = uint32(p.SourceAccounts())
+	v.Agents = uint32(len(p.Agents))
+	v.Cac = admissionOf(p.CallAdmission)
+	return &v
+}
+
 func limitOf(l bucket.Limit) bpf.XdpCacLimit {
 	return bpf.XdpCacLimit{IntervalNs: l.IntervalNS, ToleranceNs: l.ToleranceNS}
 }
@@ -114,82 +211,10 @@ func levelLimitOf(l bucket.Limit, lease uint32) bpf.XdpCacLimit {
 // fleet-scope level's limit.
 const LeaseInterval = math.MaxUint64
 
-// writePolicy puts a policy in force without a moment where the fast path
-// could see part of it: it fills the slot not in use and then switches to
-// it, calling switched once it has; the slot it switched from is the next
-// write's to fill, after Settle. Buckets are kept: class, environment and
-// per-source ones as they are, an account's while its source prefix
-// stays, and a customer's while one of its account prefixes stays. New
-// accounts and customers start full.
-func writePolicy(pm PolicyMaps, p policy.Policy, switched func()) error {
-	var active uint32
-	if err := pm.Slot.Lookup(uint32(0), &active); err != nil {
-		return fmt.Errorf("read policy slot: %w", err)
-	}
-	active = wordSlot(active) // the other bits say which classes are limited
-	next := 1 - active
-
-	old, err := readRules(pm, active)
-	if err != nil {
-		return err
-	}
-	idx, err := policy.AssignIndexes(p, old)
-	if err != nil {
-		return err
-	}
-	acctIdx, custIdx := idx.Accounts, idx.Customers
-
-	// Fill the slot not in use.
-	if err := clearTrie(pm.Accounts[next]); err != nil {
-		return err
-	}
-	if err := clearUserTrie(pm.UserAccounts[next]); err != nil {
-		return err
-	}
-	for i, a := range p.Accounts {
-		val := bpf.XdpCacAccount{Account: acctIdx[i], Customer: custIdx[a.Customer]}
-		if err := writeRule(pm, next, a, &val); err != nil {
-			return err
-		}
-		if err := pm.AccountLimits.Update(next*policy.MaxAccounts+acctIdx[i], levelLimitOf(a.Limit, policy.LeaseOfAccount(acctIdx[i])), ebpf.UpdateAny); err != nil {
-			return fmt.Errorf("write limit of account %s: %w", a.Rule(), err)
-		}
-	}
-	for i, l := range p.Customers {
-		if err := pm.CustomerLimits.Update(next*policy.MaxCustomers+custIdx[i], levelLimitOf(l, policy.LeaseOfCustomer(custIdx[i])), ebpf.UpdateAny); err != nil {
-			return fmt.Errorf("write limit of customer %d: %w", i, err)
-		}
-	}
-	var v bpf.XdpCacLimits
-	for i, l := range p.Levels {
-		v.Level[i] = levelLimitOf(l, policy.LeaseOfLevel(i))
-		v.ReserveNs[i] = min(p.ReserveNS[i], l.ToleranceNS)
-	}
-	for c, ps := range p.PerSource {
-		v.Classes[c].PerSource = limitOf(ps.Limit)
-		v.Classes[c].SourceKey = uint8(ps.Key)
-		v.Classes[c].Ipv6Prefix = uint8(ps.IPv6Prefix)
-	}
-	v.Accounts = uint32(p.SourceAccounts())
-	v.Agents = uint32(len(p.Agents))
-	v.Cac = admissionOf(p.CallAdmission)
-	for i, a := range p.Agents {
-		if err := pm.AgentLimits.Update(next*policy.MaxAgents+uint32(i), agentOf(a), ebpf.UpdateAny); err != nil {
-			return fmt.Errorf("write limit of session agent %d: %w", i, err)
-		}
-	}
-	if err := writeAgentEgress(pm.AgentEgress, next, p.Agents); err != nil {
-		return err
-	}
-	if err := writeSessionLimits(pm.SessionLimits, next, p, idx); err != nil {
-		return err
-	}
-	if err := pm.Limits.Update(next, &v, ebpf.UpdateAny); err != nil {
-		return fmt.Errorf("write limits: %w", err)
-	}
-
-	// New accounts and customers start with full buckets. Their indexes
-	// are not used by the slot in force, so nothing else touches them.
+// resetFreshBuckets fills the buckets of new accounts and customers.
+// Their indexes are not used by the slot in force, so nothing else
+// touches them.
+func resetFreshBuckets(pm PolicyMaps, idx policy.Indexes) error {
 	for _, i := range idx.FreshAccounts {
 		if err := pm.AccountBuckets.Update(i, bpf.XdpCacBucket{}, ebpf.UpdateAny); err != nil {
 			return fmt.Errorf("reset bucket of account %d: %w", i, err)
@@ -200,8 +225,13 @@ func writePolicy(pm PolicyMaps, p policy.Policy, switched func()) error {
 			return fmt.Errorf("reset bucket of customer %d: %w", i, err)
 		}
 	}
+	return nil
+}
 
-	word := policyWord(next, limitedClasses(p), len(p.Agents) > 0)
+// policyWordOf is the word that puts slot in force with p: the classes
+// limited, and whether there are agents, cli or called rules, capacity.
+func policyWordOf(slot uint32, p policy.Policy) uint32 {
+	word := policyWord(slot, limitedClasses(p), len(p.Agents) > 0)
 	if p.HasRule(policy.RuleCLI) {
 		word |= policyCLIRules
 	}
@@ -211,16 +241,7 @@ func writePolicy(pm PolicyMaps, p policy.Policy, switched func()) error {
 	if p.Capacity() {
 		word |= policyCapacity
 	}
-	if err := pm.Slot.Update(uint32(0), word, ebpf.UpdateAny); err != nil {
-		return fmt.Errorf("switch policy slot: %w", err)
-	}
-	switched()
-	if !p.UserRules() {
-		// Without user rules nothing fills the scratch, and a reject
-		// record must not name the rule of a request judged before.
-		return clearUserScratch(pm.UserScratch)
-	}
-	return nil
+	return word
 }
 
 // The word of the policy_slot map, enum cac_policy of bpf/shared.h: the
@@ -265,93 +286,4 @@ func limitedClasses(p policy.Policy) uint32 {
 		}
 	}
 	return bits
-}
-
-// readAccounts reads a trie of account prefixes.
-func readAccounts(m *ebpf.Map) (map[netip.Prefix]policy.Index, error) {
-	out := map[netip.Prefix]policy.Index{}
-	var key bpf.XdpCacPrefix
-	var val bpf.XdpCacAccount
-	it := m.Iterate()
-	for it.Next(&key, &val) {
-		out[netip.PrefixFrom(netip.AddrFrom16(key.Addr), int(key.Prefixlen))] = policy.Index{Account: val.Account, Customer: val.Customer}
-	}
-	if err := it.Err(); err != nil {
-		return nil, fmt.Errorf("read accounts: %w", err)
-	}
-	return out, nil
-}
-
-func clearTrie(m *ebpf.Map) error {
-	var keys []bpf.XdpCacPrefix
-	var key bpf.XdpCacPrefix
-	var val bpf.XdpCacAccount
-	it := m.Iterate()
-	for it.Next(&key, &val) {
-		keys = append(keys, key)
-	}
-	if err := it.Err(); err != nil {
-		return fmt.Errorf("read accounts: %w", err)
-	}
-	for _, k := range keys {
-		if err := m.Delete(&k); err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
-			return fmt.Errorf("clear accounts: %w", err)
-		}
-	}
-	return nil
-}
-
-// ReadBucket returns the state of one bucket level.
-func ReadBucket(m *ebpf.Map, level int) (bucket.Bucket, error) {
-	var v bpf.XdpCacBuckets
-	if err := m.Lookup(uint32(0), &v); err != nil {
-		return bucket.Bucket{}, fmt.Errorf("read buckets map: %w", err)
-	}
-	if level < 0 || level >= len(v.Level) {
-		return bucket.Bucket{}, fmt.Errorf("no bucket level %d", level)
-	}
-	return bucket.Bucket{TATNS: v.Level[level].TatNs}, nil
-}
-
-// LevelTokens is how many calls a class or environment bucket holds.
-type LevelTokens struct {
-	Level  int // a class, or policy.LevelEnvironment
-	Tokens float64
-	Burst  float64
-}
-
-// ReadLevelTokens reads the class and environment buckets at monotonic
-// time now against the limits in force; unlimited levels are left out.
-func ReadLevelTokens(pm PolicyMaps, buckets *ebpf.Map, now uint64) ([]LevelTokens, error) {
-	lim, err := readLimits(pm)
-	if err != nil {
-		return nil, err
-	}
-	var bk bpf.XdpCacBuckets
-	if err := buckets.Lookup(uint32(0), &bk); err != nil {
-		return nil, fmt.Errorf("read buckets: %w", err)
-	}
-	var out []LevelTokens
-	for i, l := range lim.Level {
-		if l.IntervalNs == 0 {
-			continue
-		}
-		b := bucket.Limit{IntervalNS: l.IntervalNs, ToleranceNS: l.ToleranceNs}
-		tokens, burst := bucket.Bucket{TATNS: bk.Level[i].TatNs}.Tokens(b, now)
-		out = append(out, LevelTokens{Level: i, Tokens: tokens, Burst: burst})
-	}
-	return out, nil
-}
-
-// readLimits reads the limits of the slot in force.
-func readLimits(pm PolicyMaps) (bpf.XdpCacLimits, error) {
-	var slot uint32
-	var v bpf.XdpCacLimits
-	if err := pm.Slot.Lookup(uint32(0), &slot); err != nil {
-		return v, fmt.Errorf("read policy slot: %w", err)
-	}
-	if err := pm.Limits.Lookup(wordSlot(slot), &v); err != nil {
-		return v, fmt.Errorf("read limits: %w", err)
-	}
-	return v, nil
 }

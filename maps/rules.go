@@ -3,15 +3,19 @@ package maps
 import (
 	"errors"
 	"fmt"
+	"net/netip"
 
 	"github.com/cilium/ebpf"
 	"github.com/xdpcac/xdpcac/bpf"
 	"github.com/xdpcac/xdpcac/cac/policy"
 )
 
-// The authentication rules (docs/design.md, "Authentication rules") in
-// the user_accounts tries: a cli or called prefix keyed by its kind and
-// its bytes (struct cac_user_key).
+// The rules that name accounts, in two tries of each slot: source
+// prefixes (IPv4-mapped) in the accounts tries, and the authentication
+// rules (docs/design.md, "Authentication rules") in the user_accounts
+// tries, a cli or called prefix keyed by its kind and its bytes (struct
+// cac_user_key). writePolicy reads those of the slot in force, empties
+// and fills those of the other, and empties user_scratch.
 
 // userKey is the trie key of a rule of kind for the prefix user.
 func userKey(kind policy.RuleKind, user string) bpf.XdpCacUserKey {
@@ -28,26 +32,6 @@ func ruleOfKey(k bpf.XdpCacUserKey) policy.Rule {
 		n = 0
 	}
 	return policy.Rule{Kind: policy.RuleKind(k.Data[0]), User: string(k.Data[1 : 1+n])}
-}
-
-// writeRule puts account a's rule into the trie of slot.
-func writeRule(pm PolicyMaps, slot uint32, a policy.Account, val *bpf.XdpCacAccount) error {
-	if a.Kind == policy.RuleSource {
-		m := policy.Mapped(a.Prefix)
-		key := bpf.XdpCacPrefix{Prefixlen: uint32(m.Bits()), Addr: m.Addr().As16()}
-		if err := pm.Accounts[slot].Update(&key, val, ebpf.UpdateAny); err != nil {
-			return fmt.Errorf("write account %s: %w", a.Prefix, err)
-		}
-		return nil
-	}
-	if pm.UserAccounts[slot] == nil {
-		return fmt.Errorf("account %s: this attachment has no tries of authentication rules (it predates them): attach again", a.Rule())
-	}
-	key := userKey(a.Kind, a.User)
-	if err := pm.UserAccounts[slot].Update(&key, val, ebpf.UpdateAny); err != nil {
-		return fmt.Errorf("write account %s: %w", a.Rule(), err)
-	}
-	return nil
 }
 
 // readRules reads the rules of the slot in force and their indexes: the
@@ -71,6 +55,21 @@ func readRules(pm PolicyMaps, slot uint32) (map[policy.Rule]policy.Index, error)
 	return out, nil
 }
 
+// readAccounts reads a trie of account prefixes.
+func readAccounts(m *ebpf.Map) (map[netip.Prefix]policy.Index, error) {
+	out := map[netip.Prefix]policy.Index{}
+	var key bpf.XdpCacPrefix
+	var val bpf.XdpCacAccount
+	it := m.Iterate()
+	for it.Next(&key, &val) {
+		out[netip.PrefixFrom(netip.AddrFrom16(key.Addr), int(key.Prefixlen))] = policy.Index{Account: val.Account, Customer: val.Customer}
+	}
+	if err := it.Err(); err != nil {
+		return nil, fmt.Errorf("read accounts: %w", err)
+	}
+	return out, nil
+}
+
 // readUserAccounts reads a trie of cli and called prefixes; none from an
 // attachment that has no such trie.
 func readUserAccounts(m *ebpf.Map) (map[policy.Rule]policy.Index, error) {
@@ -90,24 +89,63 @@ func readUserAccounts(m *ebpf.Map) (map[policy.Rule]policy.Index, error) {
 	return out, nil
 }
 
-// clearUserTrie empties a trie of cli and called prefixes.
-func clearUserTrie(m *ebpf.Map) error {
+// writeRules empties both tries of slot and puts the rule of every
+// account in them, with its account's and its customer's index.
+func writeRules(pm PolicyMaps, slot uint32, accounts []policy.Account, idx policy.Indexes) error {
+	if err := clearTrie[bpf.XdpCacPrefix](pm.Accounts[slot], "accounts"); err != nil {
+		return err
+	}
+	if err := clearTrie[bpf.XdpCacUserKey](pm.UserAccounts[slot], "authentication rules"); err != nil {
+		return err
+	}
+	for i, a := range accounts {
+		val := bpf.XdpCacAccount{Account: idx.Accounts[i], Customer: idx.Customers[a.Customer]}
+		if err := writeRule(pm, slot, a, &val); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// writeRule puts account a's rule into the trie of slot.
+func writeRule(pm PolicyMaps, slot uint32, a policy.Account, val *bpf.XdpCacAccount) error {
+	if a.Kind == policy.RuleSource {
+		m := policy.Mapped(a.Prefix)
+		key := bpf.XdpCacPrefix{Prefixlen: uint32(m.Bits()), Addr: m.Addr().As16()}
+		if err := pm.Accounts[slot].Update(&key, val, ebpf.UpdateAny); err != nil {
+			return fmt.Errorf("write account %s: %w", a.Prefix, err)
+		}
+		return nil
+	}
+	if pm.UserAccounts[slot] == nil {
+		return fmt.Errorf("account %s: this attachment has no tries of authentication rules (it predates them): attach again", a.Rule())
+	}
+	key := userKey(a.Kind, a.User)
+	if err := pm.UserAccounts[slot].Update(&key, val, ebpf.UpdateAny); err != nil {
+		return fmt.Errorf("write account %s: %w", a.Rule(), err)
+	}
+	return nil
+}
+
+// clearTrie empties a trie of rules keyed by K, what it holds named in
+// its errors; a missing trie (an attachment that predates it) is empty.
+func clearTrie[K any](m *ebpf.Map, what string) error {
 	if m == nil {
 		return nil
 	}
-	var keys []bpf.XdpCacUserKey
-	var key bpf.XdpCacUserKey
+	var keys []K
+	var key K
 	var val bpf.XdpCacAccount
 	it := m.Iterate()
 	for it.Next(&key, &val) {
 		keys = append(keys, key)
 	}
 	if err := it.Err(); err != nil {
-		return fmt.Errorf("read authentication rules: %w", err)
+		return fmt.Errorf("read %s: %w", what, err)
 	}
 	for _, k := range keys {
 		if err := m.Delete(&k); err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
-			return fmt.Errorf("clear authentication rules: %w", err)
+			return fmt.Errorf("clear %s: %w", what, err)
 		}
 	}
 	return nil
