@@ -6,6 +6,8 @@
 #   sudo make test  everything CI runs: packages, generate check, vet, all tests,
 #                   the kernel floor
 #   sudo make bench fast-path cost against an empty XDP program
+#   sudo make bench-journal  a storm's reject records through a daemon, and
+#                   show rejects's answer time during it
 #   sudo make bench-flood  receiving-CPU time per frame of a live veth flood,
 #                   against an XDP floor, nftables and iptables, and on two CPUs
 #   sudo make demo  storms against the filter on a testbed, with live counts
@@ -22,7 +24,7 @@ GO ?= go
 # compare against nftables and iptables on a veth.
 BENCH_PACKAGES := nftables iptables ethtool
 
-.PHONY: all build deps generate check-generate vet check test bench bench-flood soak fuzz fuzz-receivers kernels demo clean
+.PHONY: all build deps generate check-generate vet check test bench bench-journal bench-flood soak fuzz fuzz-receivers kernels demo clean
 .PHONY: deb
 
 all: build
@@ -90,6 +92,12 @@ test: deps check-generate vet $(PROMTOOL)
 bench:
 	$(MAKE) deps EXTRA_PACKAGES="$(BENCH_PACKAGES)"
 	XDPCAC_REQUIRE_BPF=1 $(GO) test -count=1 -run '^$$' -bench 'FastPath|SourceTable|Flood|Fleet|CallCost' -benchtime 1x ./tests/bench/
+
+# bench-journal: BENCHMARKS.md, "The rejects journal in a storm": a
+# storm of refused PADIs through a daemon, timing show rejects. Half a
+# minute.
+bench-journal: deps
+	XDPCAC_REQUIRE_BPF=1 $(GO) test -count=1 -tags journalstorm -run JournalStormLive -v ./tests/bench/
 
 # bench-flood: BENCHMARKS.md, "Receiving CPU per frame" and "Receiving CPU
 # on two queues". A few minutes.
