@@ -13,6 +13,7 @@ import (
 	"github.com/xdpcac/xdpcac/cac"
 	"github.com/xdpcac/xdpcac/cac/control"
 	"github.com/xdpcac/xdpcac/internal/version"
+	"github.com/xdpcac/xdpcac/loader"
 	"github.com/xdpcac/xdpcac/maps"
 	"github.com/xdpcac/xdpcac/maps/collector"
 )
@@ -22,12 +23,17 @@ type metricsServer struct {
 	listen string // as the file says it
 	addr   string // as it is bound
 	srv    *http.Server
+	// pins are the attachments' maps, held open from scrape to scrape.
+	pins *loader.PinCache
 }
 
-// stop closes the server.
+// stop closes the server and the maps its scrapes read.
 func (m *metricsServer) stop() {
 	if m.srv != nil {
 		m.srv.Close()
+	}
+	if m.pins != nil {
+		m.pins.Close()
 	}
 }
 
@@ -62,6 +68,7 @@ func (d *Daemon) serveMetricsOn(listen string, l net.Listener) (*metricsServer, 
 		return &metricsServer{}, nil
 	}
 	names := &collector.FileNames{}
+	pins := loader.NewPinCache(d.cfg.StateDir)
 	c := collector.New(collector.ReaderFunc(func() (collector.Snapshot, error) {
 		// The accounts' names are the file's in force, read once each
 		// time one is put in force.
@@ -69,7 +76,7 @@ func (d *Daemon) serveMetricsOn(listen string, l net.Listener) (*metricsServer, 
 		file, loaded := d.status.Config, d.status.LoadedAt
 		d.mu.Unlock()
 		n, nerr := names.Of(file, loaded)
-		s, err := collector.ReadPinnedNamed(d.cfg.StateDir, control.MonotonicCoarse(), n)
+		s, err := collector.ReadPinsNamed(pins, control.MonotonicCoarse(), n)
 		err = errors.Join(err, nerr)
 		s.SIPAnswered, s.SIPSuppressed = d.answers.answered.Load(), d.answers.suppressed.Load()
 		s.Agents = d.agentStates()
@@ -100,7 +107,10 @@ func (d *Daemon) serveMetricsOn(listen string, l net.Listener) (*metricsServer, 
 		ErrorHandling: promhttp.ContinueOnError,
 		ErrorLog:      errorLog{d},
 	}))
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	// A scraper that stalls, or a client that never finishes its request,
+	// holds a connection for no longer than these.
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 10 * time.Second,
+		WriteTimeout: 30 * time.Second, IdleTimeout: time.Minute}
 	go func() {
 		if err := srv.Serve(l); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			d.log.Error("metrics server", "err", err)
@@ -110,7 +120,7 @@ func (d *Daemon) serveMetricsOn(listen string, l net.Listener) (*metricsServer, 
 	d.status.Metrics = l.Addr().String()
 	d.mu.Unlock()
 	d.log.Info("serving metrics", "listen", l.Addr().String())
-	return &metricsServer{listen: listen, addr: l.Addr().String(), srv: srv}, nil
+	return &metricsServer{listen: listen, addr: l.Addr().String(), srv: srv, pins: pins}, nil
 }
 
 // errorLog puts promhttp's errors into the daemon's log.

@@ -319,9 +319,15 @@ type CallAdmissionState struct {
 // ReadCallAdmission reads the call admission state of stateDir; with
 // nothing attached it is empty.
 func ReadCallAdmission(stateDir string) (CallAdmissionState, error) {
+	return ReadCallAdmissionOf(Fresh(stateDir))
+}
+
+// ReadCallAdmissionOf is ReadCallAdmission from pins, which may be held
+// open between reads (PinCache).
+func ReadCallAdmissionOf(pins Pins) (CallAdmissionState, error) {
 	var st CallAdmissionState
 	first := true
-	err := EachPinned(stateDir, func(p *Pinned) error {
+	err := pins.Each(func(p *Pinned) error {
 		s, err := maps.ReadStats(p.Stats)
 		if err != nil {
 			return err

@@ -22,8 +22,15 @@ func ReadPinned(stateDir string, now uint64) (Snapshot, error) {
 // ReadPinnedNamed is ReadPinned with the account and customer buckets,
 // named by names; with names nil it leaves them out, as ReadPinned does.
 func ReadPinnedNamed(stateDir string, now uint64, names Names) (Snapshot, error) {
+	return ReadPinsNamed(loader.Fresh(stateDir), now, names)
+}
+
+// ReadPinsNamed is ReadPinnedNamed from pins, which a reader that scrapes
+// again and again holds open between reads (loader.PinCache): a scrape
+// opens no map of an attachment that did not change.
+func ReadPinsNamed(pins loader.Pins, now uint64, names Names) (Snapshot, error) {
 	snap := Snapshot{Interfaces: map[string]maps.Stats{}}
-	st, err := loader.ReadCallAdmission(stateDir)
+	st, err := loader.ReadCallAdmissionOf(pins)
 	if err != nil {
 		return snap, err
 	}
@@ -38,7 +45,7 @@ func ReadPinnedNamed(stateDir string, now uint64, names Names) (Snapshot, error)
 	snap.CallAdmission = &v
 	first := true
 	var accountsErr error
-	err = loader.EachPinned(stateDir, func(p *loader.Pinned) error {
+	err = pins.Each(func(p *loader.Pinned) error {
 		// The map as it counts, never since clear counters: a Prometheus
 		// counter must not go back (docs/design.md, "Clearing counters").
 		s, err := maps.ReadStats(p.Stats)

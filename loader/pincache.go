@@ -1,0 +1,138 @@
+package loader
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"sync"
+	"syscall"
+)
+
+// Pins walks the pinned maps of every attachment of a state directory.
+type Pins interface {
+	// Each calls fn with each attachment's maps, as EachPinned does; the
+	// maps are the walker's, and fn must not keep them.
+	Each(fn func(*Pinned) error) error
+}
+
+// Fresh are the pins of stateDir opened anew at each walk: for a command
+// that walks them once.
+type Fresh string
+
+// Each is EachPinned.
+func (f Fresh) Each(fn func(*Pinned) error) error { return EachPinned(string(f), fn) }
+
+// PinCache keeps each attachment's pinned maps open between walks, for a
+// reader that walks them again and again (the daemon's metrics, at each
+// scrape): an attachment is opened again only when its directory changed
+// (made again, or a pin in it replaced or added, as an upgrade or a
+// clear counters does), and closed once it is gone.
+type PinCache struct {
+	stateDir string
+
+	mu     sync.Mutex
+	open   map[string]*cachedPins
+	closed bool
+}
+
+// cachedPins are an attachment's open maps, with the directory they were
+// opened from as it was then.
+type cachedPins struct {
+	p     *Pinned
+	stamp dirStamp
+}
+
+// dirStamp tells one state of a directory from another: its inode (made
+// again) and its change time (an entry added, removed or renamed).
+type dirStamp struct {
+	ino       uint64
+	sec, nsec int64
+}
+
+func stampOf(dir string) (dirStamp, error) {
+	fi, err := os.Stat(dir)
+	if err != nil {
+		return dirStamp{}, err
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		return dirStamp{}, fmt.Errorf("%s: no inode", dir)
+	}
+	return dirStamp{ino: st.Ino, sec: st.Ctim.Sec, nsec: st.Ctim.Nsec}, nil
+}
+
+// errPinCacheClosed answers a walk after Close: a scrape still running
+// when the server stopped opens nothing the cache would not close.
+var errPinCacheClosed = errors.New("pins closed")
+
+// NewPinCache keeps the pins of stateDir open; Close closes them.
+func NewPinCache(stateDir string) *PinCache {
+	return &PinCache{stateDir: stateDir, open: map[string]*cachedPins{}}
+}
+
+// Each calls fn with each attachment's maps, in List's order, opening
+// only those new or changed since the last walk.
+func (c *PinCache) Each(fn func(*Pinned) error) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return errPinCacheClosed
+	}
+	atts, err := List(c.stateDir)
+	if err != nil {
+		return err
+	}
+	live := make(map[string]bool, len(atts))
+	var walkErr error
+	for _, a := range atts {
+		key := a.Key()
+		stamp, err := stampOf(a.Dir(c.stateDir))
+		if errors.Is(err, fs.ErrNotExist) {
+			continue // being detached
+		}
+		if err != nil {
+			return err
+		}
+		cp := c.open[key]
+		if cp != nil && cp.stamp != stamp {
+			cp.p.Close()
+			delete(c.open, key)
+			cp = nil
+		}
+		if cp == nil {
+			p, err := Open(c.stateDir, a)
+			if errors.Is(err, fs.ErrNotExist) {
+				continue
+			}
+			if err != nil {
+				return err
+			}
+			cp = &cachedPins{p: p, stamp: stamp}
+			c.open[key] = cp
+		}
+		live[key] = true
+		if err := fn(cp.p); err != nil {
+			walkErr = fmt.Errorf("%s: %w", a, err)
+			break
+		}
+	}
+	for key, cp := range c.open {
+		if !live[key] && walkErr == nil {
+			cp.p.Close()
+			delete(c.open, key)
+		}
+	}
+	return walkErr
+}
+
+// Close closes every map the cache holds open.
+func (c *PinCache) Close() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.closed = true
+	for key, cp := range c.open {
+		cp.p.Close()
+		delete(c.open, key)
+	}
+}
