@@ -65,6 +65,9 @@ type Pinger struct {
 	contactHost   string
 	onProvisional func(netip.AddrPort, int)
 	log           *slog.Logger
+	// timerF arms Timer F for one Ping: a channel that receives when it
+	// fires, and a stop. A test puts one here that it fires itself.
+	timerF func(time.Duration) (<-chan time.Time, func() bool)
 
 	local  netip.AddrPort // as bound
 	conn   net.PacketConn
@@ -88,7 +91,7 @@ func NewPinger(local netip.AddrPort, contactHost string, opts ...Option) (*Pinge
 	if contactHost == "" {
 		contactHost = local.Addr().String()
 	}
-	p := &Pinger{t1: DefaultT1, contactHost: contactHost, served: make(chan struct{})}
+	p := &Pinger{t1: DefaultT1, contactHost: contactHost, timerF: newTimer, served: make(chan struct{})}
 	for _, o := range opts {
 		o(p)
 	}
@@ -225,8 +228,8 @@ func (p *Pinger) Ping(ctx context.Context, dest netip.AddrPort, uriHost string) 
 	}
 	req := p.newOptions(dest, uriHost)
 	timerF := 64 * p.t1
-	timer := time.NewTimer(timerF)
-	defer timer.Stop()
+	fired, stop := p.timerF(timerF)
+	defer stop()
 
 	// ClientRequestBuild adds Via (with branch), Call-ID, Content-Length and
 	// the local address; From, To, CSeq and Max-Forwards are already set.
@@ -260,12 +263,17 @@ func (p *Pinger) Ping(ctx context.Context, dest netip.AddrPort, uriHost string) 
 			default:
 				return r, fmt.Errorf("sipd: ping %v: transaction ended: %w", dest, err)
 			}
-		case <-timer.C:
+		case <-fired:
 			return r, fmt.Errorf("sipd: ping %v: %w after %v", dest, ErrTimeout, timerF)
 		case <-ctx.Done():
 			return r, fmt.Errorf("sipd: ping %v: %w", dest, ctx.Err())
 		}
 	}
+}
+
+func newTimer(d time.Duration) (<-chan time.Time, func() bool) {
+	t := time.NewTimer(d)
+	return t.C, t.Stop
 }
 
 func (p *Pinger) newOptions(dest netip.AddrPort, uriHost string) *sip.Request {

@@ -20,10 +20,21 @@ type uas struct {
 	conn net.PacketConn
 	addr netip.AddrPort
 
-	mu    sync.Mutex
-	first map[string]*sip.Request // by Call-ID, first transmission
-	count map[string]int          // transmissions by Call-ID
+	mu      sync.Mutex
+	first   map[string]*sip.Request // by Call-ID, first transmission
+	count   map[string]int          // transmissions by Call-ID
+	arrived chan struct{}           // closed and replaced on each request
+
+	// proceed lets the 200 to trying.test go after its 100: sipgo hands
+	// each response to its transaction on a goroutine of its own, so a
+	// final sent at once may overtake the 1xx.
+	proceed chan struct{}
+	stop    chan struct{} // closed at cleanup
 }
+
+// waitLimit bounds a wait for an event that should come in milliseconds,
+// so that a broken test fails rather than hangs; nothing is timed by it.
+const waitLimit = time.Minute
 
 func newUAS(t *testing.T) *uas {
 	t.Helper()
@@ -32,10 +43,13 @@ func newUAS(t *testing.T) *uas {
 		t.Fatal(err)
 	}
 	u := &uas{
-		conn:  conn,
-		addr:  netip.MustParseAddrPort(conn.LocalAddr().String()),
-		first: map[string]*sip.Request{},
-		count: map[string]int{},
+		conn:    conn,
+		addr:    netip.MustParseAddrPort(conn.LocalAddr().String()),
+		first:   map[string]*sip.Request{},
+		count:   map[string]int{},
+		arrived: make(chan struct{}),
+		proceed: make(chan struct{}, 1),
+		stop:    make(chan struct{}),
 	}
 	done := make(chan struct{})
 	go func() {
@@ -43,6 +57,7 @@ func newUAS(t *testing.T) *uas {
 		u.serve(t)
 	}()
 	t.Cleanup(func() {
+		close(u.stop)
 		conn.Close()
 		<-done
 	})
@@ -73,6 +88,8 @@ func (u *uas) serve(t *testing.T) {
 			u.first[callID] = req
 		}
 		u.count[callID]++
+		close(u.arrived)
+		u.arrived = make(chan struct{})
 		u.mu.Unlock()
 
 		var out []*sip.Response
@@ -83,21 +100,48 @@ func (u *uas) serve(t *testing.T) {
 			out = append(out, res)
 		case "nf.test":
 			out = append(out, sip.NewResponseFromRequest(req, 404, "Not Found", nil))
-		case "silent.test":
+		case "silent.test", "pending.test":
 		case "ringing.test": // a final answer never follows
 			out = append(out, sip.NewResponseFromRequest(req, 180, "Ringing", nil))
 		case "trying.test":
-			out = append(out,
-				sip.NewResponseFromRequest(req, 100, "Trying", nil),
-				sip.NewResponseFromRequest(req, 200, "OK", nil))
+			u.send(t, sip.NewResponseFromRequest(req, 100, "Trying", nil), src)
+			select {
+			case <-u.proceed: // the Ping has the 100
+			case <-u.stop:
+				return
+			}
+			out = append(out, sip.NewResponseFromRequest(req, 200, "OK", nil))
 		default:
 			out = append(out, sip.NewResponseFromRequest(req, 200, "OK", nil))
 		}
 		for _, res := range out {
-			if _, err := u.conn.WriteTo([]byte(res.String()), src); err != nil {
-				t.Errorf("uas: write: %v", err)
-			}
-			time.Sleep(5 * time.Millisecond) // keep 1xx ahead of the final
+			u.send(t, res, src)
+		}
+	}
+}
+
+func (u *uas) send(t *testing.T, res *sip.Response, to net.Addr) {
+	if _, err := u.conn.WriteTo([]byte(res.String()), to); err != nil {
+		t.Errorf("uas: write: %v", err)
+	}
+}
+
+// waitReceived waits until the request to host has been sent n times.
+func (u *uas) waitReceived(t *testing.T, host string, n int) {
+	t.Helper()
+	limit := time.After(waitLimit)
+	for {
+		u.mu.Lock()
+		arrived := u.arrived
+		u.mu.Unlock()
+		if _, got := u.received(host); got >= n {
+			return
+		}
+		select {
+		case <-arrived:
+		case <-limit:
+			_, got := u.received(host)
+			t.Fatalf("uas: %d requests to %s, waited for %d", got, host, n)
 		}
 	}
 }
@@ -141,6 +185,10 @@ func TestPingerAnswers(t *testing.T) {
 		mu.Lock()
 		seen = append(seen, code)
 		mu.Unlock()
+		select {
+		case u.proceed <- struct{}{}:
+		default:
+		}
 	}))
 	ctx := t.Context()
 
@@ -157,19 +205,6 @@ func TestPingerAnswers(t *testing.T) {
 		t.Fatalf("ping not found: %+v, %v", r, err)
 	}
 
-	start := time.Now()
-	r, err = p.Ping(ctx, u.addr, "silent.test")
-	took := time.Since(start)
-	if !errors.Is(err, ErrTimeout) || r.Code != 0 {
-		t.Fatalf("ping silent: %+v, %v; want ErrTimeout", r, err)
-	}
-	if took < 3100*time.Millisecond || took > 6*time.Second {
-		t.Errorf("silent ping took %v, want about 64*T1 = 3.2s", took)
-	}
-	if _, n := u.received("silent.test"); n < 2 {
-		t.Errorf("silent OPTIONS sent %d times, want retransmissions (Timer E)", n)
-	}
-
 	r, err = p.Ping(ctx, u.addr, "trying.test")
 	if err != nil || r.Code != 200 || !slices.Equal(r.Provisional, []int{100}) {
 		t.Fatalf("ping trying: %+v, %v", r, err)
@@ -179,6 +214,55 @@ func TestPingerAnswers(t *testing.T) {
 		t.Errorf("provisional callback saw %v, want [100]", seen)
 	}
 	mu.Unlock()
+}
+
+// manualTimerF is a Timer F the test fires: armed gives the duration a
+// Ping asked for, fire ends the wait.
+type manualTimerF struct {
+	armed chan time.Duration
+	fire  chan time.Time
+}
+
+func withManualTimerF() (*manualTimerF, Option) {
+	m := &manualTimerF{armed: make(chan time.Duration, 1), fire: make(chan time.Time)}
+	return m, func(p *Pinger) {
+		p.timerF = func(d time.Duration) (<-chan time.Time, func() bool) {
+			m.armed <- d
+			return m.fire, func() bool { return true }
+		}
+	}
+}
+
+// TestPingerTimerF: a peer that never answers gets the OPTIONS again
+// (Timer E), and the Ping ends with ErrTimeout when its Timer F of 64*T1
+// fires, not sipgo's of 32 s.
+func TestPingerTimerF(t *testing.T) {
+	u := newUAS(t)
+	timer, opt := withManualTimerF()
+	p := newTestPinger(t, opt)
+	type outcome struct {
+		r   Result
+		err error
+	}
+	res := make(chan outcome, 1)
+	go func() {
+		r, err := p.Ping(t.Context(), u.addr, "silent.test")
+		res <- outcome{r, err}
+	}()
+	if d := <-timer.armed; d != 64*50*time.Millisecond {
+		t.Errorf("Timer F armed for %v, want 64*T1 = 3.2s", d)
+	}
+	u.waitReceived(t, "silent.test", 2) // a retransmission
+	select {
+	case o := <-res:
+		t.Fatalf("ping silent ended before its Timer F: %+v, %v", o.r, o.err)
+	default:
+	}
+	timer.fire <- time.Now()
+	o := <-res
+	if !errors.Is(o.err, ErrTimeout) || o.r.Code != 0 {
+		t.Fatalf("ping silent: %+v, %v; want ErrTimeout", o.r, o.err)
+	}
 }
 
 func TestPingerRequest(t *testing.T) {
@@ -284,7 +368,19 @@ func TestPingerConcurrent(t *testing.T) {
 // retransmission again, so there may be several.
 func TestPingerProvisionalOnly(t *testing.T) {
 	u := newUAS(t)
-	p := newTestPinger(t)
+	timer, opt := withManualTimerF()
+	ringing := make(chan struct{}, 1)
+	p := newTestPinger(t, opt, WithProvisional(func(netip.AddrPort, int) {
+		select {
+		case ringing <- struct{}{}:
+		default:
+		}
+	}))
+	go func() {
+		<-timer.armed
+		<-ringing
+		timer.fire <- time.Now()
+	}()
 	r, err := p.Ping(t.Context(), u.addr, "ringing.test")
 	only180 := len(r.Provisional) > 0 && !slices.ContainsFunc(r.Provisional, func(c int) bool { return c != 180 })
 	if !errors.Is(err, ErrTimeout) || r.Code != 0 || !only180 {
@@ -301,22 +397,22 @@ func TestPingerContextAndClose(t *testing.T) {
 		t.Errorf("ping with expired context: %v", err)
 	}
 
-	// Close ends a pending Ping.
+	// Close ends a pending Ping: one whose OPTIONS the peer has.
 	res := make(chan error, 1)
 	go func() {
-		_, err := p.Ping(t.Context(), u.addr, "silent.test")
+		_, err := p.Ping(t.Context(), u.addr, "pending.test")
 		res <- err
 	}()
-	time.Sleep(100 * time.Millisecond)
+	u.waitReceived(t, "pending.test", 1)
 	if err := p.Close(); err != nil {
 		t.Fatal(err)
 	}
 	select {
 	case err := <-res:
-		if err == nil {
-			t.Error("pending ping succeeded after Close")
+		if !errors.Is(err, ErrClosed) {
+			t.Errorf("pending ping ended by Close with %v, want ErrClosed", err)
 		}
-	case <-time.After(5 * time.Second):
+	case <-time.After(waitLimit): // its Timer F is 64 s
 		t.Fatal("pending ping not ended by Close")
 	}
 	if _, err := p.Ping(t.Context(), u.addr, ""); !errors.Is(err, ErrClosed) {
