@@ -5,7 +5,7 @@
  * after them. Each admitted call holds its type's charge for the type's
  * lifetime; the charges in force are counted per 100 ms tick from a
  * running total and a ring of snapshots of it, so a check reads a few
- * words and takes no lock. In Go: cac/admission, its ring in cac/policy.
+ * words and takes no lock. In Go: internal/model/admission, its ring in cac/policy.
  */
 #pragma once
 

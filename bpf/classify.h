@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
 /*
  * The classifier: which frames are the first sign of life of a session.
- * docs/design.md "Classes" says why; cac/classify is the same logic in Go
+ * docs/design.md "Classes" says why; internal/model/classify is the same logic in Go
  * and the oracle the differential tests hold this file to.
  */
 #pragma once

@@ -13,7 +13,7 @@
  * service (answers_sent of verdict.h). The
  * server's ACK of an answer given on an agent's behalf is dropped: the
  * agent never had the transaction. The Go twin is
- * cac/admission/egress.go.
+ * internal/model/admission/egress.go.
  */
 #pragma once
 

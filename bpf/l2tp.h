@@ -9,7 +9,7 @@
  * messages (l2tp_lac.h), the egress program adds them to the Nr of the
  * LNS's (l2tp_lns.h). The table is filled from the LNS's SCCRP on egress:
  * a tunnel the filter did not see set up is not translated, and an ICRQ
- * of it refused can only be dropped. cac/l2tp is the same in Go.
+ * of it refused can only be dropped. internal/model/l2tp is the same in Go.
  */
 #pragma once
 

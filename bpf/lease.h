@@ -4,7 +4,7 @@
  * "Fleet"): the daemon holds tokens granted by the fleet's GCRA in Redis,
  * and a call here takes one of them or is refused. The fleet's rate lives
  * in Redis; this side only counts, so it can never admit more than was
- * granted. cac/admission is the same arithmetic in Go.
+ * granted. internal/model/admission is the same arithmetic in Go.
  */
 #pragma once
 

@@ -15,7 +15,7 @@
  *
  * A limit's count is its sessions_taken less its sessions_freed: the fast
  * path alone adds to the one and the daemon alone to the other, so no
- * write of either is lost to the other. The Go twin is cac/admission
+ * write of either is lost to the other. The Go twin is internal/model/admission
  * (sessions.go); what ends a dialog is cac/sessions.
  */
 #pragma once

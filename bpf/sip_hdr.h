@@ -4,7 +4,7 @@
  * sip.h finds To, and hashed (64-bit FNV-1a over the words of the value's
  * first line, at most SIP_HASH_MAX bytes, the low bit saying whether it
  * was cut there) for the dialog table of dialog.h.
- * cac/classify/dialog.go is the same in Go.
+ * internal/model/classify/dialog.go is the same in Go.
  */
 #pragma once
 

@@ -6,7 +6,7 @@
  * lines finds all three, with the bounds of sip_next_line; each value is
  * hashed as sip_hash_value hashes a Call-ID; one longer than
  * SIP_HASH_MAX makes the request name no transaction, so that requests
- * differing past it are never taken for copies. cac/classify/txn.go is the
+ * differing past it are never taken for copies. internal/model/classify/txn.go is the
  * same in Go.
  */
 #pragma once

@@ -4,7 +4,7 @@
  * a SIP request names, and the account a CLI or called-number rule gives
  * it. The CLI is the user of the P-Asserted-Identity URI when that header
  * is there, else of the From URI; the called number is the user of the
- * Request-URI. cac/classify/user.go is the same in Go.
+ * Request-URI. internal/model/classify/user.go is the same in Go.
  *
  * user_account runs before admit_call, from verdict: admit_call's call
  * chain is at the 512 bytes of stack ("The verifier's budget"), so the

@@ -11,17 +11,17 @@
  *   reads (dialog.h), so that the requests of that dialog coming back pass
  *   uncharged. The INVITE is read as the XDP side reads a request (sip.h)
  *   and its Call-ID hashed as sip_hdr.h hashes it; the Go twin is
- *   cac/admission/egress.go.
+ *   internal/model/admission/egress.go.
  * - the L2TP tunnels the LNS sets up, whose ICRQs the filter may answer
  *   (docs/design.md "Refusing an ICRQ"): the LNS's SCCRP makes a tunnel's
  *   entries, and the Nr of its later control messages is put up by the
- *   ICRQs answered (l2tp_lns.h; the Go twin is cac/l2tp).
+ *   ICRQs answered (l2tp_lns.h; the Go twin is internal/model/l2tp).
  *
  * - the INVITEs toward session agents (docs/design.md, "Egress
  *   admission"): one toward an agent out of service, or over its
  *   connection limit, is dropped and handed up for the daemon to answer
  *   on the agent's behalf (egress.h; the Go twin is
- *   cac/admission/egress.go).
+ *   internal/model/admission/egress.go).
  *
  * Every other frame goes on, to what comes after on the interface, and
  * nothing in it changes but a translated Nr.
