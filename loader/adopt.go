@@ -5,14 +5,16 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/link"
 	"github.com/xdpcac/xdpcac/bpf"
-	"github.com/xdpcac/xdpcac/maps"
-	"golang.org/x/sys/unix"
 )
+
+// Adoption reads top to bottom here: Adopt, its multi-mode twin, and what
+// they do with the link and the program. The pinned maps' side of it
+// (loadUpgrade) is in reshape.go, the egress program's (ensureEgress) in
+// egress_adopt.go; the helpers it shares with Attach stay in their files.
 
 // Adopted says what Adopt did.
 type Adopted string
@@ -118,6 +120,77 @@ func Adopt(a Attachment, o Options) (Adopted, error) {
 	return upgrade(a, o, dir, objs, func() error { return update(l, objs.XdpCac) })
 }
 
+// adoptMulti is Adopt for an attachment in multi mode (docs/design.md,
+// "Sharing an interface"), with the same outcomes: the program is loaded
+// against the pinned maps, for a dispatcher; if the interface's
+// dispatcher runs the pinned program and it is this version's, it is
+// kept; if it runs another version's, a new dispatcher with this one in
+// its place is swapped in; if no dispatcher of the interface runs it (the
+// interface was removed and made again, or a libxdp tool took it out),
+// it joins the interface's dispatcher or a new one, and libxdp's pins
+// that the old interface left holding it are removed.
+func adoptMulti(a Attachment, o Options, dir string, p *Pinned, missing []string) (Adopted, error) {
+	target, err := bareDispatcher()
+	if err != nil {
+		return "", err
+	}
+	defer target.Close()
+	objs, err := loadUpgrade(o.StateDir, a, p, missing, target)
+	if err != nil {
+		return "", err
+	}
+	defer objs.Close()
+	oldID, err := pinnedProgID(dir)
+	if err != nil {
+		return "", fmt.Errorf("%s: %w", a, err)
+	}
+	d, slot, err := multiSlot(a, dir)
+	if err != nil {
+		return "", err
+	}
+	defer d.close()
+
+	if slot < 0 {
+		if err := joinDispatcher(a, objs.XdpCac, o.Priority, 0); err != nil {
+			return "", fmt.Errorf("%s came back: %w", a, err)
+		}
+		if err := repin(objs.XdpCac, filepath.Join(dir, pinProgram)); err != nil {
+			return Reattached, err
+		}
+		// The old program is in no dispatcher of the interface: what is
+		// left of it is pins of an interface gone.
+		if err := leaveDispatcher(a, oldID); err != nil {
+			return Reattached, err
+		}
+		if _, err := ensureEgress(a, o, dir, objs, true); err != nil {
+			return Reattached, err
+		}
+		return Reattached, nil
+	}
+
+	same, err := sameProgram(d.comps[slot].prog, objs.XdpCac)
+	if err != nil {
+		return "", err
+	}
+	if same {
+		return keptOrEgress(a, o, dir, objs)
+	}
+	// A new dispatcher with this version's program in place of the old
+	// one's, swapped in atomically.
+	return upgrade(a, o, dir, objs, func() error { return joinDispatcher(a, objs.XdpCac, o.Priority, oldID) })
+}
+
+// keptOrEgress is what Adopt does with an attachment that runs this
+// version's program: it is kept, unless its egress program is another
+// version's, or missing, and is switched or attached.
+func keptOrEgress(a Attachment, o Options, dir string, objs *bpf.XdpObjects) (Adopted, error) {
+	changed, err := ensureEgress(a, o, dir, objs, false)
+	if err != nil || !changed {
+		return Kept, err
+	}
+	return Upgraded, nil
+}
+
 // upgrade runs this version's program in place of another's with sw (an
 // atomic switch that leaves the old program running when it fails), then
 // pins it and switches or attaches the egress program.
@@ -134,95 +207,26 @@ func upgrade(a Attachment, o Options, dir string, objs *bpf.XdpObjects, sw func(
 	return Upgraded, nil
 }
 
-// keptOrEgress is what Adopt does with an attachment that runs this
-// version's program: it is kept, unless its egress program is another
-// version's, or missing, and is switched or attached.
-func keptOrEgress(a Attachment, o Options, dir string, objs *bpf.XdpObjects) (Adopted, error) {
-	changed, err := ensureEgress(a, o, dir, objs, false)
-	if err != nil || !changed {
-		return Kept, err
-	}
-	return Upgraded, nil
-}
+// xdpAttachedMulti is XDP_ATTACHED_MULTI (kernel ABI): programs in more
+// than one mode, whose IDs the kernel then reports per mode only.
+const xdpAttachedMulti = 4
 
-// loadUpgrade loads this version's program against the pinned maps of the
-// attachment (for the target dispatcher, if any) and pins the maps it
-// adds or reshapes: a shared one another attachment of the state
-// directory already has in this version's shape (an upgrade of it went
-// first) is joined, any other made afresh. A map this version adds is
-// pinned before the program that uses it runs: the pins are whole
-// whatever happens after.
-func loadUpgrade(stateDir string, a Attachment, p *Pinned, missing []string, target *ebpf.Program) (*bpf.XdpObjects, error) {
-	dir := a.Dir(stateDir)
-	missing, err := reshape(p, missing)
+// onInterface reports whether a link on ifindex running prog is on the
+// interface that has a's name in a's namespace now. The index alone does
+// not tell: the interface renamed away keeps it, and a namespace made
+// again numbers its interfaces afresh, so a new interface may have the
+// index of the old one in the namespace that is gone. So the program the
+// interface runs must be the link's too.
+func onInterface(a Attachment, ifindex uint32, prog ebpf.ProgramID) (bool, error) {
+	nl, err := linkByName(a.Netns, a.Iface)
 	if err != nil {
-		return nil, err
+		return false, err
 	}
-	joined, err := joinSiblings(stateDir, a, p, missing)
-	if err != nil {
-		return nil, err
+	x := nl.Attrs().Xdp
+	if uint32(nl.Attrs().Index) != ifindex || x == nil || !x.Attached {
+		return false, nil
 	}
-	objs, err := loadAgainst(p, target)
-	if errors.Is(err, ebpf.ErrMapIncompatible) {
-		return nil, fmt.Errorf("%s: a map pinned in %s has another shape than this version of xdpcac uses (%w); upgrading would lose its state, so nothing was changed: keep the running version, or start afresh with cacctl detach and attach", a, dir, err)
-	}
-	if err != nil {
-		return nil, err
-	}
-	if err := upgradePins(dir, objs, missing); err != nil {
-		objs.Close()
-		return nil, err
-	}
-	if slices.Contains(missing, bpf.XdpMapRecentCalls) && !joined[bpf.XdpMapRecentCalls] {
-		if err := markRecent(objs.RecentCalls); err != nil {
-			objs.Close()
-			return nil, err
-		}
-	}
-	return objs, nil
-}
-
-// loadAgainst loads this version's program with every map of an
-// attachment in place of its own: nothing new is allocated, and a map this
-// version cannot use fails with ebpf.ErrMapIncompatible. With a target
-// dispatcher it is loaded for one (loadFor).
-func loadAgainst(p *Pinned, target *ebpf.Program) (*bpf.XdpObjects, error) {
-	pinned := map[string]*ebpf.Map{}
-	eachMap(&p.XdpMaps, func(name string, field **ebpf.Map) error {
-		if *field != nil { // a map this version adds is made afresh
-			pinned[name] = *field
-		}
-		return nil
-	})
-	var dialogs uint32 // pins of a version before the dialog table have none
-	if p.Dialogs != nil {
-		dialogs = maps.Dialogs(p.Dialogs)
-	}
-	return loadFor(p.Sources.MaxEntries(), dialogs, pinned, target)
-}
-
-// sameProgram compares the kernel's tags: a hash of the instructions.
-func sameProgram(a, b *ebpf.Program) (bool, error) {
-	ai, err := a.Info()
-	if err != nil {
-		return false, fmt.Errorf("program info: %w", err)
-	}
-	bi, err := b.Info()
-	if err != nil {
-		return false, fmt.Errorf("program info: %w", err)
-	}
-	return ai.Tag == bi.Tag, nil
-}
-
-// repin points the pin at path to p.
-func repin(p *ebpf.Program, path string) error {
-	if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
-		return fmt.Errorf("unpin %s: %w", path, err)
-	}
-	if err := p.Pin(path); err != nil {
-		return fmt.Errorf("pin %s: %w", path, err)
-	}
-	return nil
+	return x.AttachMode == xdpAttachedMulti || x.ProgId == uint32(prog), nil
 }
 
 // reattach attaches a new link to an interface that came back, in place of
@@ -255,6 +259,30 @@ func reattach(a Attachment, o Options, dir string, old link.Link, objs *bpf.XdpO
 	return repin(objs.XdpCac, filepath.Join(dir, pinProgram))
 }
 
+// sameProgram compares the kernel's tags: a hash of the instructions.
+func sameProgram(a, b *ebpf.Program) (bool, error) {
+	ai, err := a.Info()
+	if err != nil {
+		return false, fmt.Errorf("program info: %w", err)
+	}
+	bi, err := b.Info()
+	if err != nil {
+		return false, fmt.Errorf("program info: %w", err)
+	}
+	return ai.Tag == bi.Tag, nil
+}
+
+// repin points the pin at path to p.
+func repin(p *ebpf.Program, path string) error {
+	if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("unpin %s: %w", path, err)
+	}
+	if err := p.Pin(path); err != nil {
+		return fmt.Errorf("pin %s: %w", path, err)
+	}
+	return nil
+}
+
 // NeedsAttach reports whether a needs Attach (no state) or Adopt (its
 // pinned link is defunct, or on another interface of that name): what a
 // link event asks, cheaply, before loading anything.
@@ -280,28 +308,6 @@ func NeedsAttach(stateDir string, a Attachment) bool {
 	return err == nil && !on
 }
 
-// xdpAttachedMulti is XDP_ATTACHED_MULTI (kernel ABI): programs in more
-// than one mode, whose IDs the kernel then reports per mode only.
-const xdpAttachedMulti = 4
-
-// onInterface reports whether a link on ifindex running prog is on the
-// interface that has a's name in a's namespace now. The index alone does
-// not tell: the interface renamed away keeps it, and a namespace made
-// again numbers its interfaces afresh, so a new interface may have the
-// index of the old one in the namespace that is gone. So the program the
-// interface runs must be the link's too.
-func onInterface(a Attachment, ifindex uint32, prog ebpf.ProgramID) (bool, error) {
-	nl, err := linkByName(a.Netns, a.Iface)
-	if err != nil {
-		return false, err
-	}
-	x := nl.Attrs().Xdp
-	if uint32(nl.Attrs().Index) != ifindex || x == nil || !x.Attached {
-		return false, nil
-	}
-	return x.AttachMode == xdpAttachedMulti || x.ProgId == uint32(prog), nil
-}
-
 // HoldLink opens the pinned link of a, so that the filter stays attached
 // for as long as the holder keeps it, even if the pin goes (a bpffs
 // unmounted, a state directory removed by hand).
@@ -314,15 +320,4 @@ func HoldLink(stateDir string, a Attachment) (link.Link, error) {
 		return nil, fmt.Errorf("hold the link of %s: %w", a, err)
 	}
 	return l, nil
-}
-
-// markRecent marks every Call-ID recent in the table this version adds
-// (maps.MarkAllRecent), at the clock the program reads: the kernel's
-// coarse monotonic one.
-func markRecent(m *ebpf.Map) error {
-	var ts unix.Timespec
-	if err := unix.ClockGettime(unix.CLOCK_MONOTONIC_COARSE, &ts); err != nil {
-		return fmt.Errorf("read the clock for the recent Call-ID table: %w", err)
-	}
-	return maps.MarkAllRecent(m, uint64(ts.Nano()))
 }

@@ -13,17 +13,6 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// startEgress loads the egress program against an XDP object's maps and
-// attaches it to interface ifindex of a, unpinned.
-func startEgress(a Attachment, ifindex int, x *bpf.XdpObjects, clsact bool) (*egress, error) {
-	tc, err := loadEgress(&x.XdpMaps)
-	if err != nil {
-		return nil, err
-	}
-	defer tc.Close() // attachEgress keeps a handle of its own
-	return attachEgress(a, ifindex, tc.TcDialogs, clsact)
-}
-
 // ensureEgress gives the attachment in dir this version's egress program,
 // against the maps of x, when Adopt takes it over: one in place that runs
 // another version is switched over atomically (the tcx link updated, or
@@ -98,6 +87,19 @@ func switchEgress(a Attachment, dir string, cur *egress, ifindex int, prog *ebpf
 		return false, fmt.Errorf("switch the egress program of %s to this version's: %w; the running one stays", a, err)
 	}
 	return true, repin(prog, filepath.Join(dir, pinEgressProg))
+}
+
+// Attach and Repin start or find the egress program with what follows.
+
+// startEgress loads the egress program against an XDP object's maps and
+// attaches it to interface ifindex of a, unpinned.
+func startEgress(a Attachment, ifindex int, x *bpf.XdpObjects, clsact bool) (*egress, error) {
+	tc, err := loadEgress(&x.XdpMaps)
+	if err != nil {
+		return nil, err
+	}
+	defer tc.Close() // attachEgress keeps a handle of its own
+	return attachEgress(a, ifindex, tc.TcDialogs, clsact)
 }
 
 // runningEgress finds the egress program of ours on the interface of a,

@@ -6,10 +6,54 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 
 	"github.com/cilium/ebpf"
 	"github.com/xdpcac/xdpcac/bpf"
+	"github.com/xdpcac/xdpcac/maps"
+	"golang.org/x/sys/unix"
 )
+
+// What an upgrade (Adopt) does with the pinned maps: loads this version
+// against them, makes afresh the ones it reshaped, joins the shared ones
+// an upgrade of a sibling made first, and pins the ones it adds.
+
+// loadUpgrade loads this version's program against the pinned maps of the
+// attachment (for the target dispatcher, if any) and pins the maps it
+// adds or reshapes: a shared one another attachment of the state
+// directory already has in this version's shape (an upgrade of it went
+// first) is joined, any other made afresh. A map this version adds is
+// pinned before the program that uses it runs: the pins are whole
+// whatever happens after.
+func loadUpgrade(stateDir string, a Attachment, p *Pinned, missing []string, target *ebpf.Program) (*bpf.XdpObjects, error) {
+	dir := a.Dir(stateDir)
+	missing, err := reshape(p, missing)
+	if err != nil {
+		return nil, err
+	}
+	joined, err := joinSiblings(stateDir, a, p, missing)
+	if err != nil {
+		return nil, err
+	}
+	objs, err := loadAgainst(p, target)
+	if errors.Is(err, ebpf.ErrMapIncompatible) {
+		return nil, fmt.Errorf("%s: a map pinned in %s has another shape than this version of xdpcac uses (%w); upgrading would lose its state, so nothing was changed: keep the running version, or start afresh with cacctl detach and attach", a, dir, err)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if err := upgradePins(dir, objs, missing); err != nil {
+		objs.Close()
+		return nil, err
+	}
+	if slices.Contains(missing, bpf.XdpMapRecentCalls) && !joined[bpf.XdpMapRecentCalls] {
+		if err := markRecent(objs.RecentCalls); err != nil {
+			objs.Close()
+			return nil, err
+		}
+	}
+	return objs, nil
+}
 
 // reshapedMaps are maps whose shape a version changed while what they
 // hold lasts seconds: an upgrade from a pin of another shape makes the map
@@ -65,18 +109,6 @@ func reshape(p *Pinned, missing []string) ([]string, error) {
 	return missing, err
 }
 
-// unpinReshaped removes the pin in dir of a map of reshapedMaps, so that
-// the one made afresh can be pinned there.
-func unpinReshaped(dir, name string) error {
-	if !reshapedMaps[name] {
-		return nil
-	}
-	if err := os.Remove(filepath.Join(dir, name)); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return fmt.Errorf("remove the pin of %s, a map this version reshaped: %w", name, err)
-	}
-	return nil
-}
-
 // joinSiblings puts in p, for each shared map named in missing, the one
 // another attachment of stateDir has pinned in this version's shape, and
 // says which it found. Without it every attachment's upgrade would make
@@ -125,4 +157,66 @@ func joinSiblings(stateDir string, a Attachment, p *Pinned, missing []string) (m
 		return nil
 	})
 	return joined, err
+}
+
+// loadAgainst loads this version's program with every map of an
+// attachment in place of its own: nothing new is allocated, and a map this
+// version cannot use fails with ebpf.ErrMapIncompatible. With a target
+// dispatcher it is loaded for one (loadFor).
+func loadAgainst(p *Pinned, target *ebpf.Program) (*bpf.XdpObjects, error) {
+	pinned := map[string]*ebpf.Map{}
+	eachMap(&p.XdpMaps, func(name string, field **ebpf.Map) error {
+		if *field != nil { // a map this version adds is made afresh
+			pinned[name] = *field
+		}
+		return nil
+	})
+	var dialogs uint32 // pins of a version before the dialog table have none
+	if p.Dialogs != nil {
+		dialogs = maps.Dialogs(p.Dialogs)
+	}
+	return loadFor(p.Sources.MaxEntries(), dialogs, pinned, target)
+}
+
+// upgradePins pins the maps named in missing, as objs made them, in dir.
+func upgradePins(dir string, objs *bpf.XdpObjects, missing []string) error {
+	want := map[string]bool{}
+	for _, name := range missing {
+		want[name] = true
+	}
+	return eachMap(&objs.XdpMaps, func(name string, field **ebpf.Map) error {
+		if !want[name] {
+			return nil
+		}
+		if err := unpinReshaped(dir, name); err != nil {
+			return err
+		}
+		if err := pinFresh(*field, filepath.Join(dir, name)); err != nil {
+			return fmt.Errorf("pin %s, a map this version adds: %w", name, err)
+		}
+		return nil
+	})
+}
+
+// unpinReshaped removes the pin in dir of a map of reshapedMaps, so that
+// the one made afresh can be pinned there.
+func unpinReshaped(dir, name string) error {
+	if !reshapedMaps[name] {
+		return nil
+	}
+	if err := os.Remove(filepath.Join(dir, name)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("remove the pin of %s, a map this version reshaped: %w", name, err)
+	}
+	return nil
+}
+
+// markRecent marks every Call-ID recent in the table this version adds
+// (maps.MarkAllRecent), at the clock the program reads: the kernel's
+// coarse monotonic one.
+func markRecent(m *ebpf.Map) error {
+	var ts unix.Timespec
+	if err := unix.ClockGettime(unix.CLOCK_MONOTONIC_COARSE, &ts); err != nil {
+		return fmt.Errorf("read the clock for the recent Call-ID table: %w", err)
+	}
+	return maps.MarkAllRecent(m, uint64(ts.Nano()))
 }

@@ -221,26 +221,6 @@ func openUpgrade(stateDir string, a Attachment) (p *Pinned, missing []string, er
 	return p, missing, nil
 }
 
-// upgradePins pins the maps named in missing, as objs made them, in dir.
-func upgradePins(dir string, objs *bpf.XdpObjects, missing []string) error {
-	want := map[string]bool{}
-	for _, name := range missing {
-		want[name] = true
-	}
-	return eachMap(&objs.XdpMaps, func(name string, field **ebpf.Map) error {
-		if !want[name] {
-			return nil
-		}
-		if err := unpinReshaped(dir, name); err != nil {
-			return err
-		}
-		if err := pinFresh(*field, filepath.Join(dir, name)); err != nil {
-			return fmt.Errorf("pin %s, a map this version adds: %w", name, err)
-		}
-		return nil
-	})
-}
-
 // AttachmentStats are the counters of one attachment.
 type AttachmentStats struct {
 	Attachment
