@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/miekg/dns"
+	"github.com/xdpcac/xdpcac/cac/agents"
 	. "github.com/xdpcac/xdpcac/internal/pkt"
 	"github.com/xdpcac/xdpcac/tests/harness"
 	"github.com/xdpcac/xdpcac/tests/testenv"
@@ -80,8 +81,16 @@ func TestSessionAgentStatus(t *testing.T) {
 	t.Logf("404 not in the in-service list, twice: out of service in %v", took)
 
 	peer.Stop() // silence: stays out
-	time.Sleep(1500 * time.Millisecond)
-	if rows := tb.AgentTargets(t); len(rows) != 1 || rows[0].Status.InService {
+	// A ping that went unanswered (its last code 0; the 404s left 404) is
+	// the silence seen: the target must still be out of service after it.
+	var rows []agents.Row
+	if !testenv.Poll(time.Minute, 50*time.Millisecond, func() bool {
+		rows = tb.AgentTargets(t)
+		return len(rows) == 1 && rows[0].Status.LastCode == 0
+	}) {
+		t.Fatalf("silence: no ping timed out within a minute: %+v", rows)
+	}
+	if rows[0].Status.InService {
 		t.Errorf("silence: %+v", rows)
 	}
 	peer = uas("options-200")

@@ -130,19 +130,36 @@ func TestPrometheusDashboard(t *testing.T) {
 	}) {
 		t.Fatal("Prometheus never scraped the daemon")
 	}
-	time.Sleep(8 * time.Second) // scrapes enough for the rates
 
 	exprs, err := dashboard.Exprs("../../deploy/grafana-dashboard.json")
 	if err != nil || len(exprs) < 10 {
 		t.Fatalf("the dashboard's expressions: %d, %v", len(exprs), err)
 	}
+	// A rate wants two scrapes or more: each expression is asked until it
+	// finds data, for a minute at most, and what it answered last counts.
+	type answer struct {
+		n   int
+		err error
+	}
+	answers := map[string]answer{}
+	testenv.Poll(time.Minute, time.Second, func() bool {
+		all := true
+		for where, expr := range exprs {
+			if a := answers[where]; a.err == nil && a.n > 0 {
+				continue
+			}
+			n, err := query(promAddr, dashboard.Expand(expr, "30s", "1m"))
+			answers[where] = answer{n, err}
+			all = all && err == nil && n > 0
+		}
+		return all
+	})
 	for where, expr := range exprs {
 		q := dashboard.Expand(expr, "30s", "1m")
-		n, err := query(promAddr, q)
-		switch {
-		case err != nil:
-			t.Errorf("%s: %v\n%s", where, err, q)
-		case n == 0:
+		switch a := answers[where]; {
+		case a.err != nil:
+			t.Errorf("%s: %v\n%s", where, a.err, q)
+		case a.n == 0:
 			t.Errorf("%s finds no data:\n%s", where, q)
 		}
 	}
