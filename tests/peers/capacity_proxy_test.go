@@ -80,8 +80,19 @@ func TestCapacityBehindProxy(t *testing.T) {
 	const hold = 3500 * time.Millisecond
 	c := testenv.StartCaller(t, tb.Peer, dispCaller, dispProxy, testenv.CallerOptions{
 		Rate: 1, Calls: 6, Hold: hold, RecvTimeout: 10 * time.Second})
-	// Two calls are up 2.5 s in: the account holds both sessions.
-	time.Sleep(2500 * time.Millisecond)
+	// Once the caller has two calls answered, both hunted after A's 503,
+	// the account holds both sessions.
+	if !testenv.Poll(time.Minute, 20*time.Millisecond, func() bool {
+		up := 0
+		for _, call := range c.Calls() {
+			if !call.Answered.IsZero() {
+				up++
+			}
+		}
+		return up >= 2
+	}) {
+		t.Fatalf("the caller has not two calls answered a minute after it started: %+v", c.Calls())
+	}
 	mid := accountSessions(t, tb)
 	r := c.Wait(60 * time.Second)
 	var answered []time.Time
@@ -91,10 +102,10 @@ func TestCapacityBehindProxy(t *testing.T) {
 		}
 	}
 	most := mostAtOnce(answered, hold)
-	t.Logf("%d calls: %d completed, %d refused; at most %d up at once; B got %d INVITEs; 2.5 s in the account held %d of %d",
+	t.Logf("%d calls: %d completed, %d refused; at most %d up at once; B got %d INVITEs; the account held %d of %d",
 		len(r.Calls), r.Successful, r.Failed, most, len(b.Invites()), mid.Held, mid.Max)
 	if mid.Max != 2 || mid.Held != 2 {
-		t.Errorf("2.5 s in, show limits says the account holds %d of %d sessions, want 2 of 2", mid.Held, mid.Max)
+		t.Errorf("with two calls up, show limits says the account holds %d of %d sessions, want 2 of 2", mid.Held, mid.Max)
 	}
 	if r.Successful != 4 || r.Failed != 2 || most != 2 {
 		t.Errorf("%d calls completed and %d refused, %d up at once: want 4, 2 and 2 (A's 503 must not give a session back)",
