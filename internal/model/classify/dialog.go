@@ -25,32 +25,12 @@ func nameAt(m []byte, h int, name string) (int, bool) {
 	return j + 1, true
 }
 
-// findCallID returns the value offset of the first Call-ID header (or
-// compact i) among the header lines the To search walks; a To header line
-// is skipped from its value on, as the fast path does.
+// findCallID is sip_find_callid: the value offset of the first Call-ID
+// header (or compact i) among the header lines, the index's Call-ID slot
+// as sip_find_callid reads it.
 func findCallID(m []byte) (int, bool) {
-	pos := 0
-	for line := 0; line < SIPMaxLines; line++ {
-		h, end := nextLine(m, pos)
-		if end != lineHeader {
-			return 0, false
-		}
-		if v, ok, _ := toName(m, h); ok {
-			pos = v
-			continue
-		}
-		pos = h
-		if h > SIPScanMax {
-			continue
-		}
-		if v, ok := nameAt(m, h, "call-id"); ok {
-			return v, true
-		}
-		if v, ok := nameAt(m, h, "i"); ok {
-			return v, true
-		}
-	}
-	return 0, false
+	v := findTxn(m)[txnCallID]
+	return v, v != 0
 }
 
 // hashValue is sip_hash_value: FNV-1a over the little-endian 8-byte words
