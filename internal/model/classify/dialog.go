@@ -25,12 +25,32 @@ func nameAt(m []byte, h int, name string) (int, bool) {
 	return j + 1, true
 }
 
-// findCallID is sip_find_callid: the value offset of the first Call-ID
-// header (or compact i) among the header lines, the index's Call-ID slot
-// as sip_find_callid reads it.
+// findCallID returns the value offset of the first Call-ID header (or
+// compact i) among the header lines the To search walks; a To header line
+// is skipped from its value on, as the fast path does.
 func findCallID(m []byte) (int, bool) {
-	v := findTxn(m)[txnCallID]
-	return v, v != 0
+	pos := 0
+	for line := 0; line < SIPMaxLines; line++ {
+		h, end := nextLine(m, pos)
+		if end != lineHeader {
+			return 0, false
+		}
+		if v, ok, _ := toName(m, h); ok {
+			pos = v
+			continue
+		}
+		pos = h
+		if h > SIPScanMax {
+			continue
+		}
+		if v, ok := nameAt(m, h, "call-id"); ok {
+			return v, true
+		}
+		if v, ok := nameAt(m, h, "i"); ok {
+			return v, true
+		}
+	}
+	return 0, false
 }
 
 // hashValue is sip_hash_value: FNV-1a over the little-endian 8-byte words

@@ -194,17 +194,37 @@ func isToken(c byte) bool {
 	return bytes.IndexByte([]byte("-.!%*_+`'~"), c) >= 0
 }
 
-// toHeaders is what sip_to_headers makes of a request's To headers: a
-// dialog only when there is one, every To header has a tag, and every
-// header was seen (the blank line, or the end of a whole datagram) within
-// the bounds. Servers disagree on which of several To headers counts, so
-// one untagged To makes a new dialog: the reading that charges. many
-// reports more than one To header. The To headers are read by the one
-// walk over the header lines (walkHeaders), which indexes on its way what
-// the readers after it need.
+// toHeaders reads every To header of a request. It claims a dialog only
+// when there is one, every To header has a tag, and every header was seen
+// (the blank line, or the end of a whole datagram) within the bounds.
+// Servers disagree on which of several To headers counts, so one untagged
+// To makes a new dialog: the reading that charges. many reports more than
+// one To header.
 func toHeaders(m []byte, fragmented bool) (dialog, many bool) {
-	ix := indexOf(m)
-	return ix.dialog(fragmented), ix.many
+	seen := false
+	pos := 0
+	for line := 0; line < SIPMaxLines; line++ {
+		h, end := nextLine(m, pos)
+		switch end {
+		case lineBlank:
+			return seen, many
+		case lineEnd:
+			return seen && !fragmented, many
+		case lineBound:
+			return false, many
+		}
+		v, ok, wide := toName(m, h)
+		if !ok {
+			pos = h
+			continue
+		}
+		many = many || seen
+		if wide || !toTagged(m, v) {
+			return false, many
+		}
+		seen, pos = true, v
+	}
+	return false, many
 }
 
 // How a search for the next header line ended, as SIP_NO_TO, SIP_END and

@@ -30,10 +30,29 @@ func txnHeaderAt(m []byte, h int) (kind, v int, ok bool) {
 	return 0, 0, false
 }
 
-// findTxn is sip_find_txn: the value offsets of the first Call-ID, CSeq
-// and Via headers among the header lines, 0 for one not found, as the
-// walk over them indexed them.
-func findTxn(m []byte) [3]int { return indexOf(m).txn }
+// findTxn returns the value offsets of the first Call-ID, CSeq and Via
+// headers among the lines the To search walks; 0 for one not found.
+func findTxn(m []byte) (at [3]int) {
+	pos := 0
+	for line := 0; line < SIPMaxLines; line++ {
+		h, end := nextLine(m, pos)
+		if end != lineHeader {
+			break
+		}
+		if v, ok, _ := toName(m, h); ok {
+			pos = v
+			continue
+		}
+		pos = h
+		if kind, v, ok := txnHeaderAt(m, h); ok && at[kind] == 0 {
+			at[kind] = v
+		}
+		if at[txnCallID] != 0 && at[txnCSeq] != 0 && at[txnVia] != 0 {
+			break
+		}
+	}
+	return at
+}
 
 // txnMix is txn_mix: one more header's hash folded in.
 func txnMix(h, v uint64) uint64 { return (h ^ v) * fnvPrime }
