@@ -57,12 +57,13 @@ vet:
 # check is the quick one, for any user: gofmt, vet and the tests of every
 # package but the system tests under tests/ (which need root and real
 # peers; testenv's own tests run, they need neither, and so do those of
-# docs, which hold the pages to the code). -short leaves out
+# docs, which hold the pages to the code, and of hostguard, which holds
+# the tests to what they may touch on the host). -short leaves out
 # the tests that need root, as they would be without it (testenv's
 # RequireBPF and RequireRoot skip them), so that check takes as long
 # under sudo as without; make test runs them all, without -short.
 check: vet
-	$(GO) test -short -count=1 $$($(GO) list ./... | grep -v '/tests/' ) ./tests/testenv/ ./tests/docs/
+	$(GO) test -short -count=1 $$($(GO) list ./... | grep -v '/tests/' ) ./tests/testenv/ ./tests/docs/ ./tests/hostguard/
 
 # promtool checks the daemon's /metrics. It comes from Debian's prometheus
 # package, unpacked here rather than installed, so that the tests start no
@@ -74,20 +75,26 @@ $(PROMTOOL):
 		{ apt-get update -qq && apt-get download -o APT::Sandbox::User=root prometheus >/dev/null; }; }
 	dpkg-deb -x .cache/prometheus_*.deb .cache/prometheus
 
-# XDPCAC_REQUIRE_BPF=1 turns a BPF test that cannot run into a failure;
-# -p 1 runs one package at a time: the packages under tests/ measure time
-# and CPU, and side by side they would take each other's (the daemon's
-# cpu-limit test fails so).
-# XDPCAC_PROMTOOL makes the metrics test run promtool. TestClockJumps sets
-# the machine's wall clock for two seconds, so it runs alone, afterwards;
-# then the kernel-floor packages (tests/fastpath, tests/e2e) on Debian 12's
-# kernel (about half an hour under TCG). The packages under tests/ by what
-# they need: fastpath and e2e the kernel only, daemon a running cacctl
-# daemon, peers the real peers, bench the benchmarks, soak and storms.
-test: deps check-generate vet $(PROMTOOL)
-	XDPCAC_REQUIRE_BPF=1 XDPCAC_PROMTOOL=$(PROMTOOL) $(GO) test -count=1 -p 1 -timeout 30m ./...
-	XDPCAC_REQUIRE_BPF=1 XDPCAC_CLOCK_JUMPS=1 $(GO) test -count=1 -run '^TestClockJumps$$' ./tests/daemon/
-	$(MAKE) kernels
+# test runs its steps through tests/steps.sh, one after another, and
+# prints at the end the wall time of each (deps, the generate check, vet,
+# promtool, each host package, the kernel VM and each package in it); the
+# first that fails ends it, the summary still prints and the exit status
+# is not 0. XDPCAC_REQUIRE_BPF=1 turns a BPF test that cannot run into a
+# failure; -p 1 runs one package at a time: the packages under tests/
+# measure time and CPU, and side by side they would take each other's
+# (the daemon's cpu-limit test fails so). XDPCAC_PROMTOOL makes the
+# metrics test run promtool. Nothing of the host is touched but the
+# namespaces, veths and pins the tests create and remove: never its
+# clock, sysctls, routes or addresses (docs/design.md, "Testing";
+# tests/hostguard holds the tests to it). TestClockJumps, which sets the
+# wall clock, runs in the kernel VM only, whose clock is its own, with
+# the kernel-floor packages (tests/fastpath, tests/e2e, tests/libxdp) on
+# Debian 12's kernel (about half an hour under TCG). The packages under
+# tests/ by what they need: fastpath and e2e the kernel only, daemon a
+# running cacctl daemon, peers the real peers, bench the benchmarks, soak
+# and storms.
+test:
+	GO="$(GO)" MAKE="$(MAKE)" PROMTOOL="$(PROMTOOL)" tests/steps.sh
 
 bench:
 	$(MAKE) deps EXTRA_PACKAGES="$(BENCH_PACKAGES)"
@@ -138,8 +145,10 @@ soak: deps
 
 # kernels boots Debian 12's kernel in qemu (no KVM needed) with the test
 # binaries of the packages that need only the kernel (tests/fastpath,
-# tests/e2e) and runs them whole, failing on any skipped test: the floor
-# the README states. Its downloads are kept in .cache/kernels. It uses KVM (-cpu host)
+# tests/e2e, tests/libxdp) and runs them whole, failing on any skipped
+# test: the floor the README states. It runs tests/daemon's TestClockJumps
+# there too, which sets the VM's wall clock, never the host's. Its
+# downloads are kept in .cache/kernels. It uses KVM (-cpu host)
 # if a probe boot under KVM reaches init within XDPCAC_KERNELS_BOOT_SECONDS
 # (default 60), else TCG (-cpu max); XDPCAC_KERNELS_ACCEL=tcg skips KVM,
 # XDPCAC_KERNELS_ACCEL=kvm fails rather than fall back to TCG.
