@@ -32,6 +32,14 @@ type Daemon struct {
 // every daemon test shows they are enough.
 func (tb *Testbed) StartDaemon(t *testing.T, cfg string, flags ...string) *Daemon {
 	t.Helper()
+	return tb.StartDaemonWithin(t, 5*time.Second, cfg, flags...)
+}
+
+// StartDaemonWithin is StartDaemon that waits up to wait for the daemon:
+// longer than the 5 s of the host where the CPU is emulated (the kernel
+// VM of tests/kernels under TCG, whose verifier takes half a minute).
+func (tb *Testbed) StartDaemonWithin(t *testing.T, wait time.Duration, cfg string, flags ...string) *Daemon {
+	t.Helper()
 	d := &Daemon{RejectsLog: filepath.Join(t.TempDir(), "rejects.jsonl")}
 	args := append([]string{"--netns", tb.Box, "--state-dir", tb.State, "run", "--config", cfg,
 		"--rejects-log", d.RejectsLog}, flags...)
@@ -49,7 +57,7 @@ func (tb *Testbed) StartDaemon(t *testing.T, cfg string, flags ...string) *Daemo
 	// Up when its API answers with its pid and its loop has written: a
 	// heartbeat of an earlier daemon proves nothing.
 	started := time.Now()
-	testenv.WaitFor(t, func() bool {
+	if !testenv.Poll(wait, 20*time.Millisecond, func() bool {
 		out, _, err := tb.Cacctl(t, "status", "-o", "json")
 		var st struct{ Daemon *struct{ PID int } }
 		if StatusErr(err) != nil || json.Unmarshal([]byte(out), &st) != nil || st.Daemon == nil || st.Daemon.PID != d.Pid() {
@@ -57,7 +65,9 @@ func (tb *Testbed) StartDaemon(t *testing.T, cfg string, flags ...string) *Daemo
 		}
 		age := tb.CallAdmission(t).HeartbeatAgeMS
 		return age != nil && time.Duration(*age)*time.Millisecond < time.Since(started)
-	})
+	}) {
+		t.Fatalf("the daemon was not up within %v", wait)
+	}
 	return d
 }
 
