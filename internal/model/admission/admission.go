@@ -42,6 +42,10 @@ type Model struct {
 	sessionsHeld [sessionLimits]uint64
 	// Fleet (lease.go): the tokens each lease holds, by lease index.
 	leases map[uint32]*lease
+	// The SIP message of the frame in hand, read with the index of its
+	// header lines kept for the readers after the classifier, as the
+	// program keeps it in its sip_index map: one walk over them a frame.
+	sip classify.Reader
 }
 
 // SetAgentAddrs puts the addresses of session agents in force (IPv4
@@ -338,7 +342,7 @@ func addrOf(s classify.Source) netip.Addr {
 // The frame is as the program reads it, after classify.StripPriorityTags,
 // which the program applies first and once.
 func (m *Model) Decide(frame []byte, now uint64) Decision {
-	r, msg := classify.ClassifySIP(frame, m.Ports)
+	r, msg := m.sip.ClassifySIP(frame, m.Ports)
 	d := Decision{Result: r, Verdict: cac.Pass}
 	c, held := cac.ClassOf(d.Kind)
 	if d.Kind == cac.Session {
@@ -354,9 +358,9 @@ func (m *Model) Decide(frame []byte, now uint64) Decision {
 	cancel := c == cac.SIPOther && classify.IsCancel(msg)
 	switch {
 	case c == cac.SIPInDialog:
-		callid = classify.CallID(msg)
+		callid = m.sip.CallID(msg)
 	case c == cac.SIPInvite || cancel:
-		callid, txn = classify.Txn(msg)
+		callid, txn = m.sip.Txn(msg)
 		txn = classify.FromSource(txn, classify.SourceOf(frame))
 	}
 	// A request of a dialog the filter admitted, from one of its sides,
@@ -391,7 +395,7 @@ func (m *Model) Decide(frame []byte, now uint64) Decision {
 	}
 	var users Users
 	if c >= cac.SIPInvite && c <= cac.SIPOther {
-		users = Users{CLI: classify.CLIOf(msg), Called: classify.CalledOf(msg)}
+		users = Users{CLI: m.sip.CLIOf(msg), Called: classify.CalledOf(msg)}
 	}
 	// Capacity before every other level: a call refused for it takes
 	// nothing, one a later level refuses gives back its sessions.

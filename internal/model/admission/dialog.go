@@ -1,9 +1,6 @@
 package admission
 
-import (
-	"github.com/xdpcac/xdpcac/cac"
-	"github.com/xdpcac/xdpcac/internal/model/classify"
-)
+import "github.com/xdpcac/xdpcac/cac"
 
 // The dialog table of bpf/dialog.h: the dialogs whose INVITE the filter
 // admitted or the server sent, each with its INVITE's transaction, in
@@ -150,7 +147,7 @@ func (m *Model) learnInvite(callid, txn, now uint64, caller uint32) {
 // answer is egress_answer: a 2xx to a dialog's INVITE marks it answered,
 // and a refusal of one not answered forgets it.
 func (m *Model) answer(msg []byte, code int) {
-	callid, invite, ok := classify.Answer(msg)
+	callid, invite, ok := m.sip.Answer(msg)
 	if code < 200 || !ok || !invite {
 		return
 	}

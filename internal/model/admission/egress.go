@@ -60,7 +60,7 @@ func (m *Model) Egress(frame []byte, now uint64) EgressVerdict {
 		m.table().FromLNS(frame, at, now)
 		return EgressVerdict{}
 	}
-	r, msg := classify.ClassifySIPEgress(frame, m.Ports)
+	r, msg := m.sip.ClassifySIPEgress(frame, m.Ports)
 	if r.Kind == cac.InDialog {
 		return m.egressACK(frame, msg, now)
 	}
@@ -75,7 +75,7 @@ func (m *Model) Egress(frame []byte, now uint64) EgressVerdict {
 		return v
 	}
 	family, addr := classify.DestOf(frame)
-	m.learnDialog(classify.CallID(msg), now, classify.Source{Family: family, Addr: addr}.Peer())
+	m.learnDialog(m.sip.CallID(msg), now, classify.Source{Family: family, Addr: addr}.Peer())
 	return EgressVerdict{}
 }
 
@@ -90,7 +90,7 @@ func (m *Model) egressInvite(frame, msg []byte, now uint64) EgressVerdict {
 		return EgressVerdict{}
 	}
 	c := &m.egressCounts[agent]
-	callid, txn := classify.Txn(msg)
+	callid, txn := m.sip.Txn(msg)
 	if sent, ok := m.egressTxns[callid]; callid != 0 && ok && txn != 0 && sent.txn == txn && now-sent.ns < TimerBNS {
 		c.Retransmits++
 		return EgressVerdict{}
@@ -144,7 +144,7 @@ func (m *Model) egressACK(frame, msg []byte, now uint64) EgressVerdict {
 	if family == 0 || !ok || agent >= len(m.policy.Agents) {
 		return EgressVerdict{}
 	}
-	callid := classify.CallID(msg)
+	callid := m.sip.CallID(msg)
 	if at, ok := m.egressRefused[callid]; callid == 0 || !ok || now-at >= TimerBNS {
 		return EgressVerdict{}
 	}
@@ -162,7 +162,7 @@ type egressSent struct {
 // agent answers an INVITE the server sent toward that agent within Timer
 // B, by its Call-ID.
 func (m *Model) AnswersSent(msg []byte, agent int, now uint64) bool {
-	callid := classify.CallID(msg)
+	callid := m.sip.CallID(msg)
 	sent, ok := m.egressTxns[callid]
 	return callid != 0 && ok && sent.agent == agent && now-sent.ns < TimerBNS
 }

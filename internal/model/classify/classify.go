@@ -58,8 +58,14 @@ func isVLAN(t uint16) bool { return t == 0x8100 || t == 0x88a8 || t == 0x9100 }
 // Classify returns what the XDP program makes of frame, its surplus
 // priority tags taken out first as the program does (StripPriorityTags).
 func Classify(frame []byte, ports *Ports) Result {
-	r, _ := ClassifySIP(StripPriorityTags(frame), ports)
-	return r
+	var r Reader
+	return r.Classify(frame, ports)
+}
+
+// Classify is the package's Classify, read by r.
+func (r *Reader) Classify(frame []byte, ports *Ports) Result {
+	res, _ := r.ClassifySIP(StripPriorityTags(frame), ports)
+	return res
 }
 
 // ClassifySIP is what the classifier makes of a frame as the program
@@ -67,7 +73,14 @@ func Classify(frame []byte, ports *Ports) Result {
 // the SIP message as the classifier read it, after its leading bytes; nil
 // for other frames.
 func ClassifySIP(frame []byte, ports *Ports) (Result, []byte) {
-	return classifyFrame(frame, ports.byDest)
+	var r Reader
+	return r.ClassifySIP(frame, ports)
+}
+
+// ClassifySIP is the package's ClassifySIP, read by r: a request's header
+// lines walked for its To headers are indexed for the readers after it.
+func (r *Reader) ClassifySIP(frame []byte, ports *Ports) (Result, []byte) {
+	return r.classifyFrame(frame, ports.byDest)
 }
 
 // portKind says what the UDP datagram whose header starts udp carries.
@@ -78,7 +91,7 @@ type portKind func(udp []byte) cac.PortKind
 func (p *Ports) byDest(udp []byte) cac.PortKind { return p[be16(udp[2:])] }
 
 // classifyFrame is ClassifySIP with the datagram's carrier read by carrier.
-func classifyFrame(frame []byte, carrier portKind) (Result, []byte) {
+func (r *Reader) classifyFrame(frame []byte, carrier portKind) (Result, []byte) {
 	etherType, off := l2(frame)
 	switch {
 	case etherType == etherTypePPPoEDsc:
@@ -88,7 +101,7 @@ func classifyFrame(frame []byte, carrier portKind) (Result, []byte) {
 		// is inside to a SIP server: malformed, never unseen.
 		return kind(cac.Malformed), nil
 	case etherType == etherTypeIPv4 || etherType == etherTypeIPv6:
-		return classifyUDP(datagram(frame, etherType, off, carrier))
+		return r.classifyUDP(datagram(frame, etherType, off, carrier))
 	}
 	return kind(cac.Unwatched), nil
 }
@@ -271,14 +284,14 @@ walk:
 	return udp(frame, off, ipEnd, fragmented, port, true)
 }
 
-func classifyUDP(u udpMsg) (Result, []byte) {
+func (r *Reader) classifyUDP(u udpMsg) (Result, []byte) {
 	if u.verdict != cac.Session {
 		return kind(u.verdict), nil
 	}
 	if u.port == cac.PortL2TP {
 		return classifyL2TP(u.msg, u.fragmented), nil
 	}
-	return classifySIP(u.msg, u.fragmented)
+	return r.classifySIP(u.msg, u.fragmented)
 }
 
 // L2TP control header bits (RFC 2661 §3.1, RFC 3931 §3.2.1).

@@ -25,32 +25,11 @@ func nameAt(m []byte, h int, name string) (int, bool) {
 	return j + 1, true
 }
 
-// findCallID returns the value offset of the first Call-ID header (or
-// compact i) among the header lines the To search walks; a To header line
-// is skipped from its value on, as the fast path does.
-func findCallID(m []byte) (int, bool) {
-	pos := 0
-	for line := 0; line < SIPMaxLines; line++ {
-		h, end := nextLine(m, pos)
-		if end != lineHeader {
-			return 0, false
-		}
-		if v, ok, _ := toName(m, h); ok {
-			pos = v
-			continue
-		}
-		pos = h
-		if h > SIPScanMax {
-			continue
-		}
-		if v, ok := nameAt(m, h, "call-id"); ok {
-			return v, true
-		}
-		if v, ok := nameAt(m, h, "i"); ok {
-			return v, true
-		}
-	}
-	return 0, false
+// findCallID is sip_find_callid: the value offset of the first Call-ID
+// header (or compact i) among the header lines, the index's Call-ID slot.
+func (r *Reader) findCallID(m []byte) (int, bool) {
+	v := r.findTxn(m)[txnCallID]
+	return v, v != 0
 }
 
 // hashValue is sip_hash_value: FNV-1a over the little-endian 8-byte words
@@ -89,7 +68,13 @@ func hashValue(m []byte, v int) uint64 {
 
 // CallID is the hash of a SIP message's Call-ID, 0 without one in sight.
 func CallID(m []byte) uint64 {
-	if v, ok := findCallID(m); ok {
+	var r Reader
+	return r.CallID(m)
+}
+
+// CallID is the package's CallID, read by r.
+func (r *Reader) CallID(m []byte) uint64 {
+	if v, ok := r.findCallID(m); ok {
 		return hashValue(m, v)
 	}
 	return 0

@@ -7,7 +7,13 @@ import "github.com/xdpcac/xdpcac/cac"
 // port is SIP, since what the SIP server sends comes from its port and goes
 // to whatever port its peer has (udp_kind_egress of bpf/parse.h).
 func ClassifySIPEgress(frame []byte, ports *Ports) (Result, []byte) {
-	return classifyFrame(frame, ports.egress)
+	var r Reader
+	return r.ClassifySIPEgress(frame, ports)
+}
+
+// ClassifySIPEgress is the package's ClassifySIPEgress, read by r.
+func (r *Reader) ClassifySIPEgress(frame []byte, ports *Ports) (Result, []byte) {
+	return r.classifyFrame(frame, ports.egress)
 }
 
 // egress is udp_kind_egress: SIP when the source or destination port is a

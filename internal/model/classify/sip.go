@@ -25,7 +25,7 @@ const (
 // skips before the first line skipped, the method in any letter case and
 // ended by a space or a tab, every first line that is not a response a
 // request (an unknown one sip-other); only STUN and keep-alives are none.
-func classifySIP(m []byte, fragmented bool) (Result, []byte) {
+func (r *Reader) classifySIP(m []byte, fragmented bool) (Result, []byte) {
 	if isSTUN(m, fragmented) {
 		return kind(cac.Other), nil
 	}
@@ -79,7 +79,7 @@ func classifySIP(m []byte, fragmented bool) (Result, []byte) {
 		// method, or none it can name.
 		c, odd = cac.SIPOther, odd || !isToken(m[0])
 	}
-	dialog, many := toHeaders(m, fragmented)
+	dialog, many := r.toHeaders(m, fragmented)
 	odd = odd || many
 	if dialog {
 		return Result{Kind: cac.InDialog, Odd: odd}, m
@@ -110,7 +110,13 @@ func ResponseCode(m []byte) int {
 // sends (egress_answer of bpf/dialog_learn.h): the hash of its Call-ID,
 // and whether its CSeq names INVITE. ok is false without both headers.
 func Answer(m []byte) (callid uint64, invite, ok bool) {
-	at := findTxn(m)
+	var r Reader
+	return r.Answer(m)
+}
+
+// Answer is the package's Answer, read by r.
+func (r *Reader) Answer(m []byte) (callid uint64, invite, ok bool) {
+	at := r.findTxn(m)
 	if at[txnCallID] == 0 || at[txnCSeq] == 0 {
 		return 0, false, false
 	}
@@ -194,37 +200,17 @@ func isToken(c byte) bool {
 	return bytes.IndexByte([]byte("-.!%*_+`'~"), c) >= 0
 }
 
-// toHeaders reads every To header of a request. It claims a dialog only
-// when there is one, every To header has a tag, and every header was seen
-// (the blank line, or the end of a whole datagram) within the bounds.
-// Servers disagree on which of several To headers counts, so one untagged
-// To makes a new dialog: the reading that charges. many reports more than
-// one To header.
-func toHeaders(m []byte, fragmented bool) (dialog, many bool) {
-	seen := false
-	pos := 0
-	for line := 0; line < SIPMaxLines; line++ {
-		h, end := nextLine(m, pos)
-		switch end {
-		case lineBlank:
-			return seen, many
-		case lineEnd:
-			return seen && !fragmented, many
-		case lineBound:
-			return false, many
-		}
-		v, ok, wide := toName(m, h)
-		if !ok {
-			pos = h
-			continue
-		}
-		many = many || seen
-		if wide || !toTagged(m, v) {
-			return false, many
-		}
-		seen, pos = true, v
-	}
-	return false, many
+// toHeaders is what sip_to_headers makes of a request's To headers: a
+// dialog only when there is one, every To header has a tag, and every
+// header was seen (the blank line, or the end of a whole datagram) within
+// the bounds. Servers disagree on which of several To headers counts, so
+// one untagged To makes a new dialog: the reading that charges. many
+// reports more than one To header. The To headers are read by the one
+// walk over the header lines (walkHeaders), which indexes on its way what
+// the readers after it need.
+func (r *Reader) toHeaders(m []byte, fragmented bool) (dialog, many bool) {
+	ix := r.index(m)
+	return ix.dialog(fragmented), ix.many
 }
 
 // How a search for the next header line ended, as SIP_NO_TO, SIP_END and

@@ -30,29 +30,10 @@ func txnHeaderAt(m []byte, h int) (kind, v int, ok bool) {
 	return 0, 0, false
 }
 
-// findTxn returns the value offsets of the first Call-ID, CSeq and Via
-// headers among the lines the To search walks; 0 for one not found.
-func findTxn(m []byte) (at [3]int) {
-	pos := 0
-	for line := 0; line < SIPMaxLines; line++ {
-		h, end := nextLine(m, pos)
-		if end != lineHeader {
-			break
-		}
-		if v, ok, _ := toName(m, h); ok {
-			pos = v
-			continue
-		}
-		pos = h
-		if kind, v, ok := txnHeaderAt(m, h); ok && at[kind] == 0 {
-			at[kind] = v
-		}
-		if at[txnCallID] != 0 && at[txnCSeq] != 0 && at[txnVia] != 0 {
-			break
-		}
-	}
-	return at
-}
+// findTxn is sip_find_txn: the value offsets of the first Call-ID, CSeq
+// and Via headers among the header lines, 0 for one not found, as the
+// walk over them indexed them.
+func (r *Reader) findTxn(m []byte) [3]int { return r.index(m).txn }
 
 // txnMix is txn_mix: one more header's hash folded in.
 func txnMix(h, v uint64) uint64 { return (h ^ v) * fnvPrime }
@@ -92,7 +73,13 @@ func cseqNumber(m []byte, s int) uint64 {
 // Txn is sip_txn: the hash of a SIP request's Call-ID (0 without one) and
 // of its transaction (0 unless all three headers were found).
 func Txn(m []byte) (callid, txn uint64) {
-	at := findTxn(m)
+	var r Reader
+	return r.Txn(m)
+}
+
+// Txn is the package's Txn, read by r.
+func (r *Reader) Txn(m []byte) (callid, txn uint64) {
+	at := r.findTxn(m)
 	if at[txnCallID] != 0 {
 		callid = hashValue(m, at[txnCallID])
 	}

@@ -13,38 +13,38 @@ const (
 	URIScanMax = 64
 )
 
-// findUsers is sip_find_users: the value offsets of the first From (or
-// compact f) and the first P-Asserted-Identity among the header lines the
-// To search walks; 0 for one not found. A To header line is skipped from
-// its value on.
-func findUsers(m []byte) (from, pai int) {
-	pos := 0
-	for line := 0; line < SIPMaxLines; line++ {
-		h, end := nextLine(m, pos)
-		if end != lineHeader {
-			break
-		}
-		if v, ok, _ := toName(m, h); ok {
-			pos = v
-			continue
-		}
-		pos = h
-		if h > SIPScanMax {
-			continue
-		}
-		if v, ok := nameAt(m, h, "from"); ok {
-			if from == 0 {
-				from = v
-			}
-		} else if v, ok := nameAt(m, h, "f"); ok {
-			if from == 0 {
-				from = v
-			}
-		} else if v, ok := nameAt(m, h, "p-asserted-identity"); ok && pai == 0 {
-			pai = v
-		}
+// Which header userHeaderAt found (USER_HDR_FROM, USER_HDR_PAI).
+const (
+	userFrom = iota + 1
+	userPAI
+)
+
+// userHeaderAt is user_header_at: whether the line at h is From (or
+// compact f) or P-Asserted-Identity, and its value's offset.
+func userHeaderAt(m []byte, h int) (kind, v int, ok bool) {
+	if h > SIPScanMax {
+		return 0, 0, false
 	}
-	return from, pai
+	if v, ok := nameAt(m, h, "from"); ok {
+		return userFrom, v, true
+	}
+	if v, ok := nameAt(m, h, "f"); ok {
+		return userFrom, v, true
+	}
+	if v, ok := nameAt(m, h, "p-asserted-identity"); ok {
+		return userPAI, v, true
+	}
+	return 0, 0, false
+}
+
+// findUsers is sip_find_users: the value offsets of the first From (or
+// compact f) and the first P-Asserted-Identity among the header lines,
+// 0 for one not found. The fast path walks the lines for them on its own,
+// and only with CLI rules; the model takes them from its one walk, which
+// visits the same lines.
+func (r *Reader) findUsers(m []byte) (from, pai int) {
+	ix := r.index(m)
+	return ix.from, ix.pai
 }
 
 // valueURI is value_uri: the offset of the URI in a From or
@@ -139,7 +139,13 @@ func requestURI(m []byte) int {
 // it, from its method on): the user of the P-Asserted-Identity URI when
 // the header is there, else of the From URI; "" for none.
 func CLIOf(m []byte) string {
-	from, pai := findUsers(m)
+	var r Reader
+	return r.CLIOf(m)
+}
+
+// CLIOf is the package's CLIOf, read by r.
+func (r *Reader) CLIOf(m []byte) string {
+	from, pai := r.findUsers(m)
 	v := pai
 	if v == 0 {
 		v = from
