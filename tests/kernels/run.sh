@@ -54,6 +54,11 @@ KERNEL=${1:-linux-image-amd64}
 # interface with, and their BPF objects.
 PACKAGES=(qemu-system-x86 busybox-static iproute2 xdp-tools)
 HOST_TOOLS=(ip setpriv nsenter xdp-filter xdp-loader)
+# Files of the source tree the tests read, by their path in the module:
+# copied under /src in the VM, where init runs each package from
+# /src/tests/NAME. tests/fastpath's TestModelVectors holds the object to
+# the model's recorded vectors.
+DATA=(internal/model/admission/testdata/xdp-vectors.txt)
 # Modules the tests need that Debian builds as modules, dependencies
 # found through modules.dep: veth, and the clsact qdisc and bpf filter the
 # egress program is attached with on a kernel without tcx (the VM has no
@@ -195,6 +200,11 @@ for p in "${PACKAGES_UNDER_TEST[@]}"; do
 	echo "$p ${XDPCAC_KERNELS_RUN:-${PACKAGE_RUN[$p]:-.}}" >>"$root/etc/xdpcac/packages"
 done
 CGO_ENABLED=0 "$GO" build -o "$root/usr/local/bin/cacctl" ./cmd/cacctl
+for f in "${DATA[@]}"; do
+	[[ -f $f ]] || die "$f, which the tests read, is not there"
+	mkdir -p "$root/src/$(dirname "$f")"
+	cp "$f" "$root/src/$f"
+done
 
 # Host tools, with the shared libraries they load (the VM runs the same
 # x86-64 code, only its kernel differs).
