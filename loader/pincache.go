@@ -3,6 +3,7 @@ package loader
 import (
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"io/fs"
 	"os"
 	"sync"
@@ -44,10 +45,12 @@ type cachedPins struct {
 }
 
 // dirStamp tells one state of a directory from another: its inode (made
-// again) and its change time (an entry added, removed or renamed).
+// again) and a hash of the name and inode of every entry in it (a pin
+// added, removed or replaced). Its change time would say as much, but it
+// moves only a clock tick at a time, and a pin replaced within the tick
+// of the last walk would go unseen.
 type dirStamp struct {
-	ino       uint64
-	sec, nsec int64
+	ino, entries uint64
 }
 
 func stampOf(dir string) (dirStamp, error) {
@@ -59,7 +62,26 @@ func stampOf(dir string) (dirStamp, error) {
 	if !ok {
 		return dirStamp{}, fmt.Errorf("%s: no inode", dir)
 	}
-	return dirStamp{ino: st.Ino, sec: st.Ctim.Sec, nsec: st.Ctim.Nsec}, nil
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return dirStamp{}, err
+	}
+	h := fnv.New64a()
+	for _, e := range ents { // sorted by name
+		info, err := e.Info()
+		if errors.Is(err, fs.ErrNotExist) {
+			continue // removed since the listing: the next walk sees it gone
+		}
+		if err != nil {
+			return dirStamp{}, err
+		}
+		var ino uint64
+		if est, ok := info.Sys().(*syscall.Stat_t); ok {
+			ino = est.Ino
+		}
+		fmt.Fprintf(h, "%s\x00%d\x00", e.Name(), ino)
+	}
+	return dirStamp{ino: st.Ino, entries: h.Sum64()}, nil
 }
 
 // errPinCacheClosed answers a walk after Close: a scrape still running
