@@ -80,10 +80,19 @@ func TestGrantWaitsForReplica(t *testing.T) {
 	_, replica := startTCPRedis(t, "--replicaof", host, port)
 	raw := redis.NewClient(&redis.Options{Addr: master})
 	t.Cleanup(func() { raw.Close() })
+	// "state=online" is not enough: after a diskless full sync the master
+	// streams nothing to the replica, GETACK included, until the replica's
+	// first REPLCONF ACK, which its once-a-second cron sends. A write that
+	// WAIT sees on the replica is the replica ready for the test.
 	testenv.WaitFor(t, func() bool {
-		s, err := raw.Info(context.Background(), "replication").Result()
-		return err == nil && strings.Contains(s, "connected_slaves:1") && strings.Contains(s, "state=online")
+		ctx := context.Background()
+		if err := raw.Set(ctx, "xdpcac-test-probe", "1", 0).Err(); err != nil {
+			return false
+		}
+		n, err := raw.Do(ctx, "WAIT", 1, 200).Int()
+		return err == nil && n == 1
 	})
+	raw.Del(context.Background(), "xdpcac-test-probe")
 	c := newClient(t, fleet.Options{Fleet: "east", Addresses: []string{master}, Timeout: time.Second, WaitReplicas: 1})
 	lim := fleet.Limit{Name: "acme", CPS: 100, Burst: 100}
 	g, err := c.Grant(context.Background(), "box1", lim, 10)
