@@ -111,7 +111,8 @@ static __always_inline int admit(struct xdp_md *ctx, struct frame *f, __u32 clas
 	 * automatic one; its request is stamped whatever the verdict, even a
 	 * gate's. */
 	__u32 agent = NO_AGENT;
-	if (with_agents && class >= CAC_CLASS_SIP_INVITE && class <= CAC_CLASS_SIP_INDIALOG)
+	if (with_agents && ((class >= CAC_CLASS_SIP_INVITE && class <= CAC_CLASS_SIP_INDIALOG) ||
+			    class == CAC_CLASS_SIP_CONNECT))
 		agent = agent_at(ctx, f->l3off, f->family);
 	if (agent >= lim->agents) /* an address left over from agents gone */
 		agent = NO_AGENT;
@@ -184,7 +185,8 @@ static __always_inline int admit(struct xdp_md *ctx, struct frame *f, __u32 clas
 		in |= 1 << L_ACCOUNT | 1 << L_CUSTOMER;
 	}
 
-	if (agent != NO_AGENT) { /* never in-dialog: that returned above */
+	/* An agent's own bucket holds its requests, not its connections. */
+	if (agent != NO_AGENT && class != CAC_CLASS_SIP_CONNECT) { /* never in-dialog: that returned above */
 		__u32 al = slot * CAC_MAX_AGENTS + agent;
 		struct cac_agent *ag = bpf_map_lookup_elem(&agent_limits, &al);
 		lv[L_AGENT].limit = (void *)ag; /* the limit is its first member */

@@ -50,6 +50,13 @@ struct cac_stats {
 	 * up. Nothing else changes; the verdicts and counters above stay exact. */
 	__u64 reject_records_lost;
 	__u64 sip_events_lost;
+	/* Frames of watched carriers dropped for their source (access.h):
+	 * by a static deny, and by the deny table; and sources the fast path
+	 * put in the deny table, which the daemon compares with those it
+	 * saw go to tell evictions (docs/design.md, "Auto-deny"). */
+	__u64 denied_static;
+	__u64 denied_auto;
+	__u64 deny_added;
 };
 
 
@@ -284,6 +291,48 @@ struct cac_settings {
 };
 
 
+/* The auto-deny settings (access.h, docs/design.md "Auto-deny"): a
+ * source refused refused times within CAC_DENY_SLOTS slots of slot_ns is
+ * denied for deny_for_ns. slot_ns 0: auto-deny is off. */
+struct cac_access_settings {
+	__u64 slot_ns;
+	__u64 deny_for_ns;
+	__u32 refused;
+	__u8 ipv6_prefix; /* the bits of an IPv6 source that are one source */
+	__u8 _pad[3];
+};
+
+/* A source in the deny table: an IP address, IPv6 cut to the prefix of
+ * the settings, or for PPPoE a MAC (family 0). */
+struct cac_deny_key {
+	__u8 family;
+	__u8 _pad[7];
+	__u8 addr[16]; /* IPv4 in the first 4 bytes, a MAC in the first 6 */
+};
+_Static_assert(sizeof(struct cac_deny_key) == 24, "a deny key is three words");
+
+/* A denied source: since and until in the fast path's clock, the frames
+ * dropped since, and the refusals that earned it. */
+struct cac_denied {
+	__u64 since_ns;
+	__u64 until_ns;
+	__u64 frames;
+	__u32 refusals;
+	__u32 _pad;
+};
+
+/* A source's refusals, a slot each for the slots of the window up to
+ * tick, the newest slot's number (now / slot_ns). */
+struct cac_deny_count {
+	__u64 tick;
+	__u32 slot[CAC_DENY_SLOTS];
+};
+
+/* The TCP ports a SYN to which is a sip-connect: non-zero at the port. */
+struct cac_tcp_ports {
+	__u8 sip[65536];
+};
+
 /* An agent's own limit and out-service codes, by slot like the limits. */
 struct cac_agent {
 	struct cac_limit limit; /* first: admission takes the agent's address for it */
@@ -458,6 +507,7 @@ struct cac_exported {
 	enum cac_verdict_kind kind;
 	enum cac_result_flag result_flag;
 	enum cac_port_kind port_kind;
+	enum cac_access access;
 	enum cac_level level;
 	enum cac_policy policy;
 	enum cac_user_rule user_rule;

@@ -9,6 +9,7 @@
 #include "parse.h"
 #include "sip.h"
 #include "l2tp.h"
+#include "access.h"
 
 #define PPPOE_VER_TYPE 0x11
 #define PPPOE_CODE_PADI 0x09
@@ -93,14 +94,40 @@ static __always_inline int classify_l2tp(struct frame *f, struct udp_msg *msg)
 	return RESULT(CAC_KIND_OTHER, 0) | RESULT_L2TP;
 }
 
+/* denied_result is the result of a frame the access lists or the deny
+ * table deny (access.h), by how; the class goes above it, plus one, where
+ * the frame shows it before any parse (PPPoE, sip-connect). */
+#define DENIED_RESULT(how, class_plus_one) (RESULT(CAC_KIND_DENIED, how) | ((class_plus_one) << 16))
+
+/* access_of is what access control says of a watched frame's source: a
+ * lookup only when the policy holds a list or auto-deny. */
+static __always_inline int access_of(struct xdp_md *ctx, struct frame *f)
+{
+	__u32 policy = policy_word();
+	if (!(policy & (POLICY_ACCESS_LISTS | POLICY_AUTO_DENY)))
+		return CAC_ACCESS_NONE;
+	return access_check(ctx, where_pack(f->l3off, 0, f->family, 0, 0, 0, 0), policy);
+}
+
 /* classify returns RESULT(kind, class) for one frame. */
 static __always_inline int classify(struct xdp_md *ctx, struct frame *f)
 {
 	__u32 l3off = 0;
 	__u16 proto = parse_l2(f, &l3off);
 
-	if (proto == ETH_P_PPP_DISC)
+	if (proto == ETH_P_PPP_DISC) {
+		int how = access_of(ctx, f);
+		if (how != CAC_ACCESS_NONE) {
+			struct pppoe_hdr *ph = f->data + l3off;
+			__u32 known = 0;
+			if ((void *)(ph + 1) <= f->data_end)
+				known = ph->code == PPPOE_CODE_PADI   ? CAC_CLASS_PPPOE_PADI + 1
+					: ph->code == PPPOE_CODE_PADR ? CAC_CLASS_PPPOE_PADR + 1
+								      : 0;
+			return DENIED_RESULT(how, known);
+		}
 		return classify_pppoe(f, l3off);
+	}
 	if (proto == ETH_P_TOO_DEEP)
 		return RESULT(CAC_KIND_MALFORMED, 0);
 
@@ -112,9 +139,18 @@ static __always_inline int classify(struct xdp_md *ctx, struct frame *f)
 		kind = parse_ipv6(f, l3off, &msg);
 	else
 		return RESULT(CAC_KIND_UNWATCHED, 0);
+	/* A watched frame's source is judged right after the header that
+	 * names it: a denied one costs no parse of its message. */
+	if (kind == UDP_MSG_READY || (kind == CAC_KIND_MALFORMED && f->family)) {
+		int how = access_of(ctx, f);
+		if (how != CAC_ACCESS_NONE)
+			return DENIED_RESULT(how, msg.kind == CAC_PORT_SIP_TCP ? CAC_CLASS_SIP_CONNECT + 1 : 0);
+	}
 	if (kind != UDP_MSG_READY)
 		return RESULT(kind, 0);
 
+	if (msg.kind == CAC_PORT_SIP_TCP)
+		return RESULT(CAC_KIND_CLASS, CAC_CLASS_SIP_CONNECT);
 	if (msg.kind == CAC_PORT_L2TP)
 		return classify_l2tp(f, &msg);
 	return classify_sip(ctx, f, &msg);

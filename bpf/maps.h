@@ -226,6 +226,58 @@ struct {
 	__type(value, struct cac_bucket);
 } sources SEC(".maps");
 
+/* Access control (access.h, docs/design.md "Access control"), shared by
+ * every attachment: one deny list for the box. The static lists, written
+ * by the control plane: an IP prefix (IPv4 mapped into IPv6, as the
+ * accounts') or a MAC, to enum cac_access; the longest prefix says. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LPM_TRIE);
+	__uint(max_entries, CAC_MAX_ACCESS_PREFIXES);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, struct cac_prefix);
+	__type(value, __u32);
+} access_list SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, CAC_MAX_ACCESS_MACS);
+	__type(key, __u64); /* the MAC in its first six bytes */
+	__type(value, __u32);
+} access_mac SEC(".maps");
+
+/* The deny table: sources the fast path denied, the least recently used
+ * out when it is full; the daemon releases them, and records both. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, CAC_DENIED_DEFAULT); /* the loader sets the configured size */
+	__type(key, struct cac_deny_key);
+	__type(value, struct cac_denied);
+} denied SEC(".maps");
+
+/* Each source's refusals in the auto-deny window. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, CAC_DENIED_DEFAULT); /* the loader sets the configured size */
+	__type(key, struct cac_deny_key);
+	__type(value, struct cac_deny_count);
+} deny_counts SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct cac_access_settings);
+} access_settings SEC(".maps");
+
+/* The TCP ports of SIP over TCP and TLS (ports.sip-tcp): a SYN to one is
+ * a sip-connect. Looked up only for a SYN without ACK. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct cac_tcp_ports);
+} tcp_ports SEC(".maps");
+
 /* One trie of account prefixes for each slot of limits. */
 #define ACCOUNT_TRIE(name)                                                                         \
 	struct {                                                                                   \

@@ -42,6 +42,7 @@ static __always_inline __u8 udp_port_kind(__be16 dest)
 #define ETH_P_QINQ 0x9100
 
 #define IPPROTO_HOPOPTS 0
+#define IPPROTO_TCP 6
 #define IPPROTO_UDP 17
 #define IPPROTO_ROUTING 43
 #define IPPROTO_FRAGMENT 44
@@ -147,6 +148,21 @@ static __always_inline __u8 udp_kind_egress(struct udphdr *udp)
 	return from == CAC_PORT_L2TP ? CAC_PORT_L2TP : CAC_PORT_NONE;
 }
 
+struct tcphdr {
+	__be16 source;
+	__be16 dest;
+	__be32 seq;
+	__be32 ack_seq;
+	__u8 doff;
+	__u8 flags;
+	__be16 window;
+	__u16 check;
+	__be16 urg_ptr;
+};
+
+#define TCP_FLAG_SYN 0x02
+#define TCP_FLAG_ACK 0x10
+
 #define IP_MF 0x2000
 #define IP_OFFSET 0x1fff
 #define IP6_OFFSET 0xfff8
@@ -216,6 +232,39 @@ struct udp_msg {
 	__u8 fragmented; /* a first fragment: the payload goes on elsewhere */
 };
 
+#ifndef CAC_EGRESS
+/*
+ * tcp_connect reads a TCP segment at l4off: a SYN without ACK to a SIP TCP
+ * port (tcp_ports) is ready to classify as a sip-connect, and every other
+ * segment is not ours. The flags are tested before the port, so a
+ * segment of an open connection reads no map (docs/design.md, "SIP
+ * connections").
+ */
+static __always_inline int tcp_connect(struct frame *f, __u32 l4off, struct udp_msg *msg)
+{
+	struct tcphdr *tcp = f->data + l4off;
+	if ((void *)(tcp + 1) > f->data_end)
+		return CAC_KIND_UNWATCHED;
+	if ((tcp->flags & (TCP_FLAG_SYN | TCP_FLAG_ACK)) != TCP_FLAG_SYN)
+		return CAC_KIND_UNWATCHED;
+	__u32 zero = 0;
+	struct cac_tcp_ports *ports = bpf_map_lookup_elem(&tcp_ports, &zero);
+	__u32 port = bpf_ntohs(tcp->dest);
+	barrier_var(port); /* bound where old verifiers see it (udp_port_kind) */
+	if (!ports || !ports->sip[port & 0xffff])
+		return CAC_KIND_UNWATCHED;
+	f->udpoff = l4off;
+	msg->off = l4off;
+	msg->len = 0;
+	msg->kind = CAC_PORT_SIP_TCP;
+	msg->fragmented = 0;
+	return UDP_MSG_READY;
+}
+#else
+/* The egress program reads what goes out: no connection is opened to it. */
+#define tcp_connect(f, l4off, msg) CAC_KIND_UNWATCHED
+#endif
+
 /*
  * udp_watched checks the lengths of a UDP datagram to a watched port (kind)
  * whose header sits at l4off, inside the frame. It returns
@@ -253,18 +302,24 @@ static __always_inline int parse_ipv4(struct frame *f, __u32 l3off, struct udp_m
 	struct iphdr *ip = data + l3off;
 	if ((void *)(ip + 1) > data_end)
 		return CAC_KIND_UNWATCHED;
-	if ((ip->version_ihl >> 4) != 4 || ip->protocol != IPPROTO_UDP)
+	if ((ip->version_ihl >> 4) != 4 || (ip->protocol != IPPROTO_UDP && ip->protocol != IPPROTO_TCP))
 		return CAC_KIND_UNWATCHED;
 	__u32 ihl = (ip->version_ihl & 0x0f) * 4;
 	if (ihl < sizeof(*ip) || data + l3off + ihl > data_end)
 		return CAC_KIND_UNWATCHED;
 
 	__u16 frag = bpf_ntohs(ip->frag_off);
+	__u32 l4off = l3off + ihl;
+	if (ip->protocol == IPPROTO_TCP) {
+		if (frag & IP_OFFSET)
+			return CAC_KIND_UNWATCHED;
+		f->family = 4;
+		return tcp_connect(f, l4off, msg);
+	}
 	if (frag & IP_OFFSET)
 		return CAC_KIND_FRAGMENT;
 	f->family = 4;
 
-	__u32 l4off = l3off + ihl;
 	struct udphdr *udp = data + l4off;
 	if ((void *)(udp + 1) > data_end)
 		return CAC_KIND_UNWATCHED;
@@ -327,6 +382,8 @@ static __always_inline int parse_ipv6(struct frame *f, __u32 l3off, struct udp_m
 	}
 	if (is_exthdr(nexthdr))
 		return CAC_KIND_MALFORMED;
+	if (nexthdr == IPPROTO_TCP)
+		return tcp_connect(f, off, msg);
 	if (nexthdr != IPPROTO_UDP)
 		return CAC_KIND_UNWATCHED;
 

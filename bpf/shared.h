@@ -26,7 +26,12 @@ enum cac_class {
 	 * apply (docs/design.md, "Unclassifiable is limited"). */
 	CAC_CLASS_SIP_INDIALOG = 8,
 	CAC_CLASS_MALFORMED = 9,
-	CAC_NUM_CLASSES = 10,
+	/* A TCP SYN without ACK to a SIP TCP or TLS port: a connection a
+	 * SIP server over TCP will read requests on (docs/design.md, "SIP
+	 * connections"). Held like every class; the messages of the stream
+	 * are the server's. */
+	CAC_CLASS_SIP_CONNECT = 10,
+	CAC_NUM_CLASSES = 11,
 };
 
 /* Why a call was rejected, in the order the admission pipeline checks. */
@@ -46,7 +51,10 @@ enum cac_reason {
 	/* An account or customer at its max-sessions (sessions.h): judged
 	 * before every other reason, numbered after them. */
 	CAC_REASON_CAPACITY = 12,
-	CAC_NUM_REASONS = 13,
+	/* The source is on a deny list or auto-denied (access.h): judged
+	 * before any parse of the message, numbered last. */
+	CAC_REASON_DENIED = 13,
+	CAC_NUM_REASONS = 14,
 };
 
 /* What the classifier made of a frame. */
@@ -57,6 +65,7 @@ enum cac_verdict_kind {
 	CAC_KIND_INDIALOG = 3,   /* SIP request inside an existing dialog */
 	CAC_KIND_FRAGMENT = 4,   /* non-first fragment of a UDP datagram */
 	CAC_KIND_MALFORMED = 5,  /* a watched carrier, truncated or inconsistent */
+	CAC_KIND_DENIED = 6,     /* a watched carrier from a denied source (access.h) */
 };
 
 /* Flags of a classifier result, above its kind, class and code (parse.h). */
@@ -78,13 +87,33 @@ enum cac_port_kind {
 	CAC_PORT_NONE = 0,
 	CAC_PORT_L2TP = 1,
 	CAC_PORT_SIP = 2,
+	/* Not a UDP port's: what a TCP SYN to a port of tcp_ports opens. */
+	CAC_PORT_SIP_TCP = 3,
+};
+
+/* What the access lists say of a source (access.h), and what a denied
+ * frame's result carries: which list denied it. */
+enum cac_access {
+	CAC_ACCESS_NONE = 0,
+	CAC_ACCESS_DENY = 1,  /* a static deny: a deny prefix or MAC */
+	CAC_ACCESS_AUTO = 2,  /* the deny table: auto-denied */
+	CAC_ACCESS_ALLOW = 3, /* an allow prefix or MAC: never denied */
+	/* The deny table (denied) and its refusal counts (deny_counts)
+	 * hold this many sources unless the configuration says otherwise;
+	 * the static lists hold at most these many entries. */
+	CAC_DENIED_DEFAULT = 65536,
+	CAC_MAX_ACCESS_PREFIXES = 16384,
+	CAC_MAX_ACCESS_MACS = 4096,
+	/* A source's refusals are counted in this many slots of the
+	 * auto-deny window (access.h, docs/design.md "Auto-deny"). */
+	CAC_DENY_SLOTS = 8,
 };
 
 /* Index of each bucket in the limits and buckets maps: one per class,
  * then the environment's. Source, account and customer buckets come later. */
 enum cac_level {
-	CAC_LEVEL_ENVIRONMENT = 10,
-	CAC_NUM_LEVELS = 11,
+	CAC_LEVEL_ENVIRONMENT = 11,
+	CAC_NUM_LEVELS = 12,
 };
 _Static_assert(CAC_LEVEL_ENVIRONMENT == CAC_NUM_CLASSES, "levels: one per class, then environment");
 
@@ -109,6 +138,12 @@ enum cac_policy {
 	 * slot, and the messages of a dialog that holds one go up
 	 * (sessions.h). */
 	POLICY_CAPACITY = 0x80000,
+	/* The access lists hold a prefix or a MAC: a frame of a watched
+	 * carrier is looked up in them before it is parsed (access.h). */
+	POLICY_ACCESS_LISTS = 0x100000,
+	/* Auto-deny is on: a frame of a watched carrier is looked up in the
+	 * deny table, and a source's refusals are counted. */
+	POLICY_AUTO_DENY = 0x200000,
 };
 _Static_assert(POLICY_AGENTS > (POLICY_LIMITED_FIRST << CAC_NUM_CLASSES), "agents above the limited classes");
 

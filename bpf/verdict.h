@@ -19,6 +19,7 @@
 #include "sip_user.h"
 #include "sessions.h"
 #include "session_note.h"
+#include "access.h"
 
 /* refused_again records a reject for reason (class above it) at now: of a
  * first packet admit_call refused, of a retransmission refused again, or
@@ -182,6 +183,21 @@ static __always_inline int verdict(struct xdp_md *ctx, __u64 where, __u32 result
 	case CAC_KIND_FRAGMENT:
 		st->fragment++;
 		return XDP_PASS;
+	case CAC_KIND_DENIED:
+		/* Counted in all, and in its class where the frame showed it
+		 * before the parse its source was spared (classify.h). */
+		if (class == CAC_ACCESS_DENY)
+			st->denied_static++;
+		else
+			st->denied_auto++;
+		class = RESULT_CODE(result);
+		if (class >= 1 && class <= CAC_NUM_CLASSES) {
+			__u32 dc = class - 1;
+			barrier_var(dc);
+			if (dc < CAC_NUM_CLASSES)
+				st->classes[dc].rejected[CAC_REASON_DENIED]++;
+		}
+		return XDP_DROP;
 	default:
 		st->passed_other++;
 		/* A LAC's message of a tunnel the filter translates. */
@@ -225,7 +241,9 @@ static __always_inline int verdict(struct xdp_md *ctx, __u64 where, __u32 result
 	int reason = ADMITTED;
 	__u32 policy = policy_word();
 	int sip = is_sip_request(class);
-	int agents = sip && (policy & POLICY_AGENTS);
+	/* A session agent's connection is held as its requests are, but by
+	 * the shared levels' reserve alone (admit.h). */
+	int agents = (sip || class == CAC_CLASS_SIP_CONNECT) && (policy & POLICY_AGENTS);
 	int limited = (policy & POLICY_LIMITED(class)) || agents;
 	/* The time of the verdict, read once for all that judges it. */
 	__u64 now = limited ? now_ns() : 0;
@@ -312,6 +330,9 @@ static __always_inline int verdict(struct xdp_md *ctx, __u64 where, __u32 result
 	barrier_var(r);
 	if (r < CAC_NUM_REASONS)
 		cs->rejected[r]++;
+	/* A refusal of the source's own doing counts toward its auto-deny. */
+	if ((policy & POLICY_AUTO_DENY) && counts_for_deny(r))
+		deny_count(ctx, where_source(where), now ? now : now_ns(), policy);
 	/* A refused ICRQ is answered with a ZLB in the LNS's name, so that
 	 * the LAC does not retransmit it until it closes the tunnel. */
 	if (tunnel != L2TP_UNKNOWN && tunnel != L2TP_AHEAD) {

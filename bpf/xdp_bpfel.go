@@ -13,6 +13,28 @@ import (
 	"github.com/cilium/ebpf"
 )
 
+type XdpCacAccess uint32
+
+const (
+	XdpCacAccessCAC_ACCESS_NONE         XdpCacAccess = 0
+	XdpCacAccessCAC_ACCESS_DENY         XdpCacAccess = 1
+	XdpCacAccessCAC_ACCESS_AUTO         XdpCacAccess = 2
+	XdpCacAccessCAC_ACCESS_ALLOW        XdpCacAccess = 3
+	XdpCacAccessCAC_DENIED_DEFAULT      XdpCacAccess = 65536
+	XdpCacAccessCAC_MAX_ACCESS_PREFIXES XdpCacAccess = 16384
+	XdpCacAccessCAC_MAX_ACCESS_MACS     XdpCacAccess = 4096
+	XdpCacAccessCAC_DENY_SLOTS          XdpCacAccess = 8
+)
+
+type XdpCacAccessSettings struct {
+	_          structs.HostLayout
+	SlotNs     uint64
+	DenyForNs  uint64
+	Refused    uint32
+	Ipv6Prefix uint8
+	Pad        [3]uint8
+}
+
 type XdpCacAccount struct {
 	_        structs.HostLayout
 	Account  uint32
@@ -63,7 +85,7 @@ type XdpCacBucket struct {
 
 type XdpCacBuckets struct {
 	_     structs.HostLayout
-	Level [11]XdpCacBucket
+	Level [12]XdpCacBucket
 }
 
 type XdpCacCallType uint32
@@ -89,8 +111,8 @@ const (
 	XdpCacCapacityCAC_MAX_SESSION_LIMITS    XdpCacCapacity = 5376
 	XdpCacCapacityCAC_NO_SESSION_LIMIT      XdpCacCapacity = 4294967295
 	XdpCacCapacitySESSION_EVENTS_PER_SECOND XdpCacCapacity = 4096
-	XdpCacCapacityCAC_LEASE_CALL_ADMISSION  XdpCacCapacity = 5131
-	XdpCacCapacityCAC_MAX_LEASES            XdpCacCapacity = 5132
+	XdpCacCapacityCAC_LEASE_CALL_ADMISSION  XdpCacCapacity = 5132
+	XdpCacCapacityCAC_MAX_LEASES            XdpCacCapacity = 5133
 )
 
 type XdpCacCharge struct {
@@ -127,7 +149,8 @@ const (
 	XdpCacClassCAC_CLASS_SIP_OTHER    XdpCacClass = 7
 	XdpCacClassCAC_CLASS_SIP_INDIALOG XdpCacClass = 8
 	XdpCacClassCAC_CLASS_MALFORMED    XdpCacClass = 9
-	XdpCacClassCAC_NUM_CLASSES        XdpCacClass = 10
+	XdpCacClassCAC_CLASS_SIP_CONNECT  XdpCacClass = 10
+	XdpCacClassCAC_NUM_CLASSES        XdpCacClass = 11
 )
 
 type XdpCacClassLimits struct {
@@ -141,7 +164,29 @@ type XdpCacClassLimits struct {
 type XdpCacClassStats struct {
 	_        structs.HostLayout
 	Admitted uint64
-	Rejected [13]uint64
+	Rejected [14]uint64
+}
+
+type XdpCacDenied struct {
+	_        structs.HostLayout
+	SinceNs  uint64
+	UntilNs  uint64
+	Frames   uint64
+	Refusals uint32
+	Pad      uint32
+}
+
+type XdpCacDenyCount struct {
+	_    structs.HostLayout
+	Tick uint64
+	Slot [8]uint32
+}
+
+type XdpCacDenyKey struct {
+	_      structs.HostLayout
+	Family uint8
+	Pad    [7]uint8
+	Addr   [16]uint8
 }
 
 type XdpCacDialog struct {
@@ -259,8 +304,8 @@ type XdpCacLease struct {
 type XdpCacLevel uint32
 
 const (
-	XdpCacLevelCAC_LEVEL_ENVIRONMENT XdpCacLevel = 10
-	XdpCacLevelCAC_NUM_LEVELS        XdpCacLevel = 11
+	XdpCacLevelCAC_LEVEL_ENVIRONMENT XdpCacLevel = 11
+	XdpCacLevelCAC_NUM_LEVELS        XdpCacLevel = 12
 )
 
 type XdpCacLimit struct {
@@ -271,9 +316,9 @@ type XdpCacLimit struct {
 
 type XdpCacLimits struct {
 	_         structs.HostLayout
-	Level     [11]XdpCacLimit
-	ReserveNs [11]uint64
-	Classes   [10]XdpCacClassLimits
+	Level     [12]XdpCacLimit
+	ReserveNs [12]uint64
+	Classes   [11]XdpCacClassLimits
 	Accounts  uint32
 	Agents    uint32
 	Cac       XdpCacAdmission
@@ -297,14 +342,17 @@ const (
 	XdpCacPolicyPOLICY_CALLED_RULES  XdpCacPolicy = 262144
 	XdpCacPolicyPOLICY_USER_RULES    XdpCacPolicy = 393216
 	XdpCacPolicyPOLICY_CAPACITY      XdpCacPolicy = 524288
+	XdpCacPolicyPOLICY_ACCESS_LISTS  XdpCacPolicy = 1048576
+	XdpCacPolicyPOLICY_AUTO_DENY     XdpCacPolicy = 2097152
 )
 
 type XdpCacPortKind uint32
 
 const (
-	XdpCacPortKindCAC_PORT_NONE XdpCacPortKind = 0
-	XdpCacPortKindCAC_PORT_L2TP XdpCacPortKind = 1
-	XdpCacPortKindCAC_PORT_SIP  XdpCacPortKind = 2
+	XdpCacPortKindCAC_PORT_NONE    XdpCacPortKind = 0
+	XdpCacPortKindCAC_PORT_L2TP    XdpCacPortKind = 1
+	XdpCacPortKindCAC_PORT_SIP     XdpCacPortKind = 2
+	XdpCacPortKindCAC_PORT_SIP_TCP XdpCacPortKind = 3
 )
 
 type XdpCacPorts struct {
@@ -334,7 +382,8 @@ const (
 	XdpCacReasonCAC_REASON_TOTAL_CHARGE    XdpCacReason = 10
 	XdpCacReasonCAC_REASON_MALFORMED       XdpCacReason = 11
 	XdpCacReasonCAC_REASON_CAPACITY        XdpCacReason = 12
-	XdpCacReasonCAC_NUM_REASONS            XdpCacReason = 13
+	XdpCacReasonCAC_REASON_DENIED          XdpCacReason = 13
+	XdpCacReasonCAC_NUM_REASONS            XdpCacReason = 14
 )
 
 type XdpCacRecentLine struct {
@@ -496,7 +545,7 @@ const (
 
 type XdpCacStats struct {
 	_                     structs.HostLayout
-	Classes               [10]XdpCacClassStats
+	Classes               [11]XdpCacClassStats
 	Fragment              uint64
 	PassedOther           uint64
 	SipOddForms           uint64
@@ -509,6 +558,14 @@ type XdpCacStats struct {
 	L2tpUnanswered        uint64
 	RejectRecordsLost     uint64
 	SipEventsLost         uint64
+	DeniedStatic          uint64
+	DeniedAuto            uint64
+	DenyAdded             uint64
+}
+
+type XdpCacTcpPorts struct {
+	_   structs.HostLayout
+	Sip [65536]uint8
 }
 
 type XdpCacUserKey struct {
@@ -545,6 +602,7 @@ const (
 	XdpCacVerdictKindCAC_KIND_INDIALOG  XdpCacVerdictKind = 3
 	XdpCacVerdictKindCAC_KIND_FRAGMENT  XdpCacVerdictKind = 4
 	XdpCacVerdictKindCAC_KIND_MALFORMED XdpCacVerdictKind = 5
+	XdpCacVerdictKindCAC_KIND_DENIED    XdpCacVerdictKind = 6
 )
 
 type XdpRejectBudget struct {
@@ -557,6 +615,9 @@ type XdpRejectBudget struct {
 //
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
+	XdpMapAccessList        = "access_list"
+	XdpMapAccessMac         = "access_mac"
+	XdpMapAccessSettings    = "access_settings"
 	XdpMapAccountBuckets    = "account_buckets"
 	XdpMapAccountLimits     = "account_limits"
 	XdpMapAccounts0         = "accounts0"
@@ -572,6 +633,8 @@ const (
 	XdpMapConnectionBuckets = "connection_buckets"
 	XdpMapCustomerBuckets   = "customer_buckets"
 	XdpMapCustomerLimits    = "customer_limits"
+	XdpMapDenied            = "denied"
+	XdpMapDenyCounts        = "deny_counts"
 	XdpMapDialogs           = "dialogs"
 	XdpMapEgressBudget      = "egress_budget"
 	XdpMapEgressCounts      = "egress_counts"
@@ -602,6 +665,7 @@ const (
 	XdpMapSipRejectBudget   = "sip_reject_budget"
 	XdpMapSources           = "sources"
 	XdpMapStats             = "stats"
+	XdpMapTcpPorts          = "tcp_ports"
 	XdpMapTestClock         = "test_clock"
 	XdpMapUdpPorts          = "udp_ports"
 	XdpMapUserAccounts0     = "user_accounts0"
@@ -661,6 +725,9 @@ type XdpProgramSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type XdpMapSpecs struct {
+	AccessList        *ebpf.MapSpec `ebpf:"access_list"`
+	AccessMac         *ebpf.MapSpec `ebpf:"access_mac"`
+	AccessSettings    *ebpf.MapSpec `ebpf:"access_settings"`
 	AccountBuckets    *ebpf.MapSpec `ebpf:"account_buckets"`
 	AccountLimits     *ebpf.MapSpec `ebpf:"account_limits"`
 	Accounts0         *ebpf.MapSpec `ebpf:"accounts0"`
@@ -676,6 +743,8 @@ type XdpMapSpecs struct {
 	ConnectionBuckets *ebpf.MapSpec `ebpf:"connection_buckets"`
 	CustomerBuckets   *ebpf.MapSpec `ebpf:"customer_buckets"`
 	CustomerLimits    *ebpf.MapSpec `ebpf:"customer_limits"`
+	Denied            *ebpf.MapSpec `ebpf:"denied"`
+	DenyCounts        *ebpf.MapSpec `ebpf:"deny_counts"`
 	Dialogs           *ebpf.MapSpec `ebpf:"dialogs"`
 	EgressBudget      *ebpf.MapSpec `ebpf:"egress_budget"`
 	EgressCounts      *ebpf.MapSpec `ebpf:"egress_counts"`
@@ -706,6 +775,7 @@ type XdpMapSpecs struct {
 	SipRejectBudget   *ebpf.MapSpec `ebpf:"sip_reject_budget"`
 	Sources           *ebpf.MapSpec `ebpf:"sources"`
 	Stats             *ebpf.MapSpec `ebpf:"stats"`
+	TcpPorts          *ebpf.MapSpec `ebpf:"tcp_ports"`
 	TestClock         *ebpf.MapSpec `ebpf:"test_clock"`
 	UdpPorts          *ebpf.MapSpec `ebpf:"udp_ports"`
 	UserAccounts0     *ebpf.MapSpec `ebpf:"user_accounts0"`
@@ -741,6 +811,9 @@ func (o *XdpObjects) Close() error {
 //
 // It can be passed to LoadXdpObjects or ebpf.CollectionSpec.LoadAndAssign.
 type XdpMaps struct {
+	AccessList        *ebpf.Map `ebpf:"access_list"`
+	AccessMac         *ebpf.Map `ebpf:"access_mac"`
+	AccessSettings    *ebpf.Map `ebpf:"access_settings"`
 	AccountBuckets    *ebpf.Map `ebpf:"account_buckets"`
 	AccountLimits     *ebpf.Map `ebpf:"account_limits"`
 	Accounts0         *ebpf.Map `ebpf:"accounts0"`
@@ -756,6 +829,8 @@ type XdpMaps struct {
 	ConnectionBuckets *ebpf.Map `ebpf:"connection_buckets"`
 	CustomerBuckets   *ebpf.Map `ebpf:"customer_buckets"`
 	CustomerLimits    *ebpf.Map `ebpf:"customer_limits"`
+	Denied            *ebpf.Map `ebpf:"denied"`
+	DenyCounts        *ebpf.Map `ebpf:"deny_counts"`
 	Dialogs           *ebpf.Map `ebpf:"dialogs"`
 	EgressBudget      *ebpf.Map `ebpf:"egress_budget"`
 	EgressCounts      *ebpf.Map `ebpf:"egress_counts"`
@@ -786,6 +861,7 @@ type XdpMaps struct {
 	SipRejectBudget   *ebpf.Map `ebpf:"sip_reject_budget"`
 	Sources           *ebpf.Map `ebpf:"sources"`
 	Stats             *ebpf.Map `ebpf:"stats"`
+	TcpPorts          *ebpf.Map `ebpf:"tcp_ports"`
 	TestClock         *ebpf.Map `ebpf:"test_clock"`
 	UdpPorts          *ebpf.Map `ebpf:"udp_ports"`
 	UserAccounts0     *ebpf.Map `ebpf:"user_accounts0"`
@@ -795,6 +871,9 @@ type XdpMaps struct {
 
 func (m *XdpMaps) Close() error {
 	return _XdpClose(
+		m.AccessList,
+		m.AccessMac,
+		m.AccessSettings,
 		m.AccountBuckets,
 		m.AccountLimits,
 		m.Accounts0,
@@ -810,6 +889,8 @@ func (m *XdpMaps) Close() error {
 		m.ConnectionBuckets,
 		m.CustomerBuckets,
 		m.CustomerLimits,
+		m.Denied,
+		m.DenyCounts,
 		m.Dialogs,
 		m.EgressBudget,
 		m.EgressCounts,
@@ -840,6 +921,7 @@ func (m *XdpMaps) Close() error {
 		m.SipRejectBudget,
 		m.Sources,
 		m.Stats,
+		m.TcpPorts,
 		m.TestClock,
 		m.UdpPorts,
 		m.UserAccounts0,

@@ -27,6 +27,10 @@ const (
 	// apply.
 	SIPInDialog
 	ClassMalformed
+	// SIPConnect is a TCP SYN without ACK to a SIP TCP or TLS port: the
+	// connection a SIP server over TCP reads requests on. The messages
+	// of the stream are the server's to judge.
+	SIPConnect
 	NumClasses int = iota
 )
 
@@ -41,6 +45,7 @@ var classNames = [NumClasses]string{
 	SIPOther:       "sip-other",
 	SIPInDialog:    "sip-indialog",
 	ClassMalformed: "malformed",
+	SIPConnect:     "sip-connect",
 }
 
 // IsSIPRequest reports whether c is a SIP request's class: one an agent's
@@ -104,6 +109,9 @@ const (
 	// ReasonCapacity is an account or customer at its max-sessions:
 	// judged before every other level, numbered after them.
 	ReasonCapacity
+	// ReasonDenied is a source on a deny list or auto-denied: judged
+	// before any parse of the message, numbered last.
+	ReasonDenied
 	NumReasons int = iota
 )
 
@@ -121,6 +129,7 @@ var reasonNames = [NumReasons]string{
 	ReasonTotalCharge:    "total-charge",
 	ReasonMalformed:      "malformed",
 	ReasonCapacity:       "capacity",
+	ReasonDenied:         "denied",
 }
 
 // Reasons returns every reason in pipeline order.

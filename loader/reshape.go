@@ -82,8 +82,16 @@ func loadUpgrade(stateDir string, a Attachment, p *Pinned, missing []string, tar
 // made afresh holds nothing, and refuses its level's calls until the
 // daemon of the new version grants it again, a renewal later; what the
 // old one held is lost to the fleet, never spent twice.
+//
+// A class (sip-connect) and a reason (denied) were added ("SIP
+// connections", "Access control"): the counters, limits and buckets are
+// per class and per reason. The limits are written again by the apply
+// that follows every upgrade; the class and environment buckets start
+// full, as at an attach; the counters start at zero, as after clear
+// counters, and their rate metrics see a reset.
 var reshapedMaps = map[string]bool{bpf.XdpMapRejects: true, bpf.XdpMapDialogs: true, bpf.XdpMapSipIndex: true,
-	bpf.XdpMapRefused: true, bpf.XdpMapLeases: true}
+	bpf.XdpMapRefused: true, bpf.XdpMapLeases: true, bpf.XdpMapStats: true, bpf.XdpMapLimits: true,
+	bpf.XdpMapBuckets: true}
 
 // reshape closes the pinned maps of p that this version uses in another
 // shape, leaves them nil and names them in missing, for loadUpgrade to

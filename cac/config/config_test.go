@@ -120,7 +120,7 @@ func TestBadInput(t *testing.T) {
 		{"non-numeric cps", "environment: {cps: lots}\n", `bad.yaml:1:20: environment.cps: must be a number, got "lots"`},
 		{"port out of range", "ports: {sip: [5060, 70000]}\n", "bad.yaml:1:21: ports.sip[1]: must be from 1 to 65535, got 70000"},
 		{"port zero", "ports: {l2tp: [0]}\n", "bad.yaml:1:16: ports.l2tp[0]: must be from 1 to 65535, got 0"},
-		{"unknown class", "classes:\n  sip-subscribe: {cps: 1}\n", "bad.yaml:2:3: classes.sip-subscribe: unknown key (valid keys here: l2tp-icrq, l2tp-sccrq, malformed, pppoe-padi, pppoe-padr, sip-indialog, sip-invite, sip-options, sip-other, sip-register)"},
+		{"unknown class", "classes:\n  sip-subscribe: {cps: 1}\n", "bad.yaml:2:3: classes.sip-subscribe: unknown key (valid keys here: l2tp-icrq, l2tp-sccrq, malformed, pppoe-padi, pppoe-padr, sip-connect, sip-indialog, sip-invite, sip-options, sip-other, sip-register)"},
 		{"port in both", "ports: {l2tp: [5060], sip: [5060]}\n", "ports: port 5060 is both an L2TP and a SIP port"},
 		{"bad mode", "interfaces: [{name: eth1, mode: turbo}]\n", "interfaces[0].mode: must be one of auto, native, generic"},
 		{"bad malformed", "malformed: maybe\n", "malformed: must be one of pass, drop"},
