@@ -16,8 +16,9 @@ GO_VERSION=1.26.0
 # svwar) a SIP scanner; ruby checks the Vagrantfile; xdp-tools has
 # xdp-filter and xdp-loader, the libxdp programs tests/libxdp shares an
 # interface with; redis-server the Redis that tests/fleet holds the fleet's
-# leases (cac/fleet) in.
-PACKAGES=(make git clang llvm iproute2 ethtool sip-tester pppoe ppp xl2tpd kamailio sipvicious ruby xdp-tools redis-server)
+# leases (cac/fleet) in; nftables the kernel firewall the benchmarks set
+# the filter beside (its ct and limit rules).
+PACKAGES=(make git clang llvm iproute2 ethtool sip-tester pppoe ppp xl2tpd kamailio sipvicious ruby xdp-tools redis-server nftables)
 
 want_go=0
 if [[ ${1:-} == --go ]]; then
