@@ -28,7 +28,7 @@ func UnwatchedListeners(ns string, sipPorts []uint16) ([]api.UnwatchedListener, 
 	if err != nil {
 		return []api.UnwatchedListener{}, err
 	}
-	return named(ns, listeners.Unwatched(ls, sipPorts)), nil
+	return named(ns, listeners.Unwatched(ls, listeners.Watched{UDP: sipPorts})), nil
 }
 
 // StatusListeners are the unwatched SIP listeners of every network
@@ -138,7 +138,7 @@ func (w *listenerWatch) refresh(all bool) {
 		}
 		return
 	}
-	found := listeners.Unwatched(ls, ports)
+	found := listeners.Unwatched(ls, listeners.Watched{UDP: ports})
 	known := map[string]bool{}
 	var fresh []listeners.Finding
 	for _, f := range found {

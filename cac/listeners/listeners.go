@@ -47,8 +47,8 @@ func (l Listener) String() string { return fmt.Sprintf("%s %s", l.Transport, l.L
 var wellKnownSIPPorts = []uint16{5060, 5061, 5062, 5063, 5064, 5065, 5066, 5067, 5068, 5069, 5080, 5081}
 
 // IsSIPPort reports whether a listener on port is taken for a SIP
-// listener: port is in ports.sip (sipPorts) or is one of the well-known
-// SIP ports.
+// listener: port is in ports.sip or ports.sip-tcp (sipPorts) or is one
+// of the well-known SIP ports.
 func IsSIPPort(port uint16, sipPorts []uint16) bool {
 	return slices.Contains(sipPorts, port) || slices.Contains(wellKnownSIPPorts, port)
 }
@@ -61,34 +61,48 @@ type Finding struct {
 	Reason string
 }
 
-// Unwatched are the SIP listeners among ls that the filter, watching
-// SIP over UDP to sipPorts (ports.sip), does not watch:
+// Watched are the ports the filter watches: SIP over UDP to UDP
+// (ports.sip), and connections to TCP (ports.sip-tcp), whose SYNs are
+// class sip-connect.
+type Watched struct {
+	UDP, TCP []uint16
+}
+
+// Unwatched are the SIP listeners among ls that the filter, watching the
+// ports of w, does not watch:
 //   - a UDP listener on a SIP port that is not in ports.sip;
-//   - a TCP or SCTP listener on any SIP port, since the fast path reads
-//     SIP over UDP only (SIP over TCP is the later class sip-connect).
+//   - a TCP listener on a SIP port that is not in ports.sip-tcp: its
+//     connections are admitted by no limit;
+//   - an SCTP listener on any SIP port, since the fast path admits
+//     neither its associations nor its messages.
 //
 // A listener bound to a loopback address is left out: nothing from the
 // wire reaches it, so it is no way round the filter. Sockets that share
 // an address and port (SO_REUSEPORT, or one per worker) are one finding,
 // the first of them; the findings come in the order of Transports, then
 // by port and address.
-func Unwatched(ls []Listener, sipPorts []uint16) []Finding {
+func Unwatched(ls []Listener, w Watched) []Finding {
 	var out []Finding
 	seen := map[string]bool{}
 	for _, l := range ls {
 		port := l.Local.Port()
-		if l.Local.Addr().IsLoopback() || !IsSIPPort(port, sipPorts) {
+		if l.Local.Addr().IsLoopback() || !IsSIPPort(port, slices.Concat(w.UDP, w.TCP)) {
 			continue
 		}
 		var why string
 		switch l.Transport {
 		case UDP:
-			if slices.Contains(sipPorts, port) {
+			if slices.Contains(w.UDP, port) {
 				continue // watched
 			}
-			why = fmt.Sprintf("port %d is not in ports.sip %v", port, portList(sipPorts))
+			why = fmt.Sprintf("port %d is not in ports.sip %v", port, portList(w.UDP))
+		case TCP:
+			if slices.Contains(w.TCP, port) {
+				continue // its connections are sip-connect
+			}
+			why = fmt.Sprintf("port %d is not in ports.sip-tcp %v", port, portList(w.TCP))
 		default:
-			why = fmt.Sprintf("the filter reads SIP over UDP only, not over %s", l.Transport)
+			why = fmt.Sprintf("the filter admits SIP over UDP and TCP only, not over %s", l.Transport)
 		}
 		if key := l.String(); !seen[key] {
 			seen[key] = true

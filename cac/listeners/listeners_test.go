@@ -22,8 +22,9 @@ func TestUnwatched(t *testing.T) {
 		l(UDP, "0.0.0.0:5060"),       // watched
 		l(UDP, "[::]:5060"),          // watched
 		l(UDP, "192.0.2.1:5080"),     // SIP port, not in ports.sip
-		l(TCP, "[::]:5060"),          // SIP over TCP: never watched
-		l(TCP, "[::]:5060"),          // a second socket of the same (SO_REUSEPORT): one finding
+		l(TCP, "[::]:5060"),          // SIP over TCP on a port of ports.sip-tcp: watched
+		l(TCP, "[::]:5062"),          // SIP over TCP on another SIP port
+		l(TCP, "[::]:5062"),          // a second socket of the same (SO_REUSEPORT): one finding
 		l(SCTP, "192.0.2.1:5061"),    // SCTP
 		l(TCP, "127.0.0.1:5062"),     // loopback: out of the wire's reach
 		l(UDP, "[::1]:5069"),         // loopback
@@ -32,7 +33,7 @@ func TestUnwatched(t *testing.T) {
 		l(UDP, "192.0.2.1:5070"),     // not a well-known SIP port, not in ports.sip
 		l(UDP, "[2001:db8::1]:5081"), // alternate
 	}
-	got := Unwatched(ls, []uint16{5060})
+	got := Unwatched(ls, Watched{UDP: []uint16{5060}, TCP: []uint16{5060, 5061}})
 	var names []string
 	for _, f := range got {
 		names = append(names, f.String()+": "+f.Reason)
@@ -40,8 +41,8 @@ func TestUnwatched(t *testing.T) {
 	want := []string{
 		"udp 192.0.2.1:5080: port 5080 is not in ports.sip [5060]",
 		"udp [2001:db8::1]:5081: port 5081 is not in ports.sip [5060]",
-		"tcp [::]:5060: the filter reads SIP over UDP only, not over tcp",
-		"sctp 192.0.2.1:5061: the filter reads SIP over UDP only, not over sctp",
+		"tcp [::]:5062: port 5062 is not in ports.sip-tcp [5060 5061]",
+		"sctp 192.0.2.1:5061: the filter admits SIP over UDP and TCP only, not over sctp",
 	}
 	if !reflect.DeepEqual(names, want) {
 		t.Errorf("got\n%s\nwant\n%s", strings.Join(names, "\n"), strings.Join(want, "\n"))
@@ -55,16 +56,20 @@ func TestUnwatched(t *testing.T) {
 }
 
 // TestUnwatchedConfiguredPort: a port of ports.sip that is no well-known
-// SIP port makes its TCP listener a SIP listener, and its UDP one watched.
+// SIP port makes its TCP listener a SIP listener, and its UDP one watched;
+// one of ports.sip-tcp makes its TCP listener watched.
 func TestUnwatchedConfiguredPort(t *testing.T) {
-	got := Unwatched([]Listener{l(UDP, "0.0.0.0:15060"), l(TCP, "0.0.0.0:15060"), l(UDP, "0.0.0.0:5060")}, []uint16{15060})
+	got := Unwatched([]Listener{l(UDP, "0.0.0.0:15060"), l(TCP, "0.0.0.0:15060"), l(UDP, "0.0.0.0:5060")}, Watched{UDP: []uint16{15060}})
 	if len(got) != 2 || got[0].String() != "udp 0.0.0.0:5060" || got[1].String() != "tcp 0.0.0.0:15060" {
 		t.Errorf("got %v", got)
 	}
 	if got[0].Reason != "port 5060 is not in ports.sip [15060]" {
 		t.Errorf("reason %q", got[0].Reason)
 	}
-	if got := Unwatched([]Listener{l(UDP, "0.0.0.0:5060")}, nil); len(got) != 1 || got[0].Reason != "port 5060 is not in ports.sip []" {
+	if got := Unwatched([]Listener{l(TCP, "0.0.0.0:15061")}, Watched{TCP: []uint16{15061}}); len(got) != 0 {
+		t.Errorf("a TCP listener on a port of ports.sip-tcp: %v", got)
+	}
+	if got := Unwatched([]Listener{l(UDP, "0.0.0.0:5060")}, Watched{}); len(got) != 1 || got[0].Reason != "port 5060 is not in ports.sip []" {
 		t.Errorf("without ports.sip: %v", got)
 	}
 }

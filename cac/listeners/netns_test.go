@@ -73,7 +73,7 @@ func TestListInNetns(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := Unwatched(ls, []uint16{5060})
+	got := Unwatched(ls, Watched{UDP: []uint16{5060}})
 	var names []string
 	for _, f := range got {
 		names = append(names, f.String())
