@@ -43,6 +43,11 @@ type StatsView struct {
 	// Ring buffer records lost while the daemon fell behind.
 	RejectRecordsLost uint64 `json:"reject_records_lost"`
 	SIPEventsLost     uint64 `json:"sip_events_lost"`
+	// Frames of denied sources dropped (a static deny, the deny table),
+	// and sources the fast path put in the deny table.
+	DeniedStatic uint64 `json:"denied_static"`
+	DeniedAuto   uint64 `json:"denied_auto"`
+	DenyAdded    uint64 `json:"deny_added"`
 	// ClearedAt is when clear counters last made the counters count from
 	// zero (docs/design.md, "Clearing counters"); null when they count from
 	// the attach. On the sums it is the latest clear of any interface, each
@@ -74,6 +79,8 @@ func (s Stats) View() StatsView {
 
 		RejectRecordsLost: s.RejectRecordsLost,
 		SIPEventsLost:     s.SIPEventsLost,
+
+		DeniedStatic: s.DeniedStatic, DeniedAuto: s.DeniedAuto, DenyAdded: s.DenyAdded,
 	}
 	for _, c := range cac.Classes() {
 		cs := s.Classes[c]

@@ -204,7 +204,7 @@ func ReadRejects(t RejectTables) ([]Reject, error) {
 	if err := t.eachSlot(swept, math.MaxUint64, recs.add); err != nil {
 		return nil, err
 	}
-	keys, vals, err := readRecords(t.Records)
+	keys, vals, err := readRecords[bpf.XdpCacRejectKey, bpf.XdpCacReject](t.Records)
 	if err != nil {
 		return nil, fmt.Errorf("read rejects: %w", err)
 	}
@@ -264,7 +264,7 @@ func SweepRejects(t RejectTables, now uint64, all bool) ([]Reject, error) {
 	// finished record is added to by no program (RejectFinished), so
 	// what was read is what is deleted, and the caller's lock keeps a
 	// reader from seeing it in both places.
-	keys, vals, err := readRecords(t.Records)
+	keys, vals, err := readRecords[bpf.XdpCacRejectKey, bpf.XdpCacReject](t.Records)
 	if err != nil {
 		return recs.out, fmt.Errorf("sweep rejects: %w", err)
 	}
@@ -287,15 +287,15 @@ func SweepRejects(t RejectTables, now uint64, all bool) ([]Reject, error) {
 // carries.
 const recordBatch = 1024
 
-// readRecords reads every record of the table, a batch of them a system
+// readRecords reads every entry of a hash table, a batch of them a system
 // call: a storm's thousands of records in a few calls, where a walk takes
 // two a record and held up show rejects for a tenth of a second
 // (BENCHMARKS.md, "The rejects journal in a storm"). A kernel without
 // batches is walked.
-func readRecords(m *ebpf.Map) ([]bpf.XdpCacRejectKey, []bpf.XdpCacReject, error) {
-	var keys []bpf.XdpCacRejectKey
-	var vals []bpf.XdpCacReject
-	kb, vb := make([]bpf.XdpCacRejectKey, recordBatch), make([]bpf.XdpCacReject, recordBatch)
+func readRecords[K, V any](m *ebpf.Map) ([]K, []V, error) {
+	var keys []K
+	var vals []V
+	kb, vb := make([]K, recordBatch), make([]V, recordBatch)
 	var cursor ebpf.MapBatchCursor
 	for {
 		n, err := m.BatchLookup(&cursor, kb, vb, nil)
@@ -304,18 +304,18 @@ func readRecords(m *ebpf.Map) ([]bpf.XdpCacRejectKey, []bpf.XdpCacReject, error)
 		case errors.Is(err, ebpf.ErrKeyNotExist):
 			return keys, vals, nil
 		case errors.Is(err, ebpf.ErrNotSupported):
-			return walkRecords(m)
+			return walkRecords[K, V](m)
 		case err != nil:
 			return nil, nil, err
 		}
 	}
 }
 
-func walkRecords(m *ebpf.Map) ([]bpf.XdpCacRejectKey, []bpf.XdpCacReject, error) {
-	var keys []bpf.XdpCacRejectKey
-	var vals []bpf.XdpCacReject
-	var k bpf.XdpCacRejectKey
-	var r bpf.XdpCacReject
+func walkRecords[K, V any](m *ebpf.Map) ([]K, []V, error) {
+	var keys []K
+	var vals []V
+	var k K
+	var r V
 	it := m.Iterate()
 	for it.Next(&k, &r) {
 		keys, vals = append(keys, k), append(vals, r)
@@ -323,9 +323,9 @@ func walkRecords(m *ebpf.Map) ([]bpf.XdpCacRejectKey, []bpf.XdpCacReject, error)
 	return keys, vals, it.Err()
 }
 
-// deleteRecords deletes keys from the table in batches; a key already
+// deleteRecords deletes keys from a hash table in batches; a key already
 // gone stops a batch, and the rest are deleted one by one.
-func deleteRecords(m *ebpf.Map, keys []bpf.XdpCacRejectKey) error {
+func deleteRecords[K any](m *ebpf.Map, keys []K) error {
 	for len(keys) > 0 {
 		chunk := keys[:min(len(keys), recordBatch)]
 		n, err := m.BatchDelete(chunk, nil)

@@ -63,6 +63,10 @@ type Stats struct {
 	// out-service responses, refused requests to answer with 503).
 	RejectRecordsLost uint64
 	SIPEventsLost     uint64
+	// Access control (docs/design.md, "Access control"): frames of
+	// denied sources dropped, by a static deny list or the deny table,
+	// and the sources the fast path put in the deny table.
+	DeniedStatic, DeniedAuto, DenyAdded uint64
 }
 
 // Add adds o to s, as when summing interfaces.
@@ -85,6 +89,9 @@ func (s *Stats) Add(o Stats) {
 	s.L2TPUnanswered += o.L2TPUnanswered
 	s.RejectRecordsLost += o.RejectRecordsLost
 	s.SIPEventsLost += o.SIPEventsLost
+	s.DeniedStatic += o.DeniedStatic
+	s.DeniedAuto += o.DeniedAuto
+	s.DenyAdded += o.DenyAdded
 }
 
 // Sub returns s - o, counter by counter: what happened between two reads.
@@ -108,6 +115,9 @@ func (s Stats) Sub(o Stats) Stats {
 	d.L2TPUnanswered -= o.L2TPUnanswered
 	d.RejectRecordsLost -= o.RejectRecordsLost
 	d.SIPEventsLost -= o.SIPEventsLost
+	d.DeniedStatic -= o.DeniedStatic
+	d.DeniedAuto -= o.DeniedAuto
+	d.DenyAdded -= o.DenyAdded
 	return d
 }
 
@@ -139,6 +149,7 @@ func fromKernel(c bpf.XdpCacStats) Stats {
 		SIPRetransmits:      c.SipRetransmits, SIPRetransmitsRefused: c.SipRetransmitsRefused,
 		L2TPAnswered: c.L2tpAnswered, L2TPRetransmits: c.L2tpRetransmits, L2TPUnanswered: c.L2tpUnanswered,
 		RejectRecordsLost: c.RejectRecordsLost, SIPEventsLost: c.SipEventsLost,
+		DeniedStatic: c.DeniedStatic, DeniedAuto: c.DeniedAuto, DenyAdded: c.DenyAdded,
 	}
 	for i := range s.Classes {
 		s.Classes[i] = ClassStats{Admitted: c.Classes[i].Admitted, Rejected: c.Classes[i].Rejected}

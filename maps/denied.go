@@ -1,0 +1,90 @@
+package maps
+
+import (
+	"fmt"
+	"net"
+	"net/netip"
+
+	"github.com/cilium/ebpf"
+	"github.com/xdpcac/xdpcac/bpf"
+)
+
+// Denied is a source of the deny table, which the fast path fills with the
+// sources it auto-denies (docs/design.md, "Auto-deny").
+type Denied struct {
+	Key bpf.XdpCacDenyKey
+	// Source names it: an IPv4 address, an IPv6 prefix of the settings'
+	// ipv6_prefix, or a MAC.
+	Source string
+	// SinceNS and UntilNS are the fast path's monotonic clock: when it
+	// was denied, and when it is let through again.
+	SinceNS, UntilNS uint64
+	// Frames counts the frames dropped since; Refusals the refusals
+	// within the window that earned the denial.
+	Frames   uint64
+	Refusals uint32
+}
+
+// DenySource names a key of the deny table (bpf/access.h, deny_key_of):
+// family 4 an IPv4 address, 6 an IPv6 address cut to ipv6Prefix bits
+// (shown as a prefix unless that is 128), 0 a MAC.
+func DenySource(k bpf.XdpCacDenyKey, ipv6Prefix uint8) string {
+	switch k.Family {
+	case 4:
+		return netip.AddrFrom4([4]byte(k.Addr[:4])).String()
+	case 6:
+		a := netip.AddrFrom16(k.Addr)
+		if ipv6Prefix == 0 || ipv6Prefix >= 128 {
+			return a.String()
+		}
+		return netip.PrefixFrom(a, int(ipv6Prefix)).String()
+	}
+	return net.HardwareAddr(k.Addr[:6]).String()
+}
+
+// ReadAccessSettings reads the fast path's access settings
+// (access_settings): the auto-deny window's slot, deny-for, the refusals
+// that deny, and the IPv6 prefix sources are keyed by.
+func ReadAccessSettings(m *ebpf.Map) (bpf.XdpCacAccessSettings, error) {
+	var s bpf.XdpCacAccessSettings
+	if err := m.Lookup(uint32(0), &s); err != nil {
+		return s, fmt.Errorf("read the access settings: %w", err)
+	}
+	return s, nil
+}
+
+// AutoDenyOn reports whether the policy word in force (policy_slot) has
+// auto-deny on: without it the fast path neither denies nor looks at the
+// deny table.
+func AutoDenyOn(slot *ebpf.Map) (bool, error) {
+	var word uint32
+	if err := slot.Lookup(uint32(0), &word); err != nil {
+		return false, fmt.Errorf("read policy slot: %w", err)
+	}
+	return word&uint32(bpf.XdpCacPolicyPOLICY_AUTO_DENY) != 0, nil
+}
+
+// ReadDenied reads every source of the deny table, in batches as the
+// reject records are read, named with ipv6Prefix (ReadAccessSettings).
+func ReadDenied(m *ebpf.Map, ipv6Prefix uint8) ([]Denied, error) {
+	keys, vals, err := readRecords[bpf.XdpCacDenyKey, bpf.XdpCacDenied](m)
+	if err != nil {
+		return nil, fmt.Errorf("read the deny table: %w", err)
+	}
+	out := make([]Denied, len(keys))
+	for i, k := range keys {
+		v := vals[i]
+		out[i] = Denied{Key: k, Source: DenySource(k, ipv6Prefix), SinceNS: v.SinceNs, UntilNS: v.UntilNs,
+			Frames: v.Frames, Refusals: v.Refusals}
+	}
+	return out, nil
+}
+
+// DeleteDenied takes sources out of the deny table; one already gone (the
+// table evicted it) is no error.
+func DeleteDenied(m *ebpf.Map, keys []bpf.XdpCacDenyKey) error {
+	if err := deleteRecords(m, keys); err != nil {
+		return fmt.Errorf("delete from the deny table: %w", err)
+	}
+	return nil
+}

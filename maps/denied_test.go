@@ -1,0 +1,143 @@
+package maps
+
+import (
+	"slices"
+	"testing"
+
+	"github.com/cilium/ebpf"
+	"github.com/xdpcac/xdpcac/bpf"
+	"github.com/xdpcac/xdpcac/tests/testenv"
+)
+
+// newDenyTable makes a deny table as the object declares it, smaller.
+func newDenyTable(t *testing.T) *ebpf.Map {
+	t.Helper()
+	testenv.RequireBPF(t)
+	spec, err := bpf.LoadXdp()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ms := spec.Maps[bpf.XdpMapDenied].Copy()
+	ms.MaxEntries = 3000 // more than a batch: ReadDenied must go past one
+	m, err := ebpf.NewMap(ms)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { m.Close() })
+	return m
+}
+
+// TestReadDenied: every source written to the deny table reads back once,
+// named as the operator writes it (an IPv4 address, an IPv6 prefix of the
+// settings' length, a MAC), with its times, frames and refusals; deleted,
+// it is gone, and deleting it again is no error.
+func TestReadDenied(t *testing.T) {
+	m := newDenyTable(t)
+	v4 := bpf.XdpCacDenyKey{Family: 4, Addr: [16]byte{203, 0, 113, 7}}
+	v6 := bpf.XdpCacDenyKey{Family: 6, Addr: [16]byte{0x20, 0x01, 0x0d, 0xb8, 0, 1, 0, 2}}
+	mac := bpf.XdpCacDenyKey{Family: 0, Addr: [16]byte{0x02, 0, 0x5e, 0x10, 0, 0x01}}
+	want := map[string]bpf.XdpCacDenied{
+		"203.0.113.7":       {SinceNs: 10, UntilNs: 20, Frames: 3, Refusals: 5},
+		"2001:db8:1:2::/64": {SinceNs: 11, UntilNs: 21, Frames: 0, Refusals: 6},
+		"02:00:5e:10:00:01": {SinceNs: 12, UntilNs: 22, Frames: 9, Refusals: 7},
+	}
+	keys := map[string]bpf.XdpCacDenyKey{"203.0.113.7": v4, "2001:db8:1:2::/64": v6, "02:00:5e:10:00:01": mac}
+	for s, v := range want {
+		if err := m.Put(keys[s], v); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Enough others that the batches take more than one call.
+	for i := range 2000 {
+		k := bpf.XdpCacDenyKey{Family: 4, Addr: [16]byte{198, 51, byte(i >> 8), byte(i)}}
+		if err := m.Put(k, bpf.XdpCacDenied{SinceNs: 1, UntilNs: 2}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := ReadDenied(m, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 2003 {
+		t.Fatalf("read %d sources, want 2003", len(got))
+	}
+	found := 0
+	for _, d := range got {
+		w, ok := want[d.Source]
+		if !ok {
+			continue
+		}
+		found++
+		if d.Key != keys[d.Source] || d.SinceNS != w.SinceNs || d.UntilNS != w.UntilNs || d.Frames != w.Frames || d.Refusals != w.Refusals {
+			t.Errorf("%s read as %+v, want %+v", d.Source, d, w)
+		}
+	}
+	if found != 3 {
+		t.Errorf("found %d of the 3 sources by name in %d", found, len(got))
+	}
+	if err := DeleteDenied(m, []bpf.XdpCacDenyKey{v4, mac, v4}); err != nil {
+		t.Fatalf("delete, one key twice: %v", err)
+	}
+	got, err = ReadDenied(m, 128)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srcs := make([]string, 0, len(got))
+	for _, d := range got {
+		srcs = append(srcs, d.Source)
+	}
+	if len(got) != 2001 || slices.Contains(srcs, "203.0.113.7") || !slices.Contains(srcs, "2001:db8:1:2::") {
+		t.Errorf("after deleting two: %d sources; want 2001, the IPv6 one named as an address at /128", len(got))
+	}
+}
+
+// TestDenySourceV6Prefix: an IPv6 key is named by the settings' prefix.
+func TestDenySourceV6Prefix(t *testing.T) {
+	k := bpf.XdpCacDenyKey{Family: 6, Addr: [16]byte{0x20, 0x01, 0x0d, 0xb8, 0xaa}}
+	for _, c := range []struct {
+		bits uint8
+		want string
+	}{{48, "2001:db8:aa00::/48"}, {64, "2001:db8:aa00::/64"}, {128, "2001:db8:aa00::"}} {
+		if got := DenySource(k, c.bits); got != c.want {
+			t.Errorf("/%d: %q, want %q", c.bits, got, c.want)
+		}
+	}
+}
+
+// TestDeniedCounters: the access counters of every CPU are summed, and
+// show stats -o json names them.
+func TestDeniedCounters(t *testing.T) {
+	testenv.RequireBPF(t)
+	spec, err := bpf.LoadXdp()
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := ebpf.NewMap(spec.Maps[bpf.XdpMapStats])
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	cpus, err := ebpf.PossibleCPU()
+	if err != nil {
+		t.Fatal(err)
+	}
+	per := make([]bpf.XdpCacStats, cpus)
+	for i := range per {
+		per[i].DeniedStatic, per[i].DeniedAuto, per[i].DenyAdded = 1, 10, 100
+	}
+	if err := m.Put(uint32(0), per); err != nil {
+		t.Fatal(err)
+	}
+	s, err := ReadStats(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := uint64(cpus)
+	if s.DeniedStatic != n || s.DeniedAuto != 10*n || s.DenyAdded != 100*n {
+		t.Errorf("read %d, %d, %d over %d CPUs", s.DeniedStatic, s.DeniedAuto, s.DenyAdded, cpus)
+	}
+	v := s.View()
+	if v.DeniedStatic != n || v.DeniedAuto != 10*n || v.DenyAdded != 100*n {
+		t.Errorf("view %+v", v)
+	}
+}
