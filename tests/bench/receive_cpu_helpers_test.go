@@ -22,6 +22,17 @@ const (
 	spoofNone = iota
 	spoofWord // 4 random bytes at off
 	spoofV4   // a random last byte of the IPv4 source at off (the IP header), checksum kept
+	// spoofTCPPort is a random TCP source port of a segment after an IPv4
+	// header at off, with no options, whose source port is 0 and whose
+	// sequence number's high half is 0xffff: its complement goes there,
+	// so that the TCP checksum stays right. A new connection every
+	// frame, as a SYN flood sends, from one source.
+	spoofTCPPort
+	// spoofV4TCP is spoofTCPPort and spoofV4 of a segment whose sequence
+	// number's low half is ipv4ID too: the amount opposite to the
+	// source's goes there as well, since the TCP checksum sums the source
+	// but not the identification.
+	spoofV4TCP
 )
 
 // ipv4ID is the identification of the IPv4 frames spoofV4 changes, whose
@@ -60,6 +71,8 @@ func frameGen(b testing.TB, ifindex int, spec genSpec) *ebpf.Program {
 		end = spec.off + 4
 	case spoofV4:
 		end = spec.off + 20
+	case spoofTCPPort, spoofV4TCP:
+		end = spec.off + 20 + 8
 	}
 	for _, c := range spec.calls {
 		end = max(end, c+callRun)
@@ -88,7 +101,7 @@ func frameGen(b testing.TB, ifindex int, spec genSpec) *ebpf.Program {
 		insns = append(insns,
 			asm.FnGetPrandomU32.Call(),
 			asm.StoreMem(asm.R7, int16(spec.off), asm.R0, asm.Word))
-	case spoofV4:
+	case spoofV4, spoofV4TCP:
 		insns = append(insns,
 			asm.FnGetPrandomU32.Call(),
 			asm.And.Imm(asm.R0, 0xff),
@@ -98,6 +111,28 @@ func frameGen(b testing.TB, ifindex int, spec genSpec) *ebpf.Program {
 			asm.StoreMem(asm.R7, int16(spec.off+5), asm.R1, asm.Byte), // identification, low byte
 			asm.RSh.Imm(asm.R1, 8),
 			asm.StoreMem(asm.R7, int16(spec.off+4), asm.R1, asm.Byte), // and high byte
+		)
+		if spec.kind == spoofV4TCP {
+			insns = append(insns,
+				asm.StoreMem(asm.R7, int16(spec.off+20+6), asm.R1, asm.Byte), // sequence number, low half
+				asm.Mov.Imm(asm.R1, ipv4ID+1),
+				asm.Sub.Reg(asm.R1, asm.R0),
+				asm.StoreMem(asm.R7, int16(spec.off+20+7), asm.R1, asm.Byte),
+			)
+		}
+	}
+	if spec.kind == spoofTCPPort || spec.kind == spoofV4TCP {
+		insns = append(insns,
+			asm.FnGetPrandomU32.Call(),
+			asm.And.Imm(asm.R0, 0xffff),
+			asm.StoreMem(asm.R7, int16(spec.off+20+1), asm.R0, asm.Byte), // source port, low byte
+			asm.Mov.Reg(asm.R1, asm.R0),
+			asm.RSh.Imm(asm.R1, 8),
+			asm.StoreMem(asm.R7, int16(spec.off+20), asm.R1, asm.Byte), // and high byte
+			asm.Xor.Imm(asm.R0, 0xffff),
+			asm.StoreMem(asm.R7, int16(spec.off+20+5), asm.R0, asm.Byte), // sequence number, high half
+			asm.RSh.Imm(asm.R0, 8),
+			asm.StoreMem(asm.R7, int16(spec.off+20+4), asm.R0, asm.Byte),
 		)
 	}
 	if spec.spin > 0 {
