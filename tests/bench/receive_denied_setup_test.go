@@ -98,69 +98,83 @@ func floorSYNProg(b testing.TB) *ebpf.Program {
 	))
 }
 
-// withPinned runs fn on a map of the xdpcac that rb attached.
-func (rb *rcvBench) withPinned(name string, fn func(*ebpf.Map) error) {
-	m, err := ebpf.LoadPinnedMap(filepath.Join(rb.tb.State, rb.tb.Box+":"+rb.tb.BoxIface, name), nil)
-	if err != nil {
-		rb.b.Fatalf("open pinned map %s: %v", name, err)
-	}
-	defer m.Close()
-	if err := fn(m); err != nil {
-		rb.b.Fatalf("map %s: %v", name, err)
-	}
-}
-
 // policyBits turns bits of the policy word on: the fast path looks at
 // the access maps only under POLICY_ACCESS_LISTS or POLICY_AUTO_DENY.
-func (rb *rcvBench) policyBits(bits uint32) {
-	rb.withPinned(bpf.XdpMapPolicySlot, func(m *ebpf.Map) error {
-		var word uint32
-		if err := m.Lookup(uint32(0), &word); err != nil {
-			return err
-		}
-		return m.Update(uint32(0), word|bits, ebpf.UpdateExist)
-	})
+func policyBits(slot *ebpf.Map, bits uint32) error {
+	var word uint32
+	if err := slot.Lookup(uint32(0), &word); err != nil {
+		return err
+	}
+	return slot.Update(uint32(0), word|bits, ebpf.UpdateExist)
 }
 
 // denyPrefix puts an IPv4 prefix on the static deny list.
-func (rb *rcvBench) denyPrefix(p netip.Prefix) {
+func denyPrefix(list, slot *ebpf.Map, p netip.Prefix) error {
 	k := bpf.XdpCacPrefix{Prefixlen: uint32(96 + p.Bits())}
 	k.Addr[10], k.Addr[11] = 0xff, 0xff
 	a := p.Addr().As4()
 	copy(k.Addr[12:], a[:])
-	rb.withPinned(bpf.XdpMapAccessList, func(m *ebpf.Map) error {
-		return m.Update(&k, uint32(bpf.XdpCacAccessCAC_ACCESS_DENY), ebpf.UpdateAny)
-	})
-	rb.policyBits(uint32(bpf.XdpCacPolicyPOLICY_ACCESS_LISTS))
+	if err := list.Update(&k, uint32(bpf.XdpCacAccessCAC_ACCESS_DENY), ebpf.UpdateAny); err != nil {
+		return err
+	}
+	return policyBits(slot, uint32(bpf.XdpCacPolicyPOLICY_ACCESS_LISTS))
 }
 
 // autoDeny turns auto-deny on (refused refusals within a second) and
 // puts the IPv4 sources of p in the deny table until the end of time, as
 // the fast path puts a source that earned it.
-func (rb *rcvBench) autoDeny(p netip.Prefix, refused uint32) {
+func autoDeny(settings, denied, slot *ebpf.Map, p netip.Prefix, refused uint32) error {
 	set := bpf.XdpCacAccessSettings{SlotNs: 1e9 / 8, DenyForNs: 600e9, Refused: refused, Ipv6Prefix: 64}
-	rb.withPinned(bpf.XdpMapAccessSettings, func(m *ebpf.Map) error { return m.Update(uint32(0), &set, ebpf.UpdateAny) })
-	rb.withPinned(bpf.XdpMapDenied, func(m *ebpf.Map) error {
-		for a := p.Masked().Addr(); p.Contains(a); a = a.Next() {
-			k := bpf.XdpCacDenyKey{Family: 4}
-			v4 := a.As4()
-			copy(k.Addr[:], v4[:])
-			if err := m.Update(&k, &bpf.XdpCacDenied{UntilNs: math.MaxUint64}, ebpf.UpdateAny); err != nil {
-				return err
-			}
+	if err := settings.Update(uint32(0), &set, ebpf.UpdateAny); err != nil {
+		return err
+	}
+	for a := p.Masked().Addr(); p.Contains(a); a = a.Next() {
+		k := bpf.XdpCacDenyKey{Family: 4}
+		v4 := a.As4()
+		copy(k.Addr[:], v4[:])
+		if err := denied.Update(&k, &bpf.XdpCacDenied{UntilNs: math.MaxUint64}, ebpf.UpdateAny); err != nil {
+			return err
 		}
-		return nil
-	})
-	rb.policyBits(uint32(bpf.XdpCacPolicyPOLICY_AUTO_DENY))
+	}
+	return policyBits(slot, uint32(bpf.XdpCacPolicyPOLICY_AUTO_DENY))
 }
 
-// sipTCPPorts makes a SYN to port a sip-connect.
-func (rb *rcvBench) sipTCPPorts(ports ...uint16) {
+// sipTCPPorts makes a SYN to each of ports a sip-connect.
+func sipTCPPorts(m *ebpf.Map, ports ...uint16) error {
 	var v bpf.XdpCacTcpPorts
 	for _, p := range ports {
 		v.Sip[p] = 1
 	}
-	rb.withPinned(bpf.XdpMapTcpPorts, func(m *ebpf.Map) error { return m.Update(uint32(0), &v, ebpf.UpdateAny) })
+	return m.Update(uint32(0), &v, ebpf.UpdateAny)
+}
+
+// pinnedMaps runs fn on maps of the xdpcac that rb attached, by name.
+func (rb *rcvBench) pinnedMaps(fn func(m ...*ebpf.Map) error, names ...string) {
+	var ms []*ebpf.Map
+	for _, name := range names {
+		m, err := ebpf.LoadPinnedMap(filepath.Join(rb.tb.State, rb.tb.Box+":"+rb.tb.BoxIface, name), nil)
+		if err != nil {
+			rb.b.Fatalf("open pinned map %s: %v", name, err)
+		}
+		defer m.Close()
+		ms = append(ms, m)
+	}
+	if err := fn(ms...); err != nil {
+		rb.b.Fatalf("maps %v: %v", names, err)
+	}
+}
+
+func (rb *rcvBench) denyPrefix(p netip.Prefix) {
+	rb.pinnedMaps(func(m ...*ebpf.Map) error { return denyPrefix(m[0], m[1], p) }, bpf.XdpMapAccessList, bpf.XdpMapPolicySlot)
+}
+
+func (rb *rcvBench) autoDeny(p netip.Prefix, refused uint32) {
+	rb.pinnedMaps(func(m ...*ebpf.Map) error { return autoDeny(m[0], m[1], m[2], p, refused) },
+		bpf.XdpMapAccessSettings, bpf.XdpMapDenied, bpf.XdpMapPolicySlot)
+}
+
+func (rb *rcvBench) sipTCPPorts(ports ...uint16) {
+	rb.pinnedMaps(func(m ...*ebpf.Map) error { return sipTCPPorts(m[0], ports...) }, bpf.XdpMapTcpPorts)
 }
 
 // deniedCount counts the frames xdpcac dropped as denied by the static
@@ -168,7 +182,7 @@ func (rb *rcvBench) sipTCPPorts(ports ...uint16) {
 func (rb *rcvBench) deniedCount(auto bool) func() uint64 {
 	return func() uint64 {
 		var perCPU []bpf.XdpCacStats
-		rb.withPinned(bpf.XdpMapStats, func(m *ebpf.Map) error { return m.Lookup(uint32(0), &perCPU) })
+		rb.pinnedMaps(func(m ...*ebpf.Map) error { return m[0].Lookup(uint32(0), &perCPU) }, bpf.XdpMapStats)
 		var n uint64
 		for _, c := range perCPU {
 			if auto {
