@@ -71,6 +71,11 @@ func BenchmarkFastPathDenied(b *testing.B) {
 		{"floor", "floor: parse to the UDP port, drop (INVITE)", newCall(invite, floor), invite.data},
 		{"floor-other", "floor on UDP 53 (parsed, passed)", stampProg(b, nil, 0, floor), udp53},
 		{"xdpcac-other", "xdp_cac on UDP 53, access lists and deny table on (never looked at)", stampProg(b, nil, 0, bothP), udp53},
+		// access_check's steps alone, in floors of their own.
+		{"floor-lpm", "floor and a trie lookup of the source (found)", newCall(invite, floorStepProg(b, stepLPM, flooded)), invite.data},
+		{"floor-hash", "floor and a deny-table lookup of the source (found)", newCall(invite, floorStepProg(b, stepHash, flooded)), invite.data},
+		{"floor-clock", "floor, the lookup and the coarse clock", newCall(invite, floorStepProg(b, stepClock, flooded)), invite.data},
+		{"floor-atomic", "floor, the lookup, the clock and an atomic add", newCall(invite, floorStepProg(b, stepAtomic, flooded)), invite.data},
 		{"static-invite", "INVITE from a prefix on the static deny list", newCall(invite, staticP), invite.data},
 		{"static-options", "OPTIONS from a prefix on the static deny list", newCall(options, staticP), options.data},
 		{"auto-invite", "INVITE from a source in the deny table (lists empty)", newCall(invite, autoP), invite.data},
