@@ -68,6 +68,19 @@ type kamBed struct {
 
 func newKamBed(t *testing.T, classes string) *kamBed {
 	tb := harness.NewTestbed(t)
+	// Kamailio first: its probes stay in the box and spend no token.
+	b := kamBox(t, tb)
+	cfg := harness.WriteConfig(t, harness.E2eConfig+classes)
+	if _, stderr, err := tb.Cacctl(t, "attach", tb.BoxIface, "--config", cfg); err != nil {
+		t.Fatalf("attach: %v: %s", err, stderr)
+	}
+	t.Cleanup(func() { tb.Cacctl(t, "detach", tb.BoxIface) })
+	return b
+}
+
+// kamBox is the kamBed of a testbed: Kamailio in the box on both
+// addresses, the filter not yet attached.
+func kamBox(t *testing.T, tb *harness.Testbed) *kamBed {
 	testenv.Addr(t, tb.Box, tb.BoxIface, kamBoxV4+"/24")
 	testenv.Addr(t, tb.Box, tb.BoxIface, kamBoxV6+"/64")
 	testenv.Addr(t, tb.Peer, tb.PeerIfc, kamPeerV4+"/24")
@@ -75,13 +88,7 @@ func newKamBed(t *testing.T, classes string) *kamBed {
 	b := &kamBed{Testbed: tb,
 		boxMAC:  testenv.HardwareAddr(t, tb.Box, tb.BoxIface),
 		peerMAC: testenv.HardwareAddr(t, tb.Peer, tb.PeerIfc)}
-	// Kamailio first: its probes stay in the box and spend no token.
 	b.k = testenv.StartKamailio(t, tb.Box, kamBoxV4, kamBoxV6)
-	cfg := harness.WriteConfig(t, harness.E2eConfig+classes)
-	if _, stderr, err := tb.Cacctl(t, "attach", tb.BoxIface, "--config", cfg); err != nil {
-		t.Fatalf("attach: %v: %s", err, stderr)
-	}
-	t.Cleanup(func() { tb.Cacctl(t, "detach", tb.BoxIface) })
 	return b
 }
 
@@ -137,20 +144,7 @@ func udpWithSum(src, dst netip.Addr, sport, dport uint16, payload []byte) Raw {
 	pseudo := append(src.AsSlice(), dst.AsSlice()...)
 	pseudo = binary.BigEndian.AppendUint32(pseudo, uint32(n))
 	pseudo = append(pseudo, 0, 0, 0, 17)
-	var sum uint32
-	for _, part := range [][]byte{pseudo, u} {
-		for i := 0; i < len(part); i += 2 {
-			w := uint32(part[i]) << 8
-			if i+1 < len(part) {
-				w |= uint32(part[i+1])
-			}
-			sum += w
-		}
-	}
-	for sum > 0xffff {
-		sum = sum>>16 + sum&0xffff
-	}
-	c := ^uint16(sum)
+	c := harness.InetChecksum(pseudo, u)
 	if c == 0 {
 		c = 0xffff
 	}
