@@ -2,6 +2,9 @@ package bench
 
 import (
 	"net/netip"
+	"os"
+	"regexp"
+	"slices"
 	"testing"
 
 	"github.com/cilium/ebpf"
@@ -67,7 +70,7 @@ func BenchmarkFastPathDenied(b *testing.B) {
 
 	newCall := func(f rcvFrame, target *ebpf.Program) *ebpf.Program { return stampProg(b, f.calls, 0, target) }
 	floor := floorProg(b)
-	report(b, "frame (a new call each run)", []benchCase{
+	cases := []benchCase{
 		{"floor", "floor: parse to the UDP port, drop (INVITE)", newCall(invite, floor), invite.data},
 		{"floor-other", "floor on UDP 53 (parsed, passed)", stampProg(b, nil, 0, floor), udp53},
 		{"xdpcac-other", "xdp_cac on UDP 53, access lists and deny table on (never looked at)", stampProg(b, nil, 0, bothP), udp53},
@@ -94,5 +97,12 @@ func BenchmarkFastPathDenied(b *testing.B) {
 		{"both-syn", "SYN from a source in the deny table, lists holding another prefix", bothP, syn},
 		{"connect-refused", "SYN refused by its sip-connect per-source bucket (10/s)", load(connect, none), syn},
 		{"connect-open", "SYN, sip-connect with no limit", open, syn},
-	}, 15, 100_000)
+	}
+	// XDPCAC_DENIED_ONLY keeps only the rows whose slugs it matches (and
+	// the floor), to profile one with perf, say.
+	if s := os.Getenv("XDPCAC_DENIED_ONLY"); s != "" {
+		re := regexp.MustCompile(s)
+		cases = slices.DeleteFunc(cases, func(c benchCase) bool { return c.slug != "floor" && !re.MatchString(c.slug) })
+	}
+	report(b, "frame (a new call each run)", cases, 15, 100_000)
 }
