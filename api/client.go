@@ -70,6 +70,20 @@ func (c *Client) Violations() ([]violation.View, error) {
 	return v, c.call(http.MethodGet, PathViolations, nil, &v)
 }
 
+// Denied asks for the sources of the deny table.
+func (c *Client) Denied() ([]DeniedSource, error) {
+	var d []DeniedSource
+	return d, c.call(http.MethodGet, PathDenied, nil, &d)
+}
+
+// ClearDenied asks the daemon to release the sources of the deny table
+// target names (ParseDenyTarget), each recorded as released; it answers
+// with those it released.
+func (c *Client) ClearDenied(target string) ([]DeniedSource, error) {
+	var d []DeniedSource
+	return d, c.call(http.MethodPost, PathDeniedClear, ClearDeniedRequest{Target: target}, &d)
+}
+
 // Apply asks the daemon to put file (an absolute path) in force, and with
 // adopt to read it on SIGHUP from now on; its refusal comes back as the
 // error.

@@ -129,6 +129,18 @@ type RejectLine struct {
 	// ("cli +4420"); empty for none or a source prefix's.
 	Rule  string `json:"rule"`
 	Count uint64 `json:"count"`
+	// A record of the deny table (docs/design.md, "Auto-deny") has an
+	// event: EventDenied when a source is denied (reason "denied", its
+	// since and until, the refusals that earned it; count 0), or
+	// EventReleased when it is let go (Why says why; count and frames
+	// the frames dropped while it was denied). Reject records have none
+	// of these keys.
+	Event    string    `json:"event,omitempty"`
+	Why      string    `json:"why,omitempty"`
+	Since    time.Time `json:"since,omitzero"`
+	Until    time.Time `json:"until,omitzero"`
+	Refusals uint32    `json:"refusals,omitzero"`
+	Frames   uint64    `json:"frames,omitzero"`
 }
 
 // MonotonicNow reads the clock the fast path stamps records with, to
