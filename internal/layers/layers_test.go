@@ -28,7 +28,7 @@ var floors = map[string]int{
 	"daemon":     6,
 	"cmd/cacctl": 7,
 	// The reference model and the tests: never imported by what ships.
-	"internal/model/classify": 8, "internal/model/l2tp": 8, "internal/model/admission": 8,
+	"internal/model/classify": 8, "internal/model/l2tp": 8, "internal/model/admission": 8, "internal/model/access": 8,
 	"internal/layers": 9,
 }
 

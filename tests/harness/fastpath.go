@@ -23,6 +23,9 @@ import (
 var (
 	TestL2TPPorts = []uint16{1701, 1702}
 	TestSIPPorts  = []uint16{5060, 5080}
+	// SIP over TCP and TLS: a SYN to these is a sip-connect. Not 5060,
+	// whose TCP segments the frame tables keep as unwatched.
+	TestSIPTCPPorts = []uint16{5061, 5081}
 )
 
 // FastPath is the real XDP object, loaded with the test clock but not
@@ -45,7 +48,8 @@ func NewFastPath(t testing.TB, malformedDrop bool) *FastPath {
 func NewFastPathWith(t testing.TB, malformedDrop bool, edit func(*ebpf.CollectionSpec)) *FastPath {
 	t.Helper()
 	testenv.RequireBPF(t)
-	f := &FastPath{Model: &admission.Model{Ports: classify.NewPorts(TestL2TPPorts, TestSIPPorts), MalformedDrop: malformedDrop}}
+	ports := classify.NewPorts(TestL2TPPorts, TestSIPPorts).SetSIPTCP(TestSIPTCPPorts)
+	f := &FastPath{Model: &admission.Model{Ports: ports, MalformedDrop: malformedDrop}}
 	spec, err := bpf.LoadXdp()
 	if err != nil {
 		t.Fatal(err)
@@ -72,6 +76,13 @@ func NewFastPathWith(t testing.TB, malformedDrop bool, edit func(*ebpf.Collectio
 	}
 	if err := maps.WriteSettings(f.Objs.Settings, maps.Settings{MalformedDrop: malformedDrop}); err != nil {
 		t.Fatal(err)
+	}
+	var tcp bpf.XdpCacTcpPorts
+	for _, p := range TestSIPTCPPorts {
+		tcp.Sip[p] = 1
+	}
+	if err := f.Objs.TcpPorts.Put(uint32(0), &tcp); err != nil {
+		t.Fatalf("write tcp_ports: %v", err)
 	}
 	return f
 }

@@ -201,7 +201,9 @@ func (m *Model) admit(c cac.Class, src classify.Source, users Users, now uint64)
 	acct := m.accountFor(c, src, users)
 	// A known SIP peer has its agent's bucket instead of a per-source one.
 	agent := -1
-	if c.IsSIPRequest() && len(m.policy.Agents) > 0 && src.Family != 0 {
+	// Its connections (sip-connect) are held as its requests are, by the
+	// shared levels' reserve, but not by its own bucket.
+	if (c.IsSIPRequest() || c == cac.SIPConnect) && len(m.policy.Agents) > 0 && src.Family != 0 {
 		if i, ok := m.agentAddrs[addrOf(src)]; ok && i < len(m.policy.Agents) {
 			agent = i
 		}
@@ -226,7 +228,7 @@ func (m *Model) admit(c cac.Class, src classify.Source, users Users, now uint64)
 			level{a.Limit, &m.accounts[ai], cac.ReasonAccount, 0, policy.LeaseOfAccount(ai)},
 			level{m.policy.Customers[a.Customer], &m.customers[ci], cac.ReasonCustomer, 0, policy.LeaseOfCustomer(ci)})
 	}
-	if agent >= 0 {
+	if agent >= 0 && c != cac.SIPConnect {
 		levels = append(levels, level{m.policy.Agents[agent].Limit, &m.agents[agent], cac.ReasonAgent, 0, 0})
 	}
 	// Trusted first: an agent's call may take the shared levels' reserve.
@@ -370,7 +372,7 @@ func (m *Model) Decide(frame []byte, now uint64) Decision {
 		return d
 	}
 	// A retransmission takes nothing, where a limit would charge it.
-	limited := m.policy.Limits(c) || (c.IsSIPRequest() && len(m.policy.Agents) > 0)
+	limited := m.policy.Limits(c) || ((c.IsSIPRequest() || c == cac.SIPConnect) && len(m.policy.Agents) > 0)
 	// A CANCEL of an INVITE the filter admitted passes as its copies do.
 	if limited && cancel && m.cancels(callid, txn, now) {
 		d.Retransmit, d.Uncharged = true, true

@@ -6,19 +6,34 @@ import (
 	"github.com/xdpcac/xdpcac/cac"
 )
 
-// Ports says what each UDP destination port carries.
-type Ports [65536]cac.PortKind
+// Ports says what each UDP destination port carries, and which TCP
+// destination ports are SIP's (the udp_ports and tcp_ports maps).
+type Ports struct {
+	udp    [65536]cac.PortKind
+	sipTCP [65536]bool
+}
 
-// NewPorts returns a table with the given L2TP and SIP ports.
+// NewPorts returns a table with the given L2TP and SIP ports over UDP and
+// no SIP port over TCP.
 func NewPorts(l2tp, sip []uint16) *Ports {
 	var p Ports
 	for _, port := range l2tp {
-		p[port] = cac.PortL2TP
+		p.udp[port] = cac.PortL2TP
 	}
 	for _, port := range sip {
-		p[port] = cac.PortSIP
+		p.udp[port] = cac.PortSIP
 	}
 	return &p
+}
+
+// SetSIPTCP makes sip the SIP ports over TCP, as maps.WriteTCPPorts does:
+// a SYN without ACK to one of them is a sip-connect. It returns p.
+func (p *Ports) SetSIPTCP(sip []uint16) *Ports {
+	p.sipTCP = [65536]bool{}
+	for _, port := range sip {
+		p.sipTCP[port] = true
+	}
+	return p
 }
 
 // Result is what the classifier made of a frame.
@@ -51,6 +66,9 @@ const (
 	maxTags           = 3      // CAC_MAX_TAGS: the tags walked to the EtherType
 	maxExtHeaders     = 16     // CAC_MAX_EXTHDRS: one more is malformed
 	protoUDP          = 17
+	protoTCP          = 6
+	tcpHeader         = 20 // struct tcphdr without options
+	tcpSYN, tcpACK    = 0x02, 0x10
 )
 
 func isVLAN(t uint16) bool { return t == 0x8100 || t == 0x88a8 || t == 0x9100 }
@@ -80,7 +98,7 @@ func ClassifySIP(frame []byte, ports *Ports) (Result, []byte) {
 // ClassifySIP is the package's ClassifySIP, read by r: a request's header
 // lines walked for its To headers are indexed for the readers after it.
 func (r *Reader) ClassifySIP(frame []byte, ports *Ports) (Result, []byte) {
-	return r.classifyFrame(frame, ports.byDest)
+	return r.classifyFrame(frame, ports.byDest, &ports.sipTCP)
 }
 
 // portKind says what the UDP datagram whose header starts udp carries.
@@ -88,10 +106,12 @@ type portKind func(udp []byte) cac.PortKind
 
 // byDest is what a datagram coming in carries: the kind of its destination
 // port, as the XDP program reads it (UDP_KIND of bpf/parse.h).
-func (p *Ports) byDest(udp []byte) cac.PortKind { return p[be16(udp[2:])] }
+func (p *Ports) byDest(udp []byte) cac.PortKind { return p.udp[be16(udp[2:])] }
 
 // classifyFrame is ClassifySIP with the datagram's carrier read by carrier.
-func (r *Reader) classifyFrame(frame []byte, carrier portKind) (Result, []byte) {
+// sipTCP is the SIP TCP ports; nil reads no TCP segment, as the egress
+// program does not.
+func (r *Reader) classifyFrame(frame []byte, carrier portKind, sipTCP *[65536]bool) (Result, []byte) {
 	etherType, off := l2(frame)
 	switch {
 	case etherType == etherTypePPPoEDsc:
@@ -101,7 +121,7 @@ func (r *Reader) classifyFrame(frame []byte, carrier portKind) (Result, []byte) 
 		// is inside to a SIP server: malformed, never unseen.
 		return kind(cac.Malformed), nil
 	case etherType == etherTypeIPv4 || etherType == etherTypeIPv6:
-		return r.classifyUDP(datagram(frame, etherType, off, carrier))
+		return r.classifyUDP(datagram(frame, etherType, off, carrier, sipTCP))
 	}
 	return kind(cac.Unwatched), nil
 }
@@ -128,12 +148,12 @@ func l2(frame []byte) (etherType uint16, off int) {
 }
 
 // datagram finds the UDP datagram of an IPv4 or IPv6 packet at l3.
-func datagram(frame []byte, etherType uint16, l3 int, carrier portKind) udpMsg {
+func datagram(frame []byte, etherType uint16, l3 int, carrier portKind, sipTCP *[65536]bool) udpMsg {
 	var u udpMsg
 	if etherType == etherTypeIPv4 {
-		u = ipv4(frame, l3, carrier)
+		u = ipv4(frame, l3, carrier, sipTCP)
 	} else {
-		u = ipv6(frame, l3, carrier)
+		u = ipv6(frame, l3, carrier, sipTCP)
 	}
 	u.l3 = l3
 	return u
@@ -166,6 +186,7 @@ func classifyPPPoE(frame []byte, off int) Result {
 type udpMsg struct {
 	verdict    cac.Kind // Unwatched, Fragment or Malformed; Session when msg is set
 	port       cac.PortKind
+	connect    bool // a sip-connect: a SYN to a SIP TCP port, no message
 	msg        []byte
 	fragmented bool // a first fragment: the message goes on elsewhere
 	l3, l4     int  // where the IP and UDP headers start
@@ -194,12 +215,25 @@ func udp(frame []byte, l4, ipEnd int, fragmented bool, port cac.PortKind, v6 boo
 	return udpMsg{verdict: cac.Session, port: port, msg: frame[l4+8 : l4+udpLen], fragmented: fragmented, l4: l4}
 }
 
-func ipv4(frame []byte, l3 int, carrier portKind) udpMsg {
+// tcpConnect is tcp_connect of bpf/parse.h: a SYN without ACK (whatever
+// else is set) to a SIP TCP port is a sip-connect, every other segment is
+// not ours (docs/design.md, "SIP connections").
+func tcpConnect(frame []byte, l4 int, sipTCP *[65536]bool) udpMsg {
+	if sipTCP == nil || l4+tcpHeader > len(frame) || frame[l4+13]&(tcpSYN|tcpACK) != tcpSYN {
+		return verdictOnly(cac.Unwatched)
+	}
+	if !sipTCP[be16(frame[l4+2:])] {
+		return verdictOnly(cac.Unwatched)
+	}
+	return udpMsg{verdict: cac.Session, connect: true, l4: l4}
+}
+
+func ipv4(frame []byte, l3 int, carrier portKind, sipTCP *[65536]bool) udpMsg {
 	if l3+20 > len(frame) {
 		return verdictOnly(cac.Unwatched)
 	}
 	h := frame[l3:]
-	if h[0]>>4 != 4 || h[9] != protoUDP {
+	if h[0]>>4 != 4 || (h[9] != protoUDP && h[9] != protoTCP) {
 		return verdictOnly(cac.Unwatched)
 	}
 	ihl := int(h[0]&0x0f) * 4
@@ -207,6 +241,12 @@ func ipv4(frame []byte, l3 int, carrier portKind) udpMsg {
 		return verdictOnly(cac.Unwatched)
 	}
 	frag := be16(h[6:])
+	if h[9] == protoTCP {
+		if frag&0x1fff != 0 {
+			return verdictOnly(cac.Unwatched)
+		}
+		return tcpConnect(frame, l3+ihl, sipTCP)
+	}
 	if frag&0x1fff != 0 {
 		return verdictOnly(cac.Fragment)
 	}
@@ -225,7 +265,7 @@ func ipv4(frame []byte, l3 int, carrier portKind) udpMsg {
 	return udp(frame, l4, l3+totLen, frag&0x2000 != 0, port, false)
 }
 
-func ipv6(frame []byte, l3 int, carrier portKind) udpMsg {
+func ipv6(frame []byte, l3 int, carrier portKind, sipTCP *[65536]bool) udpMsg {
 	if l3+40 > len(frame) {
 		return verdictOnly(cac.Unwatched)
 	}
@@ -268,6 +308,9 @@ walk:
 	case 0, 43, 44, 60: // more extension headers than the bound
 		return verdictOnly(cac.Malformed)
 	}
+	if next == protoTCP {
+		return tcpConnect(frame, off, sipTCP)
+	}
 	if next != protoUDP || off+8 > len(frame) {
 		return verdictOnly(cac.Unwatched)
 	}
@@ -287,6 +330,9 @@ walk:
 func (r *Reader) classifyUDP(u udpMsg) (Result, []byte) {
 	if u.verdict != cac.Session {
 		return kind(u.verdict), nil
+	}
+	if u.connect {
+		return session(cac.SIPConnect), nil
 	}
 	if u.port == cac.PortL2TP {
 		return classifyL2TP(u.msg, u.fragmented), nil

@@ -13,17 +13,17 @@ func ClassifySIPEgress(frame []byte, ports *Ports) (Result, []byte) {
 
 // ClassifySIPEgress is the package's ClassifySIPEgress, read by r.
 func (r *Reader) ClassifySIPEgress(frame []byte, ports *Ports) (Result, []byte) {
-	return r.classifyFrame(frame, ports.egress)
+	return r.classifyFrame(frame, ports.egress, nil)
 }
 
 // egress is udp_kind_egress: SIP when the source or destination port is a
 // SIP port, L2TP when the source port is an L2TP port (the LNS's), none
 // otherwise.
 func (p *Ports) egress(udp []byte) cac.PortKind {
-	if p[be16(udp[2:])] == cac.PortSIP || p[be16(udp)] == cac.PortSIP {
+	if p.udp[be16(udp[2:])] == cac.PortSIP || p.udp[be16(udp)] == cac.PortSIP {
 		return cac.PortSIP
 	}
-	if p[be16(udp)] == cac.PortL2TP {
+	if p.udp[be16(udp)] == cac.PortL2TP {
 		return cac.PortL2TP
 	}
 	return cac.PortNone

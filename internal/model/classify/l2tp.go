@@ -23,7 +23,7 @@ func FindL2TP(frame []byte, ports *Ports, egress bool) (L2TPAt, bool) {
 	if etherType != etherTypeIPv4 && etherType != etherTypeIPv6 {
 		return L2TPAt{}, false
 	}
-	u := datagram(frame, etherType, l3, carrier)
+	u := datagram(frame, etherType, l3, carrier, nil)
 	if u.verdict != cac.Session || u.port != cac.PortL2TP || len(u.msg) < l2tpCtrlHdr {
 		return L2TPAt{}, false
 	}
