@@ -61,6 +61,6 @@ func newClearCmd(g *globals) *cobra.Command {
 	})
 	call := &cobra.Command{Use: "call", Short: "Calls"}
 	call.AddCommand(admission)
-	clear.AddCommand(counters, call)
+	clear.AddCommand(counters, call, newClearDeniedCmd(g))
 	return clear
 }

@@ -19,7 +19,7 @@ func newShowCmd(g *globals) *cobra.Command {
 		Short: "Show what the filter counted",
 		Args:  exactArgs(),
 	}
-	show.AddCommand(newShowStatsCmd(g), newShowRejectsCmd(g), newShowCallCmd(g), newShowSipdCmd(g), newShowLimitsCmd(g), newShowFleetCmd(g), newShowViolationsCmd(g))
+	show.AddCommand(newShowStatsCmd(g), newShowRejectsCmd(g), newShowCallCmd(g), newShowSipdCmd(g), newShowLimitsCmd(g), newShowFleetCmd(g), newShowViolationsCmd(g), newShowDeniedCmd(g))
 	return show
 }
 
