@@ -39,6 +39,17 @@ type Options struct {
 	// DialogTable is how many dialogs the dialog table holds; 0 keeps the
 	// object's default.
 	DialogTable uint32
+	// Access are the static deny and allow lists, AutoDeny the auto-deny
+	// settings (zero: off) (docs/design.md, "Access control").
+	Access   maps.Access
+	AutoDeny maps.AutoDeny
+	// DenyTable is how many sources the deny table and the refusal
+	// counts hold (access.auto-deny.table); 0 keeps the object's default
+	// (65,536).
+	DenyTable uint32
+	// SIPTCPPorts are the TCP ports a SYN to which is a sip-connect
+	// (ports.sip-tcp); none turns the class off.
+	SIPTCPPorts []uint16
 	// Force replaces another XDP program attached over netlink (not one
 	// held by another tool's bpf_link, which only that tool can remove).
 	Force bool
@@ -70,11 +81,27 @@ type Options struct {
 // records"). Never less than the 65,536 of the object.
 func rejectTable(cpus int) uint32 { return uint32(max(65536, cpus*4*1024)) }
 
-// Load loads the XDP program and its maps, unattached, with a per-source
-// table of sourceTable entries and a dialog table of dialogTable (0: the
-// defaults), using the maps of shared in place of its own.
-func Load(sourceTable, dialogTable uint32, shared map[string]*ebpf.Map) (*bpf.XdpObjects, error) {
-	return loadFor(sourceTable, dialogTable, shared, nil)
+// Tables are the sizes of the tables the configuration sizes; 0 keeps
+// the object's default.
+type Tables struct {
+	// Sources is the per-source table's (per-source-table).
+	Sources uint32
+	// Dialogs is the dialog table's (dialog-table).
+	Dialogs uint32
+	// Denied is the deny table's and the refusal counts'
+	// (access.auto-deny.table).
+	Denied uint32
+}
+
+// tablesOf are the table sizes o asks for.
+func tablesOf(o Options) Tables {
+	return Tables{Sources: o.SourceTable, Dialogs: o.DialogTable, Denied: o.DenyTable}
+}
+
+// Load loads the XDP program and its maps, unattached, with tables of the
+// sizes t (0: the defaults), using the maps of shared in place of its own.
+func Load(t Tables, shared map[string]*ebpf.Map) (*bpf.XdpObjects, error) {
+	return loadFor(t, shared, nil)
 }
 
 // loadFor is Load, and with a target dispatcher loads the program as an
@@ -82,7 +109,7 @@ func Load(sourceTable, dialogTable uint32, shared map[string]*ebpf.Map) (*bpf.Xd
 // verifier checks it as the same XDP program, and a link may put it in any
 // slot of any dispatcher of the same protocol (docs/design.md, "Sharing an
 // interface").
-func loadFor(sourceTable, dialogTable uint32, shared map[string]*ebpf.Map, target *ebpf.Program) (*bpf.XdpObjects, error) {
+func loadFor(t Tables, shared map[string]*ebpf.Map, target *ebpf.Program) (*bpf.XdpObjects, error) {
 	if err := rlimit.RemoveMemlock(); err != nil {
 		return nil, fmt.Errorf("lift memlock limit: %w", err)
 	}
@@ -97,13 +124,17 @@ func loadFor(sourceTable, dialogTable uint32, shared map[string]*ebpf.Map, targe
 		ps := spec.Programs[bpf.XdpProgXdpCac]
 		ps.Type, ps.AttachType, ps.AttachTarget, ps.AttachTo = ebpf.Extension, ebpf.AttachNone, target, "prog0"
 	}
-	if sourceTable > 0 {
-		spec.Maps[bpf.XdpMapSources].MaxEntries = sourceTable
+	if t.Sources > 0 {
+		spec.Maps[bpf.XdpMapSources].MaxEntries = t.Sources
 	}
-	if dialogTable > 0 {
-		if err := maps.SizeDialogs(spec, dialogTable); err != nil {
+	if t.Dialogs > 0 {
+		if err := maps.SizeDialogs(spec, t.Dialogs); err != nil {
 			return nil, err
 		}
+	}
+	if t.Denied > 0 {
+		spec.Maps[bpf.XdpMapDenied].MaxEntries = t.Denied
+		spec.Maps[bpf.XdpMapDenyCounts].MaxEntries = t.Denied
 	}
 	if m := shared[bpf.XdpMapRejects]; m != nil {
 		spec.Maps[bpf.XdpMapRejects].MaxEntries = m.MaxEntries() // a pinned table, as it is
@@ -113,7 +144,7 @@ func loadFor(sourceTable, dialogTable uint32, shared map[string]*ebpf.Map, targe
 	var objs bpf.XdpObjects
 	if err := spec.LoadAndAssign(&objs, &ebpf.CollectionOptions{MapReplacements: shared}); err != nil {
 		if errors.Is(err, ebpf.ErrMapIncompatible) {
-			return nil, fmt.Errorf("the interfaces already attached have other map shapes (per-source-table or dialog-table differs, or another xdpcac version): detach them or use the same configuration: %w", err)
+			return nil, fmt.Errorf("the interfaces already attached have other map shapes (per-source-table, dialog-table or access.auto-deny.table differs, or another xdpcac version): detach them or use the same configuration: %w", err)
 		}
 		if target != nil && (errors.Is(err, unix.EPERM) || errors.Is(err, ebpf.ErrNotSupported) || errors.Is(err, unix.EOPNOTSUPP)) {
 			return nil, fmt.Errorf("this kernel refuses extension (freplace) programs, which libxdp's dispatcher runs its programs as (a kernel built without BPF trampolines, CONFIG_FUNCTION_TRACER, refuses them; libxdp then loads a single program without a dispatcher too): attach without mode multi: %w", err)
@@ -205,7 +236,7 @@ func Attach(a Attachment, o Options) (mode string, err error) {
 		}
 		defer target.Close()
 	}
-	objs, err := loadFor(o.SourceTable, o.DialogTable, shared, target)
+	objs, err := loadFor(tablesOf(o), shared, target)
 	if err != nil {
 		return "", err
 	}

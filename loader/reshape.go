@@ -183,7 +183,11 @@ func loadAgainst(p *Pinned, target *ebpf.Program) (*bpf.XdpObjects, error) {
 	if p.Dialogs != nil {
 		dialogs = maps.Dialogs(p.Dialogs)
 	}
-	return loadFor(p.Sources.MaxEntries(), dialogs, pinned, target)
+	var denied uint32 // nor those of a version before access control
+	if p.Denied != nil {
+		denied = p.Denied.MaxEntries()
+	}
+	return loadFor(Tables{Sources: p.Sources.MaxEntries(), Dialogs: dialogs, Denied: denied}, pinned, target)
 }
 
 // upgradePins pins the maps named in missing, as objs made them, in dir.

@@ -229,7 +229,8 @@ func resetFreshBuckets(pm PolicyMaps, idx policy.Indexes) error {
 }
 
 // policyWordOf is the word that puts slot in force with p: the classes
-// limited, and whether there are agents, cli or called rules, capacity.
+// limited, and whether there are agents, cli or called rules, capacity,
+// access lists, auto-deny.
 func policyWordOf(slot uint32, p policy.Policy) uint32 {
 	word := policyWord(slot, limitedClasses(p), len(p.Agents) > 0)
 	if p.HasRule(policy.RuleCLI) {
@@ -240,6 +241,12 @@ func policyWordOf(slot uint32, p policy.Policy) uint32 {
 	}
 	if p.Capacity() {
 		word |= policyCapacity
+	}
+	if p.AccessLists {
+		word |= policyAccessLists
+	}
+	if p.AutoDeny {
+		word |= policyAutoDeny
 	}
 	return word
 }
@@ -256,6 +263,10 @@ const (
 	policyCalledRules = uint32(bpf.XdpCacPolicyPOLICY_CALLED_RULES)
 	// policyCapacity: some account or customer has max-sessions.
 	policyCapacity = uint32(bpf.XdpCacPolicyPOLICY_CAPACITY)
+	// policyAccessLists: the static lists of access control hold
+	// something; policyAutoDeny: auto-deny is on (access.go).
+	policyAccessLists = uint32(bpf.XdpCacPolicyPOLICY_ACCESS_LISTS)
+	policyAutoDeny    = uint32(bpf.XdpCacPolicyPOLICY_AUTO_DENY)
 )
 
 // policyLimited is class c's bit, POLICY_LIMITED(c) of bpf/bucket.h.

@@ -55,6 +55,19 @@ func readRules(pm PolicyMaps, slot uint32) (map[policy.Rule]policy.Index, error)
 	return out, nil
 }
 
+// prefixKey is the key of a source prefix in a trie of them (struct
+// cac_prefix): IPv4 mapped into IPv6 (policy.Mapped). The accounts tries
+// and the access list are keyed so.
+func prefixKey(p netip.Prefix) bpf.XdpCacPrefix {
+	m := policy.Mapped(p)
+	return bpf.XdpCacPrefix{Prefixlen: uint32(m.Bits()), Addr: m.Addr().As16()}
+}
+
+// prefixOfKey is the prefix a trie key holds, IPv4 as mapped.
+func prefixOfKey(k bpf.XdpCacPrefix) netip.Prefix {
+	return netip.PrefixFrom(netip.AddrFrom16(k.Addr), int(k.Prefixlen))
+}
+
 // readAccounts reads a trie of account prefixes.
 func readAccounts(m *ebpf.Map) (map[netip.Prefix]policy.Index, error) {
 	out := map[netip.Prefix]policy.Index{}
@@ -62,7 +75,7 @@ func readAccounts(m *ebpf.Map) (map[netip.Prefix]policy.Index, error) {
 	var val bpf.XdpCacAccount
 	it := m.Iterate()
 	for it.Next(&key, &val) {
-		out[netip.PrefixFrom(netip.AddrFrom16(key.Addr), int(key.Prefixlen))] = policy.Index{Account: val.Account, Customer: val.Customer}
+		out[prefixOfKey(key)] = policy.Index{Account: val.Account, Customer: val.Customer}
 	}
 	if err := it.Err(); err != nil {
 		return nil, fmt.Errorf("read accounts: %w", err)
@@ -110,8 +123,7 @@ func writeRules(pm PolicyMaps, slot uint32, accounts []policy.Account, idx polic
 // writeRule puts account a's rule into the trie of slot.
 func writeRule(pm PolicyMaps, slot uint32, a policy.Account, val *bpf.XdpCacAccount) error {
 	if a.Kind == policy.RuleSource {
-		m := policy.Mapped(a.Prefix)
-		key := bpf.XdpCacPrefix{Prefixlen: uint32(m.Bits()), Addr: m.Addr().As16()}
+		key := prefixKey(a.Prefix)
 		if err := pm.Accounts[slot].Update(&key, val, ebpf.UpdateAny); err != nil {
 			return fmt.Errorf("write account %s: %w", a.Prefix, err)
 		}

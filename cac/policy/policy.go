@@ -154,6 +154,12 @@ type Policy struct {
 	// Fleet are the fleet-scope levels, whose limits in Levels,
 	// Customers and Accounts say Fleet.
 	Fleet []FleetLimit
+	// AccessLists says the static lists of access control hold
+	// something, AutoDeny that auto-deny is on: the fast path's
+	// POLICY_ACCESS_LISTS and POLICY_AUTO_DENY bits, without which it
+	// never reads those maps (docs/design.md, "Access control"). The
+	// loader sets them from the lists and settings it writes first.
+	AccessLists, AutoDeny bool
 }
 
 // Agent is a session agent as the fast path holds it: its own bucket, the
