@@ -87,6 +87,7 @@ func LoadOptions(cfgFile string) (*config.Config, loader.Options, error) {
 		Settings:    settings,
 		L2TPPorts:   cfg.Ports.L2TP,
 		SIPPorts:    cfg.Ports.SIP,
+		SIPTCPPorts: cfg.Ports.SIPTCP,
 		Policy:      pol,
 		SourceTable: cfg.SourceTable,
 		DialogTable: cfg.DialogTable,

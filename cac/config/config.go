@@ -73,10 +73,13 @@ type Interface struct {
 	node *yaml.Node
 }
 
-// Ports are the UDP destination ports of L2TP and SIP.
+// Ports are the UDP destination ports of L2TP and SIP, and the TCP ports
+// of SIP over TCP and TLS, a SYN to which is a sip-connect
+// (docs/design.md, "SIP connections"); none turns that class off.
 type Ports struct {
-	L2TP []uint16
-	SIP  []uint16
+	L2TP   []uint16
+	SIP    []uint16
+	SIPTCP []uint16
 }
 
 // Limit is a token bucket with FlySIP semantics: it starts full, refills at
@@ -237,8 +240,9 @@ func (c *Config) fields(d *decoder) fields {
 		},
 		"ports": func(p string, v *yaml.Node) {
 			d.mapping(v, p, fields{
-				"l2tp": func(p string, v *yaml.Node) { d.ports(v, p, &c.Ports.L2TP) },
-				"sip":  func(p string, v *yaml.Node) { d.ports(v, p, &c.Ports.SIP) },
+				"l2tp":    func(p string, v *yaml.Node) { d.ports(v, p, &c.Ports.L2TP) },
+				"sip":     func(p string, v *yaml.Node) { d.ports(v, p, &c.Ports.SIP) },
+				"sip-tcp": func(p string, v *yaml.Node) { d.ports(v, p, &c.Ports.SIPTCP) },
 			})
 		},
 		"malformed": func(p string, v *yaml.Node) {

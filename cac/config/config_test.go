@@ -1,6 +1,7 @@
 package config
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -120,6 +121,8 @@ func TestBadInput(t *testing.T) {
 		{"non-numeric cps", "environment: {cps: lots}\n", `bad.yaml:1:20: environment.cps: must be a number, got "lots"`},
 		{"port out of range", "ports: {sip: [5060, 70000]}\n", "bad.yaml:1:21: ports.sip[1]: must be from 1 to 65535, got 70000"},
 		{"port zero", "ports: {l2tp: [0]}\n", "bad.yaml:1:16: ports.l2tp[0]: must be from 1 to 65535, got 0"},
+		{"sip-tcp port zero", "ports: {sip-tcp: [5061, 0]}\n", "bad.yaml:1:25: ports.sip-tcp[1]: must be from 1 to 65535, got 0"},
+		{"sip-tcp port twice", "ports: {sip-tcp: [5061, 5061]}\n", "bad.yaml:1:25: ports.sip-tcp[1]: port 5061 is listed twice"},
 		{"unknown class", "classes:\n  sip-subscribe: {cps: 1}\n", "bad.yaml:2:3: classes.sip-subscribe: unknown key (valid keys here: l2tp-icrq, l2tp-sccrq, malformed, pppoe-padi, pppoe-padr, sip-connect, sip-indialog, sip-invite, sip-options, sip-other, sip-register)"},
 		{"port in both", "ports: {l2tp: [5060], sip: [5060]}\n", "ports: port 5060 is both an L2TP and a SIP port"},
 		{"bad mode", "interfaces: [{name: eth1, mode: turbo}]\n", "interfaces[0].mode: must be one of auto, native, generic"},
@@ -186,5 +189,26 @@ func TestAllErrorsReported(t *testing.T) {
 func TestDeployExample(t *testing.T) {
 	if _, err := Load("../../deploy/cac.yaml"); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestSIPTCPPorts: ports.sip-tcp is 5060 and 5061 unless the file says
+// otherwise, and an empty list is none (sip-connect off).
+func TestSIPTCPPorts(t *testing.T) {
+	for _, c := range []struct {
+		in   string
+		want []uint16
+	}{
+		{"interfaces: [{name: veth0}]\n", []uint16{5060, 5061}},
+		{"ports: {sip-tcp: [5080]}\n", []uint16{5080}},
+		{"ports: {sip-tcp: []}\n", nil},
+	} {
+		cfg, err := Parse("t.yaml", []byte(c.in))
+		if err != nil {
+			t.Fatalf("%q: %v", c.in, err)
+		}
+		if !slices.Equal(cfg.Ports.SIPTCP, c.want) {
+			t.Errorf("%q: sip-tcp %v, want %v", c.in, cfg.Ports.SIPTCP, c.want)
+		}
 	}
 }

@@ -40,7 +40,7 @@ func Parse(file string, data []byte) (*Config, error) {
 	}
 	c := &Config{
 		File:        file,
-		Ports:       Ports{L2TP: []uint16{1701}, SIP: []uint16{5060}},
+		Ports:       Ports{L2TP: []uint16{1701}, SIP: []uint16{5060}, SIPTCP: []uint16{5060, 5061}},
 		Classes:     map[cac.Class]Class{},
 		CPU:         CPU{Source: "system", SampleInterval: time.Second},
 		SourceTable: 262144,
