@@ -108,6 +108,8 @@ type Daemon struct {
 	listeners *listenerWatch
 	// violations reads the counters each second for show violations.
 	violations *violationWatch
+	// access records the deny table's sources (docs/design.md, "Auto-deny").
+	access *denyWatch
 
 	// held are the links of the attachments, open while the daemon runs:
 	// the filter outlives its pins (bpffs unmounted under it).
@@ -263,6 +265,12 @@ func (d *Daemon) Run(ctx context.Context) error {
 		return err
 	}
 	defer d.journal.close()
+	accessPins := loader.NewPinCache(d.cfg.StateDir)
+	d.access = newDenyWatch(d.log, accessPins, d.journal.addAll)
+	accessCtx, stopAccess := context.WithCancel(ctx)
+	accessDone := make(chan struct{})
+	go func() { d.access.run(accessCtx); close(accessDone) }()
+	defer func() { stopAccess(); <-accessDone; accessPins.Close() }() // before the journal closes
 	if err := d.sessions.start(ctx, d.cfg.StateDir); err != nil {
 		return err
 	}

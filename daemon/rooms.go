@@ -54,7 +54,7 @@ func (r *room) job() api.Job {
 // jobs are the daemon's jobs as status shows them, in the order they
 // start.
 func (d *Daemon) jobs() []api.Job {
-	out := []api.Job{d.journalJob(), d.sessions.room.job(), d.feedJob(), d.answerRoom.job(), d.agentsRoom.job(), d.fleet.job()}
+	out := []api.Job{d.journalJob(), d.sessions.room.job(), d.feedJob(), d.answerRoom.job(), d.agentsRoom.job(), d.fleet.job(), d.accessJob()}
 	return out
 }
 
@@ -78,4 +78,12 @@ func (d *Daemon) journalJob() api.Job {
 		j.State, j.Error, j.Since = api.JobDegraded, h.Fault, h.Since
 	}
 	return j
+}
+
+// accessJob is the state of the room that records the deny table.
+func (d *Daemon) accessJob() api.Job {
+	if d.access == nil {
+		return api.Job{Name: "access", State: api.JobOff}
+	}
+	return d.access.room.job()
 }

@@ -126,6 +126,7 @@ func (d *Daemon) serveAPI(l *apiListener) (func(), error) {
 		w.Header().Set("Server-Timing", fmt.Sprintf("answer;dur=%.3f", float64(time.Since(t0).Microseconds())/1000))
 		w.Write(b)
 	})
+	d.deniedRoutes(mux)
 	mux.HandleFunc("POST "+api.PathApply, func(w http.ResponseWriter, r *http.Request) {
 		var req api.ApplyRequest
 		if err := json.NewDecoder(io.LimitReader(r.Body, 1<<16)).Decode(&req); err != nil || req.Config == "" {

@@ -22,12 +22,7 @@ func newShowDeniedCmd(g *globals) *cobra.Command {
 		Short: "Sources the filter auto-denied: since, until, the refusals that earned it, frames dropped since",
 		Args:  exactArgs(),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			p, err := loader.OpenShared(g.stateDir)
-			if err != nil {
-				return err
-			}
-			defer p.Close()
-			ds, _, err := daemon.DeniedOf(p, time.Now(), api.MonotonicNow())
+			ds, err := readDenied(g.stateDir)
 			if err != nil {
 				return err
 			}
@@ -72,13 +67,7 @@ func newClearDeniedCmd(g *globals) *cobra.Command {
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
-			t, _ := api.ParseDenyTarget(args[0])
-			p, err := loader.OpenShared(g.stateDir)
-			if err != nil {
-				return err
-			}
-			defer p.Close()
-			gone, err := daemon.ClearDenied(p, t, time.Now(), api.MonotonicNow())
+			gone, err := clearDenied(g.stateDir, args[0])
 			for _, d := range gone {
 				fmt.Fprintf(cmd.OutOrStdout(), "released %s\n", d.Source)
 			}
@@ -88,4 +77,38 @@ func newClearDeniedCmd(g *globals) *cobra.Command {
 			return err
 		},
 	}
+}
+
+// readDenied reads the deny table: from the running daemon, else from
+// the pins.
+func readDenied(stateDir string) ([]api.DeniedSource, error) {
+	if c := api.Dial(stateDir); c != nil {
+		return c.Denied()
+	}
+	p, err := loader.OpenShared(stateDir)
+	if err != nil {
+		return nil, err
+	}
+	defer p.Close()
+	ds, _, err := daemon.DeniedOf(p, time.Now(), api.MonotonicNow())
+	return ds, err
+}
+
+// clearDenied releases the sources target names: through the running
+// daemon, which records each as released; without one, from the pins,
+// and no record is written.
+func clearDenied(stateDir, target string) ([]api.DeniedSource, error) {
+	if c := api.Dial(stateDir); c != nil {
+		return c.ClearDenied(target)
+	}
+	t, err := api.ParseDenyTarget(target)
+	if err != nil {
+		return nil, err
+	}
+	p, err := loader.OpenShared(stateDir)
+	if err != nil {
+		return nil, err
+	}
+	defer p.Close()
+	return daemon.ClearDenied(p, t, time.Now(), api.MonotonicNow())
 }

@@ -1,0 +1,225 @@
+package daemon
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/cilium/ebpf"
+	"github.com/xdpcac/xdpcac/api"
+	"github.com/xdpcac/xdpcac/bpf"
+	"github.com/xdpcac/xdpcac/cac"
+	"github.com/xdpcac/xdpcac/cac/control"
+	"github.com/xdpcac/xdpcac/loader"
+	"github.com/xdpcac/xdpcac/maps"
+)
+
+// denyWatch is the room "access" (docs/design.md, "Auto-deny"): once a
+// second it reads the deny table, records once each source it has not
+// seen denied, and takes out and records once each past its until, or
+// every one while auto-deny is off. A restarted daemon has seen none:
+// it records the sources still denied once more.
+type denyWatch struct {
+	log    *slog.Logger
+	room   *room
+	pins   loader.Pins
+	record func([]api.RejectLine) // the journal's
+	// mono is the fast path's clock, wall the wall clock read with it.
+	mono func() uint64
+	wall func() time.Time
+
+	mu   sync.Mutex
+	seen map[bpf.XdpCacDenyKey]maps.Denied
+}
+
+func newDenyWatch(log *slog.Logger, pins loader.Pins, record func([]api.RejectLine)) *denyWatch {
+	return &denyWatch{log: log, room: newRoom("access"), pins: pins, record: record,
+		mono: control.MonotonicCoarse, wall: time.Now, seen: map[bpf.XdpCacDenyKey]maps.Denied{}}
+}
+
+// run steps once a second until ctx ends.
+func (w *denyWatch) run(ctx context.Context) {
+	every(ctx, time.Second, w.step)
+}
+
+// step reads the shared maps of the first attachment: the deny table is
+// one for the box.
+func (w *denyWatch) step() {
+	err := w.shared(func(p *loader.Pinned) error {
+		if p.Denied == nil || p.AccessSettings == nil {
+			w.room.off() // a version without a deny table
+			return nil
+		}
+		return w.sweep(p.Denied, p.AccessSettings, p.PolicySlot)
+	})
+	if errors.Is(err, loader.ErrNothingAttached) {
+		return
+	}
+	if err != nil {
+		w.log.Warn("access: read the deny table", "err", err)
+		w.room.fail(err)
+	}
+}
+
+// sweep is one read of the deny table.
+func (w *denyWatch) sweep(denied, settings, slot *ebpf.Map) error {
+	on, err := maps.AutoDenyOn(slot)
+	if err != nil {
+		return err
+	}
+	as, err := maps.ReadAccessSettings(settings)
+	if err != nil {
+		return err
+	}
+	ds, err := maps.ReadDenied(denied, as.Ipv6Prefix)
+	if err != nil {
+		return err
+	}
+	now, wall := w.mono(), w.wall()
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var lines []api.RejectLine
+	var gone []bpf.XdpCacDenyKey
+	live := map[bpf.XdpCacDenyKey]bool{}
+	for _, d := range ds {
+		old, known := w.seen[d.Key]
+		if known && old.SinceNS != d.SinceNS { // released, and denied again since
+			lines = append(lines, deniedLine(old, api.EventReleased, api.ReleasedExpired, wall, now))
+			known = false
+		}
+		if !known {
+			lines = append(lines, deniedLine(d, api.EventDenied, "", wall, now))
+		}
+		switch {
+		case !on:
+			lines = append(lines, deniedLine(d, api.EventReleased, api.ReleasedAutoDenyOff, wall, now))
+			gone = append(gone, d.Key)
+		case now >= d.UntilNS:
+			lines = append(lines, deniedLine(d, api.EventReleased, api.ReleasedExpired, wall, now))
+			gone = append(gone, d.Key)
+		default:
+			w.seen[d.Key], live[d.Key] = d, true
+		}
+	}
+	for k := range w.seen {
+		if !live[k] { // evicted, or released
+			delete(w.seen, k)
+		}
+	}
+	if on {
+		w.room.running()
+	} else {
+		w.room.off()
+	}
+	derr := maps.DeleteDenied(denied, gone)
+	if len(lines) > 0 {
+		w.record(lines)
+	}
+	if derr != nil {
+		return fmt.Errorf("release sources past their until: %w", derr)
+	}
+	return nil
+}
+
+// deniedLine is the record of an event of a source of the deny table,
+// at now of the fast path's clock (wall on the wall clock).
+func deniedLine(d maps.Denied, event, why string, wall time.Time, now uint64) api.RejectLine {
+	at := func(ns uint64) time.Time { return wall.Add(-time.Duration(now - ns)) }
+	l := api.RejectLine{Time: at(d.SinceNS), First: at(d.SinceNS), Source: d.Source, Reason: cac.ReasonDenied.String(),
+		Event: event, Why: why, Since: at(d.SinceNS), Until: at(d.UntilNS), Refusals: d.Refusals}
+	if event == api.EventReleased {
+		l.Time, l.Count, l.Frames = wall, d.Frames, d.Frames
+	}
+	return l
+}
+
+// shared calls fn with the shared maps of the first attachment.
+func (w *denyWatch) shared(fn func(p *loader.Pinned) error) error {
+	done := false
+	err := w.pins.Each(func(p *loader.Pinned) error {
+		if done {
+			return nil
+		}
+		done = true
+		return fn(p)
+	})
+	if err == nil && !done {
+		return loader.ErrNothingAttached
+	}
+	return err
+}
+
+// list is GET /v1/denied.
+func (w *denyWatch) list() ([]api.DeniedSource, error) {
+	var out []api.DeniedSource
+	err := w.shared(func(p *loader.Pinned) error {
+		var err error
+		out, _, err = DeniedOf(p, time.Now(), api.MonotonicNow())
+		return err
+	})
+	if out == nil {
+		out = []api.DeniedSource{}
+	}
+	return out, err
+}
+
+// clear is POST /v1/denied/clear: the sources t matches are taken out,
+// each recorded as released ("cleared").
+func (w *denyWatch) clear(t api.DenyTarget) ([]api.DeniedSource, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	out := []api.DeniedSource{}
+	err := w.shared(func(p *loader.Pinned) error {
+		gone, err := ClearDenied(p, t, time.Now(), api.MonotonicNow())
+		out = append(out, gone...)
+		return err
+	})
+	lines := make([]api.RejectLine, 0, len(out))
+	for _, d := range out {
+		lines = append(lines, api.RejectLine{Time: time.Now(), First: d.Since, Source: d.Source, Reason: cac.ReasonDenied.String(),
+			Count: d.Frames, Event: api.EventReleased, Why: api.ReleasedCleared, Since: d.Since, Until: d.Until,
+			Refusals: d.Refusals, Frames: d.Frames})
+	}
+	for k, s := range w.seen {
+		if t.Matches(s.Source) {
+			delete(w.seen, k)
+		}
+	}
+	if len(lines) > 0 {
+		w.record(lines)
+	}
+	return out, err
+}
+
+// deniedRoutes serves the deny table on the API.
+func (d *Daemon) deniedRoutes(mux *http.ServeMux) {
+	mux.HandleFunc("GET "+api.PathDenied, func(rw http.ResponseWriter, r *http.Request) {
+		out, err := d.access.list()
+		if err != nil {
+			writeJSON(rw, http.StatusInternalServerError, api.Error{Error: err.Error()})
+			return
+		}
+		writeJSON(rw, http.StatusOK, out)
+	})
+	mux.HandleFunc("POST "+api.PathDeniedClear, func(rw http.ResponseWriter, r *http.Request) {
+		var req api.ClearDeniedRequest
+		err := json.NewDecoder(io.LimitReader(r.Body, 1<<12)).Decode(&req)
+		t, terr := api.ParseDenyTarget(req.Target)
+		if err != nil || terr != nil {
+			writeJSON(rw, http.StatusBadRequest, api.Error{Error: fmt.Sprintf(`want {"target": ADDR|PREFIX|MAC|"all"}: %v`, errors.Join(err, terr))})
+			return
+		}
+		out, err := d.access.clear(t)
+		if err != nil {
+			writeJSON(rw, http.StatusInternalServerError, api.Error{Error: err.Error()})
+			return
+		}
+		writeJSON(rw, http.StatusOK, out)
+	})
+}
