@@ -59,6 +59,7 @@ type Collector struct {
 	egressAnswers, forgedResponses family
 	sipAnswered, sipSuppressed  family
 	sipVerified, sipRetransmits family
+	deniedFrames                family
 	daemon                      daemonFamilies
 }
 
@@ -182,6 +183,9 @@ func New(r Reader, version string) *Collector {
 		forgedResponses: newFamily("xdpcac_session_agent_forged_responses_total",
 			"Out-service answers from a session agent's address to an INVITE that answered no transaction the SIP server sent: ignored.",
 			prometheus.CounterValue),
+		deniedFrames: newFamily("xdpcac_denied_frames_total",
+			"Frames of denied sources dropped before any parse, by interface and how the source is denied: static (a deny list) or auto (the deny table).",
+			prometheus.CounterValue, "iface", "reason"),
 		errors: newFamily("xdpcac_collect_errors_total",
 			"Scrapes that could not read or export all of the fast path's state.",
 			prometheus.CounterValue),
@@ -195,7 +199,7 @@ func (c *Collector) families() []family {
 		c.accountSessions, c.accountMaxSessions, c.customerSessions, c.customerMaxSessions, c.agentSessions, c.agentMaxSessions,
 		c.limit, c.charges, c.cpu, c.cpuAverage, c.buffersFull, c.heartbeatAge, c.stale,
 		c.calls, c.agentUp, c.buildInfo, c.errors, c.sipAnswered, c.sipSuppressed,
-		c.sipVerified, c.sipRetransmits,
+		c.sipVerified, c.sipRetransmits, c.deniedFrames,
 		c.egressInvites, c.egressRefused, c.egressRetransmits, c.egressUnanswered, c.egressACKs, c.egressAnswers, c.forgedResponses,
 	}, c.daemon.all()...)
 }
@@ -303,6 +307,8 @@ func (c *Collector) collectInterfaces(e *emitter, s Snapshot) {
 		e.emit(c.sipVerified, float64(st.SIPInDialogVerified), iface)
 		e.emit(c.sipRetransmits, float64(st.SIPRetransmits), iface, verdictPass)
 		e.emit(c.sipRetransmits, float64(st.SIPRetransmitsRefused), iface, verdictDrop)
+		e.emit(c.deniedFrames, float64(st.DeniedStatic), iface, "static")
+		e.emit(c.deniedFrames, float64(st.DeniedAuto), iface, "auto")
 	}
 }
 

@@ -1,0 +1,30 @@
+package collector
+
+import (
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/xdpcac/xdpcac/maps"
+)
+
+// TestDeniedFrames: the frames of denied sources are exported per
+// interface, static and auto apart, zeros included.
+func TestDeniedFrames(t *testing.T) {
+	snap := Snapshot{Interfaces: map[string]maps.Stats{
+		"eth0": {DeniedStatic: 3, DeniedAuto: 5},
+		"eth1": {},
+	}}
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(New(ReaderFunc(func() (Snapshot, error) { return snap, nil }), "test"))
+	got := scrape(t, reg)
+	for key, want := range map[string]float64{
+		`xdpcac_denied_frames_total{iface="eth0",reason="static"}`: 3,
+		`xdpcac_denied_frames_total{iface="eth0",reason="auto"}`:   5,
+		`xdpcac_denied_frames_total{iface="eth1",reason="static"}`: 0,
+		`xdpcac_denied_frames_total{iface="eth1",reason="auto"}`:   0,
+	} {
+		if v, ok := got[key]; !ok || v != want {
+			t.Errorf("%s = %v (%v), want %v", key, v, ok, want)
+		}
+	}
+}
