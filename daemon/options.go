@@ -83,7 +83,17 @@ func LoadOptions(cfgFile string) (*config.Config, loader.Options, error) {
 	for c, cl := range cfg.Classes {
 		settings.Reject[c] = cl.Reject
 	}
+	var auto maps.AutoDeny
+	var denyTable uint32
+	if ad := cfg.Access.AutoDeny; ad != nil {
+		auto = maps.AutoDeny{Refused: ad.Refused, Within: ad.Within, DenyFor: ad.DenyFor, IPv6Prefix: uint8(cfg.AutoDenyIPv6Prefix())}
+		denyTable = ad.Table
+	}
 	return cfg, loader.Options{
+		Access: maps.Access{Deny: cfg.Access.Deny, Allow: cfg.Access.Allow,
+			DenyMAC: cfg.Access.DenyMAC, AllowMAC: cfg.Access.AllowMAC},
+		AutoDeny:    auto,
+		DenyTable:   denyTable,
 		Settings:    settings,
 		L2TPPorts:   cfg.Ports.L2TP,
 		SIPPorts:    cfg.Ports.SIP,

@@ -65,6 +65,10 @@ func (d *Daemon) keepTableSizes(opts loader.Options) loader.Options {
 		d.log.Warn("dialog-table of the file differs from the table in force, which stays; detach every interface and start again to change it",
 			"in_force", dialogs, "file", opts.DialogTable)
 	}
-	opts.SourceTable, opts.DialogTable = 0, 0
+	if t, err := loader.TablesInForce(d.cfg.StateDir); err == nil && opts.DenyTable != 0 && t.Denied != 0 && opts.DenyTable != t.Denied {
+		d.log.Warn("access.auto-deny.table of the file differs from the deny table in force, which stays with the sources it denies; detach every interface and start again to change it",
+			"in_force", t.Denied, "file", opts.DenyTable)
+	}
+	opts.SourceTable, opts.DialogTable, opts.DenyTable = 0, 0, 0
 	return opts
 }

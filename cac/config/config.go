@@ -57,6 +57,8 @@ type Config struct {
 	// admission limit one budget for every box of the fleet
 	// (docs/design.md, "Fleet").
 	CallAdmissionFleet bool
+	// Access is the access block: static lists and auto-deny.
+	Access Access
 
 	callAdmissionScope *yaml.Node
 }
@@ -315,7 +317,8 @@ func (c *Config) fields(d *decoder) fields {
 		"metrics": func(p string, v *yaml.Node) {
 			d.mapping(v, p, fields{"listen": func(p string, v *yaml.Node) { d.hostPort(v, p, &c.Metrics.Listen) }})
 		},
-		"fleet": func(p string, v *yaml.Node) { c.Fleet = d.fleet(p, v) },
+		"fleet":  func(p string, v *yaml.Node) { c.Fleet = d.fleet(p, v) },
+		"access": func(p string, v *yaml.Node) { d.access(p, v, &c.Access) },
 		"api": func(p string, v *yaml.Node) {
 			d.mapping(v, p, fields{"read-group": func(p string, v *yaml.Node) { d.str(v, p, &c.API.ReadGroup) }})
 		},

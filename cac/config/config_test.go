@@ -1,6 +1,7 @@
 package config
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -121,6 +122,19 @@ func TestBadInput(t *testing.T) {
 		{"non-numeric cps", "environment: {cps: lots}\n", `bad.yaml:1:20: environment.cps: must be a number, got "lots"`},
 		{"port out of range", "ports: {sip: [5060, 70000]}\n", "bad.yaml:1:21: ports.sip[1]: must be from 1 to 65535, got 70000"},
 		{"port zero", "ports: {l2tp: [0]}\n", "bad.yaml:1:16: ports.l2tp[0]: must be from 1 to 65535, got 0"},
+		{"bad deny prefix", "access: {deny: [198.51.100.0/33]}\n", `bad.yaml:1:17: access.deny[0]: must be an address or prefix such as 192.0.2.10/32, got "198.51.100.0/33"`},
+		{"host bits", "access:\n  allow: [198.51.100.1/24]\n", "bad.yaml:2:11: access.allow[0]: 198.51.100.1/24 has host bits set; did you mean 198.51.100.0/24?"},
+		{"deny and allow", "access:\n  deny: [192.0.2.0/24]\n  allow: [192.0.2.0/24]\n", "bad.yaml:3:11: access.allow[0]: 192.0.2.0/24 is in both access.deny and access.allow"},
+		{"short mac", "access: {deny-mac: [\"02:00:00:00:01\"]}\n", `bad.yaml:1:21: access.deny-mac[0]: must be a MAC of 6 bytes such as 02:00:00:00:00:01, got "02:00:00:00:01"`},
+		{"long mac", "access: {allow-mac: [\"02:00:00:00:00:00:00:01\"]}\n", `access.allow-mac[0]: must be a MAC of 6 bytes`},
+		{"refused zero", "access: {auto-deny: {refused: 0, within: 1s, deny-for: 1m}}\n", "bad.yaml:1:31: access.auto-deny.refused: must be from 1 to"},
+		{"within short", "access: {auto-deny: {refused: 5, within: 10ms, deny-for: 1m}}\n", `bad.yaml:1:42: access.auto-deny.within: must be from 80ms to 1h0m0s, got "10ms"`},
+		{"within slots", "access: {auto-deny: {refused: 5, within: 100000001ns, deny-for: 1m}}\n", `access.auto-deny.within: must be counted in 8 slots of whole nanoseconds`},
+		{"deny-for long", "access: {auto-deny: {refused: 5, within: 1s, deny-for: 200h}}\n", `access.auto-deny.deny-for: must be from 1s to 168h0m0s, got "200h"`},
+		{"table small", "access: {auto-deny: {refused: 5, within: 1s, deny-for: 1m, table: 10}}\n", "access.auto-deny.table: must be from 1024 to 4194304, got 10"},
+		{"auto-deny incomplete", "access: {auto-deny: {refused: 5}}\n", "access.auto-deny.within: is required"},
+		{"sip-connect mac", "classes:\n  sip-connect: {per-source: {cps: 1, key: mac}}\n", "classes.sip-connect.per-source.key: must be one of ip"},
+		{"sip-connect action", "classes:\n  sip-connect: {cps: 1, action: reject}\n", "classes.sip-connect.action: unknown key"},
 		{"sip-tcp port zero", "ports: {sip-tcp: [5061, 0]}\n", "bad.yaml:1:25: ports.sip-tcp[1]: must be from 1 to 65535, got 0"},
 		{"sip-tcp port twice", "ports: {sip-tcp: [5061, 5061]}\n", "bad.yaml:1:25: ports.sip-tcp[1]: port 5061 is listed twice"},
 		{"unknown class", "classes:\n  sip-subscribe: {cps: 1}\n", "bad.yaml:2:3: classes.sip-subscribe: unknown key (valid keys here: l2tp-icrq, l2tp-sccrq, malformed, pppoe-padi, pppoe-padr, sip-connect, sip-indialog, sip-invite, sip-options, sip-other, sip-register)"},
@@ -210,5 +224,32 @@ func TestSIPTCPPorts(t *testing.T) {
 		if !slices.Equal(cfg.Ports.SIPTCP, c.want) {
 			t.Errorf("%q: sip-tcp %v, want %v", c.in, cfg.Ports.SIPTCP, c.want)
 		}
+	}
+}
+
+// TestAccess: the access block's lists and auto-deny read as written,
+// the table 65,536 unless set.
+func TestAccess(t *testing.T) {
+	cfg, err := Parse("a.yaml", []byte("access:\n  deny: [198.51.100.0/24, 2001:db8::1]\n  allow: [198.51.100.7]\n"+
+		"  deny-mac: [02:00:00:00:00:01]\n  auto-deny: {refused: 20, within: 10s, deny-for: 1h}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := cfg.Access
+	if fmt.Sprint(a.Deny, a.Allow, a.DenyMAC) != "[198.51.100.0/24 2001:db8::1/128] [198.51.100.7/32] [02:00:00:00:00:01]" {
+		t.Errorf("lists %v %v %v", a.Deny, a.Allow, a.DenyMAC)
+	}
+	if ad := a.AutoDeny; ad == nil || *ad != (AutoDeny{Refused: 20, Within: 10 * time.Second, DenyFor: time.Hour, Table: 65536}) {
+		t.Errorf("auto-deny %+v", ad)
+	}
+	if cfg.AutoDenyIPv6Prefix() != 64 {
+		t.Errorf("IPv6 prefix /%d, want the default /64", cfg.AutoDenyIPv6Prefix())
+	}
+	cfg, err = Parse("a.yaml", []byte("classes:\n  sip-invite: {per-source: {cps: 1, ipv6-prefix: 48}}\n  sip-connect: {cps: 100, per-source: {cps: 2}}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.AutoDenyIPv6Prefix() != 48 || cfg.Access.AutoDeny != nil {
+		t.Errorf("IPv6 prefix /%d and auto-deny %v, want /48 (the shortest) and off", cfg.AutoDenyIPv6Prefix(), cfg.Access.AutoDeny)
 	}
 }
