@@ -6,12 +6,14 @@ import (
 	"fmt"
 	"net/netip"
 	"testing"
+	"unsafe"
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/asm"
 	"github.com/xdpcac/xdpcac/bpf"
 	"github.com/xdpcac/xdpcac/cac"
 	"github.com/xdpcac/xdpcac/cac/policy"
+	"github.com/xdpcac/xdpcac/internal/model/access"
 	"github.com/xdpcac/xdpcac/internal/model/admission"
 	"github.com/xdpcac/xdpcac/internal/model/classify"
 	"github.com/xdpcac/xdpcac/maps"
@@ -123,6 +125,48 @@ func (f *FastPath) SetAgentAddrs(t testing.TB, addrs map[netip.Addr]int) {
 	f.Model.SetAgentAddrs(mapped)
 }
 
+// SetAccess gives the program and the model the same access control: the
+// static lists, the auto-deny settings (SlotNS 0 for off), and the policy
+// word's bits that make the program read them; after SetPolicy, which
+// writes the word anew.
+func (f *FastPath) SetAccess(t testing.TB, lists access.Lists, set access.Settings) {
+	t.Helper()
+	var bits uint32
+	for p, v := range lists.Prefixes {
+		k := bpf.XdpCacPrefix{Prefixlen: uint32(p.Bits()), Addr: p.Addr().As16()}
+		if err := f.Objs.AccessList.Update(&k, uint32(v), ebpf.UpdateAny); err != nil {
+			t.Fatalf("access_list %v: %v", p, err)
+		}
+	}
+	for mac, v := range lists.MACs {
+		var k uint64 // the MAC in its first six bytes, in memory order
+		b := (*[8]byte)(unsafe.Pointer(&k))
+		copy(b[:], mac[:])
+		if err := f.Objs.AccessMac.Update(&k, uint32(v), ebpf.UpdateAny); err != nil {
+			t.Fatalf("access_mac %x: %v", mac, err)
+		}
+	}
+	if !lists.Empty() {
+		bits |= uint32(bpf.XdpCacPolicyPOLICY_ACCESS_LISTS)
+	}
+	s := bpf.XdpCacAccessSettings{SlotNs: set.SlotNS, DenyForNs: set.DenyForNS, Refused: set.Refused, Ipv6Prefix: set.IPv6Prefix}
+	if err := f.Objs.AccessSettings.Update(uint32(0), &s, ebpf.UpdateAny); err != nil {
+		t.Fatalf("access_settings: %v", err)
+	}
+	auto := set.SlotNS != 0 && set.Refused != 0
+	if auto {
+		bits |= uint32(bpf.XdpCacPolicyPOLICY_AUTO_DENY)
+	}
+	var word uint32
+	if err := f.Objs.PolicySlot.Lookup(uint32(0), &word); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Objs.PolicySlot.Update(uint32(0), word|bits, ebpf.UpdateExist); err != nil {
+		t.Fatal(err)
+	}
+	f.Model.Access = &access.Table{Lists: lists, Settings: set, AutoDeny: auto}
+}
+
 // Stats reads the program's counters.
 func (f *FastPath) Stats(t testing.TB) maps.Stats {
 	t.Helper()
@@ -197,6 +241,25 @@ func DecisionOf(d maps.Stats) (admission.Decision, error) {
 	odd := d.SIPOddForms + d.PPPoEOddForms
 	if odd > 1 || (odd == 1 && len(moved) != 1) {
 		return admission.Decision{}, fmt.Errorf("one frame counted %d odd forms in %d decisions", odd, len(moved))
+	}
+	// A denied frame is counted in all, and in its class's
+	// rejected[denied] where the class was known before the parse.
+	var denied access.Verdict
+	switch {
+	case d.DeniedStatic+d.DeniedAuto > 1:
+		return admission.Decision{}, fmt.Errorf("one frame counted %d denials", d.DeniedStatic+d.DeniedAuto)
+	case d.DeniedStatic == 1:
+		denied = access.Deny
+	case d.DeniedAuto == 1:
+		denied = access.Auto
+	}
+	if denied != access.None {
+		if len(moved) == 0 {
+			moved = append(moved, admission.Decision{})
+		}
+		if len(moved) == 1 && (!moved[0].Rejected || moved[0].Reason == cac.ReasonDenied) {
+			moved[0].Denied = denied
+		}
 	}
 	switch len(moved) {
 	case 0:

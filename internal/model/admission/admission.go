@@ -2,6 +2,7 @@ package admission
 
 import (
 	"fmt"
+	"github.com/xdpcac/xdpcac/internal/model/access"
 	"net/netip"
 	"strings"
 
@@ -16,20 +17,23 @@ import (
 type Model struct {
 	Ports         *classify.Ports
 	MalformedDrop bool
-	policy        policy.Policy
-	index         policy.Indexes               // of policy's accounts and customers
-	rules         map[policy.Rule]policy.Index // in force, as the fast path's tries hold them
-	levels        [policy.NumLevels]bucket.Bucket
-	accounts      [policy.MaxAccounts]bucket.Bucket
-	customers     [policy.MaxCustomers]bucket.Bucket
-	sources       map[sourceKey]*bucket.Bucket
-	inputs        policy.Inputs
-	rings         [cac.NumCallTypes]policy.ChargeRing
-	agentAddrs    map[netip.Addr]int // as the fast path's agents table
-	agents        [policy.MaxAgents]bucket.Bucket
-	dialogs       dialogTable
-	refused       refusedTable
-	tunnels       l2tp.Table
+	// Access is access control's state (lists, auto-deny, the deny
+	// table); nil for none.
+	Access     *access.Table
+	policy     policy.Policy
+	index      policy.Indexes               // of policy's accounts and customers
+	rules      map[policy.Rule]policy.Index // in force, as the fast path's tries hold them
+	levels     [policy.NumLevels]bucket.Bucket
+	accounts   [policy.MaxAccounts]bucket.Bucket
+	customers  [policy.MaxCustomers]bucket.Bucket
+	sources    map[sourceKey]*bucket.Bucket
+	inputs     policy.Inputs
+	rings      [cac.NumCallTypes]policy.ChargeRing
+	agentAddrs map[netip.Addr]int // as the fast path's agents table
+	agents     [policy.MaxAgents]bucket.Bucket
+	dialogs    dialogTable
+	refused    refusedTable
+	tunnels    l2tp.Table
 	// Egress admission (egress.go).
 	agentOut      [policy.MaxAgents]bool
 	connections   [policy.MaxAgents]bucket.Bucket
@@ -127,6 +131,9 @@ type Decision struct {
 	// (Verdict TX); Unanswered: one that could only be dropped, its
 	// tunnel not translated.
 	Answered, Unanswered bool
+	// Denied: a frame of a denied source, dropped before its parse by
+	// the static lists (access.Deny) or the deny table (access.Auto).
+	Denied access.Verdict
 }
 
 func (d Decision) String() string {
@@ -344,6 +351,18 @@ func addrOf(s classify.Source) netip.Addr {
 // The frame is as the program reads it, after classify.StripPriorityTags,
 // which the program applies first and once.
 func (m *Model) Decide(frame []byte, now uint64) Decision {
+	if m.Access == nil {
+		return m.decide(frame, now)
+	}
+	if d, denied := m.denied(frame, now); denied {
+		return d
+	}
+	d := m.decide(frame, now)
+	m.countRefusal(frame, d, now)
+	return d
+}
+
+func (m *Model) decide(frame []byte, now uint64) Decision {
 	r, msg := m.sip.ClassifySIP(frame, m.Ports)
 	d := Decision{Result: r, Verdict: cac.Pass}
 	c, held := cac.ClassOf(d.Kind)
