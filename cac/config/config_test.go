@@ -253,3 +253,26 @@ func TestAccess(t *testing.T) {
 		t.Errorf("IPv6 prefix /%d and auto-deny %v, want /48 (the shortest) and off", cfg.AutoDenyIPv6Prefix(), cfg.Access.AutoDeny)
 	}
 }
+
+// TestAccessCapacity: the prefix past the fast path's 16,384 and the MAC
+// past its 4,096 are refused at their own line.
+func TestAccessCapacity(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("access:\n  deny:\n")
+	for i := range MaxAccessPrefixes + 1 {
+		fmt.Fprintf(&b, "    - 10.%d.%d.0/24\n", i>>8, i&255)
+	}
+	_, err := Parse("c.yaml", []byte(b.String()))
+	if want := fmt.Sprintf("c.yaml:%d:7: access.deny[%d]: more than %d prefixes", MaxAccessPrefixes+3, MaxAccessPrefixes, MaxAccessPrefixes); err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("%d prefixes: %v, want %q", MaxAccessPrefixes+1, err, want)
+	}
+	b.Reset()
+	b.WriteString("access:\n  deny-mac:\n")
+	for i := range MaxAccessMACs + 1 {
+		fmt.Fprintf(&b, "    - 02:00:00:00:%02x:%02x\n", i>>8, i&255)
+	}
+	_, err = Parse("c.yaml", []byte(b.String()))
+	if want := fmt.Sprintf("c.yaml:%d:7: access.deny-mac[%d]: more than %d MACs", MaxAccessMACs+3, MaxAccessMACs, MaxAccessMACs); err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("%d MACs: %v, want %q", MaxAccessMACs+1, err, want)
+	}
+}
