@@ -191,48 +191,23 @@ func TestAccessDifferential(t *testing.T) {
 	macs := [][6]byte{deniedMAC, {2, 0, 0, 0, 0, 1}, {2, 0, 0, 0, 0, 2}}
 
 	rng := rand.New(rand.NewPCG(diffSeed(t), 0xacce55))
-	now := uint64(1e9)
-	kinds := map[string]int{}
-	failures := 0
-	for i := 0; i < 20_000; i++ {
-		now += uint64(rng.IntN(60)) * 1e6
-		f.MustAt(t, now)
-		var frame []byte
+	kinds := decideRandom(t, f, rng, 60, func() []byte {
 		switch s := sources[rng.IntN(len(sources))]; rng.IntN(4) {
 		case 0:
-			frame = randomSegment(rng, sources)
+			return randomSegment(rng, sources)
 		case 1:
-			frame = inviteFrom(s, f.NextCall())
+			frame := inviteFrom(s, f.NextCall())
 			if rng.IntN(4) == 0 {
 				frame = frame[:14+rng.IntN(len(frame)-14)]
 			}
+			return frame
 		case 2:
 			codes := []uint8{PADI, PADR, PADT, uint8(rng.Uint32())}
-			frame = Frame(Ether{Src: macs[rng.IntN(len(macs))]}, PPPoE{Code: codes[rng.IntN(len(codes))]})
+			return Frame(Ether{Src: macs[rng.IntN(len(macs))]}, PPPoE{Code: codes[rng.IntN(len(codes))]})
 		default:
-			frame = mutate(rng, inviteFrom(s, f.NextCall()))
+			return mutate(rng, inviteFrom(s, f.NextCall()))
 		}
-		if len(frame) < 14 {
-			continue
-		}
-		d, err := f.Decide(frame)
-		if err != nil {
-			failures++
-			t.Errorf("frame %d (%x): %v", i, frame, err)
-			if failures > 20 {
-				t.Fatal("too many differences")
-			}
-			continue
-		}
-		key := d.Result.String()
-		if d.Denied != access.None {
-			key = "denied"
-		} else if d.Rejected {
-			key += "/" + d.Reason.String()
-		}
-		kinds[key]++
-	}
-	t.Logf("by decision: %v", kinds)
+	})
 	if st := f.Stats(t); st.DenyAdded == 0 || kinds["denied"] == 0 {
 		t.Errorf("nothing auto-denied (deny_added %d): the generator tests nothing there", st.DenyAdded)
 	}

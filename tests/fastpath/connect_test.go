@@ -9,6 +9,7 @@ import (
 
 	"github.com/xdpcac/xdpcac/cac"
 	"github.com/xdpcac/xdpcac/cac/policy"
+	"github.com/xdpcac/xdpcac/internal/model/access"
 	. "github.com/xdpcac/xdpcac/internal/pkt"
 	"github.com/xdpcac/xdpcac/tests/harness"
 )
@@ -149,13 +150,30 @@ func TestSIPConnectDifferential(t *testing.T) {
 		netip.MustParseAddr("2001:db8::1"), netip.MustParseAddr("2001:db8:0:1::1")}
 
 	rng := rand.New(rand.NewPCG(diffSeed(t), 0x5eed))
+	kinds := decideRandom(t, f, rng, 40, func() []byte { return randomSegment(rng, sources) })
+	// A generator that never reaches a decision would test nothing there.
+	for _, want := range []string{"unwatched", "sip-connect", "sip-connect/source", "sip-connect/class"} {
+		if kinds[want] == 0 {
+			t.Errorf("no frame decided %s", want)
+		}
+	}
+}
+
+// decideRandom runs 20,000 frames of next through the program and the
+// model, the clock moving up to stepMS between them, and tallies their
+// decisions by result and reason ("denied" for a denied source's).
+func decideRandom(t *testing.T, f *harness.FastPath, rng *rand.Rand, stepMS int, next func() []byte) map[string]int {
+	t.Helper()
 	now := uint64(1e9)
 	kinds := map[string]int{}
 	failures := 0
 	for i := 0; i < 20_000; i++ {
-		now += uint64(rng.IntN(40)) * 1e6
+		now += uint64(rng.IntN(stepMS)) * 1e6
 		f.MustAt(t, now)
-		frame := randomSegment(rng, sources)
+		frame := next()
+		if len(frame) < 14 {
+			continue // the kernel refuses frames shorter than Ethernet
+		}
 		d, err := f.Decide(frame)
 		if err != nil {
 			failures++
@@ -166,16 +184,13 @@ func TestSIPConnectDifferential(t *testing.T) {
 			continue
 		}
 		key := d.Result.String()
-		if d.Rejected {
+		if d.Denied != access.None {
+			key = "denied"
+		} else if d.Rejected {
 			key += "/" + d.Reason.String()
 		}
 		kinds[key]++
 	}
 	t.Logf("by decision: %v", kinds)
-	// A generator that never reaches a decision would test nothing there.
-	for _, want := range []string{"unwatched", "sip-connect", "sip-connect/source", "sip-connect/class"} {
-		if kinds[want] == 0 {
-			t.Errorf("no frame decided %s", want)
-		}
-	}
+	return kinds
 }
