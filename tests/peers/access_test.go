@@ -15,12 +15,7 @@ import (
 // after the last. It returns how long the tool ran.
 func (b *kamBed) scan(t *testing.T, src netip.Addr, tool string, args ...string) time.Duration {
 	t.Helper()
-	// svwar takes -b and binds to every address all the same (its main
-	// never hands the option on), so its requests left from the peer's
-	// first address: the route to Kamailio names src for the scan.
-	route := kamBoxV4 + "/32"
-	testenv.Run(t, b.Peer, "ip", "route", "replace", route, "dev", b.PeerIfc, "src", src.String())
-	defer testenv.Run(t, b.Peer, "ip", "route", "del", route)
+	defer b.sendFrom(t, src)()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	args = append([]string{"-b", src.String(), "-x", src.String()}, args...)
@@ -33,6 +28,18 @@ func (b *kamBed) scan(t *testing.T, src netip.Addr, tool string, args ...string)
 		t.Fatalf("%s ran for a minute: %v\n%s", tool, err, out)
 	}
 	return time.Since(start)
+}
+
+// sendFrom makes src the source of what the peer sends to Kamailio's
+// IPv4 address, until the returned function is called. svwar takes -b
+// and binds to every address all the same (its main never hands the
+// option on), so its requests left from the peer's first address, which
+// may be a session agent's.
+func (b *kamBed) sendFrom(t *testing.T, src netip.Addr) (restore func()) {
+	t.Helper()
+	route := kamBoxV4 + "/32"
+	testenv.Run(t, b.Peer, "ip", "route", "replace", route, "dev", b.PeerIfc, "src", src.String())
+	return func() { testenv.Run(t, b.Peer, "ip", "route", "del", route) }
 }
 
 // handledFrom is how many requests Kamailio handled from src, once the

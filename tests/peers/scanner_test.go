@@ -42,6 +42,7 @@ func TestScanners(t *testing.T) {
 	} {
 		t.Run(c.tool+"-"+c.method, func(t *testing.T) {
 			src := b.source(t, 40+i, false)
+			defer b.sendFrom(t, src)()
 			before, bv := b.charged(t)
 			handledBefore := b.handled(c.method)
 			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
