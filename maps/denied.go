@@ -88,3 +88,16 @@ func DeleteDenied(m *ebpf.Map, keys []bpf.XdpCacDenyKey) error {
 	}
 	return nil
 }
+
+// DeniedLive counts the sources of denied whose until has not passed at
+// now, the fast path's monotonic clock: those it drops. A source whose
+// deny-for ended stays in the table until the daemon releases it.
+func DeniedLive(denied []Denied, now uint64) uint64 {
+	var n uint64
+	for _, d := range denied {
+		if d.UntilNS > now {
+			n++
+		}
+	}
+	return n
+}

@@ -141,3 +141,17 @@ func TestDeniedCounters(t *testing.T) {
 		t.Errorf("view %+v", v)
 	}
 }
+
+// TestDeniedLive: a source counts while now is before its until, and no
+// longer from its until on, as the fast path releases it (bpf/access.h).
+func TestDeniedLive(t *testing.T) {
+	denied := []Denied{{UntilNS: 100}, {UntilNS: 200}, {UntilNS: 300}}
+	for _, c := range []struct{ now, want uint64 }{{0, 3}, {99, 3}, {100, 2}, {250, 1}, {300, 0}} {
+		if got := DeniedLive(denied, c.now); got != c.want {
+			t.Errorf("DeniedLive at %d = %d, want %d", c.now, got, c.want)
+		}
+	}
+	if got := DeniedLive(nil, 0); got != 0 {
+		t.Errorf("DeniedLive of an empty table = %d, want 0", got)
+	}
+}

@@ -60,6 +60,7 @@ type Collector struct {
 	sipAnswered, sipSuppressed  family
 	sipVerified, sipRetransmits family
 	deniedFrames                family
+	deniedSources               family
 	daemon                      daemonFamilies
 }
 
@@ -186,6 +187,9 @@ func New(r Reader, version string) *Collector {
 		deniedFrames: newFamily("xdpcac_denied_frames_total",
 			"Frames of denied sources dropped before any parse, by interface and how the source is denied: static (a deny list) or auto (the deny table).",
 			prometheus.CounterValue, "iface", "reason"),
+		deniedSources: newFamily("xdpcac_denied_sources",
+			"Sources in the deny table whose deny-for has not ended, by interface.",
+			prometheus.GaugeValue, "iface"),
 		errors: newFamily("xdpcac_collect_errors_total",
 			"Scrapes that could not read or export all of the fast path's state.",
 			prometheus.CounterValue),
@@ -199,7 +203,7 @@ func (c *Collector) families() []family {
 		c.accountSessions, c.accountMaxSessions, c.customerSessions, c.customerMaxSessions, c.agentSessions, c.agentMaxSessions,
 		c.limit, c.charges, c.cpu, c.cpuAverage, c.buffersFull, c.heartbeatAge, c.stale,
 		c.calls, c.agentUp, c.buildInfo, c.errors, c.sipAnswered, c.sipSuppressed,
-		c.sipVerified, c.sipRetransmits, c.deniedFrames,
+		c.sipVerified, c.sipRetransmits, c.deniedFrames, c.deniedSources,
 		c.egressInvites, c.egressRefused, c.egressRetransmits, c.egressUnanswered, c.egressACKs, c.egressAnswers, c.forgedResponses,
 	}, c.daemon.all()...)
 }
@@ -309,6 +313,9 @@ func (c *Collector) collectInterfaces(e *emitter, s Snapshot) {
 		e.emit(c.sipRetransmits, float64(st.SIPRetransmitsRefused), iface, verdictDrop)
 		e.emit(c.deniedFrames, float64(st.DeniedStatic), iface, "static")
 		e.emit(c.deniedFrames, float64(st.DeniedAuto), iface, "auto")
+		if n, ok := s.DeniedSources[iface]; ok {
+			e.emit(c.deniedSources, float64(n), iface)
+		}
 	}
 }
 

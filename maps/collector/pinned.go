@@ -29,7 +29,7 @@ func ReadPinnedNamed(stateDir string, now uint64, names Names) (Snapshot, error)
 // again and again holds open between reads (loader.PinCache): a scrape
 // opens no map of an attachment that did not change.
 func ReadPinsNamed(pins loader.Pins, now uint64, names Names) (Snapshot, error) {
-	snap := Snapshot{Interfaces: map[string]maps.Stats{}}
+	snap := Snapshot{Interfaces: map[string]maps.Stats{}, DeniedSources: map[string]uint64{}}
 	st, err := loader.ReadCallAdmissionOf(pins)
 	if err != nil {
 		return snap, err
@@ -53,6 +53,13 @@ func ReadPinsNamed(pins loader.Pins, now uint64, names Names) (Snapshot, error) 
 			return err
 		}
 		snap.Interfaces[p.Key()] = s
+		if p.Denied != nil {
+			denied, err := maps.ReadDenied(p.Denied, 0)
+			if err != nil {
+				return fmt.Errorf("attachment %s: %w", p.Key(), err)
+			}
+			snap.DeniedSources[p.Key()] = maps.DeniedLive(denied, now)
+		}
 		if !first {
 			return nil
 		}

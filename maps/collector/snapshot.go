@@ -23,6 +23,10 @@ type Snapshot struct {
 	// MalformedDrop is set when the fast path is configured to drop
 	// malformed frames; their series is then labelled verdict "drop".
 	MalformedDrop bool
+	// DeniedSources: per interface, the sources of its deny table whose
+	// deny-for has not ended; an interface without a deny table (an
+	// attachment of a version before it) is absent.
+	DeniedSources map[string]uint64
 	// Buckets: tokens left in the class and environment buckets.
 	Buckets []Bucket
 	// CallAdmission: nil when nothing is attached.
