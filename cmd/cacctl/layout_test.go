@@ -31,12 +31,19 @@ func TestNarrowLayouts(t *testing.T) {
 	s.Fragment, s.PassedOther, s.SIPOddForms, s.PPPoEOddForms = n, n, n, n
 	s.SIPInDialogVerified, s.SIPRetransmits, s.SIPRetransmitsRefused = n, n, n
 	s.L2TPAnswered, s.L2TPUnanswered, s.L2TPRetransmits = n, n, n
+	s.DeniedStatic, s.DeniedAuto, s.DenyAdded = n, n+1, n+2
 	att := loader.Attachment{Iface: "bond0.1234", Netns: "bras-access"}
 	var stats bytes.Buffer
 	if err := writeStatsText(&stats, s, []loader.AttachmentStats{{Attachment: att, Stats: s}}); err != nil {
 		t.Fatal(err)
 	}
 	within80(t, "show stats", stats.String())
+	for _, line := range []string{"denied frames: 1234567 by deny lists, 1234568 by the deny table\n",
+		"auto-denied: 1234569 sources added to the deny table\n"} {
+		if !strings.Contains(stats.String(), line) {
+			t.Errorf("show stats lacks %q:\n%s", line, stats.String())
+		}
+	}
 
 	v := api.StatusReport{Version: "devel+0123456789ab-dirty", StateDir: "/sys/fs/bpf/xdpcac",
 		Interfaces: []api.InterfaceStatus{

@@ -94,6 +94,8 @@ func writeStatsText(w io.Writer, s maps.Stats, per []loader.AttachmentStats) err
 	fmt.Fprintf(w, "INVITE retransmissions, uncharged: %d passed, %d refused again\n", s.SIPRetransmits, s.SIPRetransmitsRefused)
 	fmt.Fprintf(w, "L2TP ICRQs refused: %d answered (ZLB), %d dropped (tunnel unknown)\n", s.L2TPAnswered, s.L2TPUnanswered)
 	fmt.Fprintf(w, "L2TP ICRQ copies, uncharged: %d\n", s.L2TPRetransmits)
+	fmt.Fprintf(w, "denied frames: %d by deny lists, %d by the deny table\n", s.DeniedStatic, s.DeniedAuto)
+	fmt.Fprintf(w, "auto-denied: %d sources added to the deny table\n", s.DenyAdded)
 	if s.RejectRecordsLost > 0 || s.SIPEventsLost > 0 {
 		// The daemon fell behind its ring buffers: say so, it is rare.
 		fmt.Fprintf(w, "lost to full ring buffers: %d reject records, %d SIP events\n",
