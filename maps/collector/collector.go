@@ -61,6 +61,7 @@ type Collector struct {
 	sipVerified, sipRetransmits family
 	deniedFrames                family
 	deniedSources               family
+	deniedTable                 family
 	daemon                      daemonFamilies
 }
 
@@ -190,6 +191,9 @@ func New(r Reader, version string) *Collector {
 		deniedSources: newFamily("xdpcac_denied_sources",
 			"Sources in the deny table whose deny-for has not ended, by interface.",
 			prometheus.GaugeValue, "iface"),
+		deniedTable: newFamily("xdpcac_denied_table_size",
+			"Sources the deny table holds at most (access.auto-deny.table), by interface; past it the least recently used are evicted.",
+			prometheus.GaugeValue, "iface"),
 		errors: newFamily("xdpcac_collect_errors_total",
 			"Scrapes that could not read or export all of the fast path's state.",
 			prometheus.CounterValue),
@@ -203,7 +207,7 @@ func (c *Collector) families() []family {
 		c.accountSessions, c.accountMaxSessions, c.customerSessions, c.customerMaxSessions, c.agentSessions, c.agentMaxSessions,
 		c.limit, c.charges, c.cpu, c.cpuAverage, c.buffersFull, c.heartbeatAge, c.stale,
 		c.calls, c.agentUp, c.buildInfo, c.errors, c.sipAnswered, c.sipSuppressed,
-		c.sipVerified, c.sipRetransmits, c.deniedFrames, c.deniedSources,
+		c.sipVerified, c.sipRetransmits, c.deniedFrames, c.deniedSources, c.deniedTable,
 		c.egressInvites, c.egressRefused, c.egressRetransmits, c.egressUnanswered, c.egressACKs, c.egressAnswers, c.forgedResponses,
 	}, c.daemon.all()...)
 }
@@ -315,6 +319,7 @@ func (c *Collector) collectInterfaces(e *emitter, s Snapshot) {
 		e.emit(c.deniedFrames, float64(st.DeniedAuto), iface, "auto")
 		if n, ok := s.DeniedSources[iface]; ok {
 			e.emit(c.deniedSources, float64(n), iface)
+			e.emit(c.deniedTable, float64(s.DeniedTable[iface]), iface)
 		}
 	}
 }

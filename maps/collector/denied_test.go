@@ -36,13 +36,16 @@ func TestDeniedSources(t *testing.T) {
 	snap := Snapshot{
 		Interfaces:    map[string]maps.Stats{"eth0": {}, "eth1": {}, "eth2": {}},
 		DeniedSources: map[string]uint64{"eth0": 7, "eth1": 0},
+		DeniedTable:   map[string]uint64{"eth0": 65536, "eth1": 1024},
 	}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(New(ReaderFunc(func() (Snapshot, error) { return snap, nil }), "test"))
 	got := scrape(t, reg)
 	for key, want := range map[string]float64{
-		`xdpcac_denied_sources{iface="eth0"}`: 7,
-		`xdpcac_denied_sources{iface="eth1"}`: 0,
+		`xdpcac_denied_sources{iface="eth0"}`:    7,
+		`xdpcac_denied_sources{iface="eth1"}`:    0,
+		`xdpcac_denied_table_size{iface="eth0"}`: 65536,
+		`xdpcac_denied_table_size{iface="eth1"}`: 1024,
 	} {
 		if v, ok := got[key]; !ok || v != want {
 			t.Errorf("%s = %v (%v), want %v", key, v, ok, want)

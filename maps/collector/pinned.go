@@ -29,7 +29,8 @@ func ReadPinnedNamed(stateDir string, now uint64, names Names) (Snapshot, error)
 // again and again holds open between reads (loader.PinCache): a scrape
 // opens no map of an attachment that did not change.
 func ReadPinsNamed(pins loader.Pins, now uint64, names Names) (Snapshot, error) {
-	snap := Snapshot{Interfaces: map[string]maps.Stats{}, DeniedSources: map[string]uint64{}}
+	snap := Snapshot{Interfaces: map[string]maps.Stats{}, DeniedSources: map[string]uint64{},
+		DeniedTable: map[string]uint64{}}
 	st, err := loader.ReadCallAdmissionOf(pins)
 	if err != nil {
 		return snap, err
@@ -59,6 +60,7 @@ func ReadPinsNamed(pins loader.Pins, now uint64, names Names) (Snapshot, error) 
 				return fmt.Errorf("attachment %s: %w", p.Key(), err)
 			}
 			snap.DeniedSources[p.Key()] = maps.DeniedLive(denied, now)
+			snap.DeniedTable[p.Key()] = uint64(p.Denied.MaxEntries())
 		}
 		if !first {
 			return nil

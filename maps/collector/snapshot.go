@@ -27,6 +27,9 @@ type Snapshot struct {
 	// deny-for has not ended; an interface without a deny table (an
 	// attachment of a version before it) is absent.
 	DeniedSources map[string]uint64
+	// DeniedTable: per interface of DeniedSources, the sources its deny
+	// table holds at most.
+	DeniedTable map[string]uint64
 	// Buckets: tokens left in the class and environment buckets.
 	Buckets []Bucket
 	// CallAdmission: nil when nothing is attached.
