@@ -198,7 +198,7 @@ func TestTopNotProtected(t *testing.T) {
 func crowded() (Sample, Sample) {
 	a, b := sample(0, 1e9), sample(1, 2e9)
 	b.defunct = []string{"blue:eth2"}
-	b.snap.DeniedSources = map[string]uint64{"eth1": 65536}
+	b.snap.DenyTable = &collector.DenyTable{Sources: 65536, Size: 65536}
 	b.total.DeniedStatic, b.total.DeniedAuto = 1e9, 2e9
 	for i := range 60 {
 		b.rejects = append(b.rejects, reject(fmt.Sprintf("2001:db8:ffff:ffff:ffff:ffff:ffff:%04x", i), 1000, uint64(i)))
@@ -289,13 +289,12 @@ func TestChargesShowFleet(t *testing.T) {
 	}
 }
 
-// TestTopDenied: the classes view says the sources denied now, summed
-// over interfaces, and the denied frames a second by deny lists and by
+// TestTopDenied: the classes view says the sources denied now and the denied frames a second by deny lists and by
 // the deny table; without a deny table or a denied frame it says nothing.
 func TestTopDenied(t *testing.T) {
 	a, b := sample(0, 100), sample(2, 300)
 	b.total.DeniedStatic, b.total.DeniedAuto = 20, 60 // 10/s and 30/s
-	b.snap.DeniedSources = map[string]uint64{"eth1": 3, "eth2": 4}
+	b.snap.DenyTable = &collector.DenyTable{Sources: 7, Size: 1024}
 	out := ansi.Strip(modelOf(100, 40, a, b).View().Content)
 	if want := "denied: 7 sources now; frames/s 10 by deny lists, 30 by the deny table"; !strings.Contains(out, want) {
 		t.Errorf("want %q in:\n%s", want, out)

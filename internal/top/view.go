@@ -121,21 +121,21 @@ func (m topModel) classesBody() viewBody {
 	return viewBody{caption: captions, main: t}
 }
 
-// deniedLine says how many sources the deny tables hold now and the
+// deniedLine says how many sources the deny table holds now and the
 // frames of denied sources dropped a second, by the deny lists and by
-// the deny tables (docs/design.md, "Access control"); nothing while no
-// interface has a deny table and no frame was ever denied.
+// the deny table (docs/design.md, "Access control"); nothing while there
+// is no deny table and no frame was ever denied.
 func (m topModel) deniedLine(rate func(uint64) string) (string, bool) {
-	var sources uint64
-	for _, n := range m.last.snap.DeniedSources {
-		sources += n
-	}
-	d, all := m.last.total.Sub(m.prev.total), m.last.total
-	if len(m.last.snap.DeniedSources) == 0 && all.DeniedStatic == 0 && all.DeniedAuto == 0 {
+	t, d, all := m.last.snap.DenyTable, m.last.total.Sub(m.prev.total), m.last.total
+	if t == nil && all.DeniedStatic == 0 && all.DeniedAuto == 0 {
 		return "", false
 	}
+	sources := "-"
+	if t != nil {
+		sources = count(t.Sources)
+	}
 	return fmt.Sprintf("denied: %s sources now; frames/s %s by deny lists, %s by the deny table",
-		count(sources), rate(d.DeniedStatic), rate(d.DeniedAuto)), true
+		sources, rate(d.DeniedStatic), rate(d.DeniedAuto)), true
 }
 
 // reasonsBy names the reasons that rejected calls of a class, most first.

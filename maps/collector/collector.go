@@ -189,11 +189,11 @@ func New(r Reader, version string) *Collector {
 			"Frames of denied sources dropped before any parse, by interface and how the source is denied: static (a deny list) or auto (the deny table).",
 			prometheus.CounterValue, "iface", "reason"),
 		deniedSources: newFamily("xdpcac_denied_sources",
-			"Sources in the deny table whose deny-for has not ended, by interface.",
-			prometheus.GaugeValue, "iface"),
+			"Sources in the deny table, one for the box, whose deny-for has not ended.",
+			prometheus.GaugeValue),
 		deniedTable: newFamily("xdpcac_denied_table_size",
-			"Sources the deny table holds at most (access.auto-deny.table), by interface; past it the least recently used are evicted.",
-			prometheus.GaugeValue, "iface"),
+			"Sources the deny table, one for the box, holds at most (access.auto-deny.table); past it the least recently used are evicted.",
+			prometheus.GaugeValue),
 		errors: newFamily("xdpcac_collect_errors_total",
 			"Scrapes that could not read or export all of the fast path's state.",
 			prometheus.CounterValue),
@@ -232,6 +232,10 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	}
 	c.collectInterfaces(e, snap)
 	c.collectBuckets(e, snap.Buckets)
+	if t := snap.DenyTable; t != nil {
+		e.emit(c.deniedSources, float64(t.Sources))
+		e.emit(c.deniedTable, float64(t.Size))
+	}
 	c.collectAccounts(e, snap.Accounts, snap.Customers)
 	if snap.CallAdmission != nil {
 		c.collectCallAdmission(e, snap.CallAdmission)
@@ -317,10 +321,6 @@ func (c *Collector) collectInterfaces(e *emitter, s Snapshot) {
 		e.emit(c.sipRetransmits, float64(st.SIPRetransmitsRefused), iface, verdictDrop)
 		e.emit(c.deniedFrames, float64(st.DeniedStatic), iface, "static")
 		e.emit(c.deniedFrames, float64(st.DeniedAuto), iface, "auto")
-		if n, ok := s.DeniedSources[iface]; ok {
-			e.emit(c.deniedSources, float64(n), iface)
-			e.emit(c.deniedTable, float64(s.DeniedTable[iface]), iface)
-		}
 	}
 }
 

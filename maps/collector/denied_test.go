@@ -29,29 +29,26 @@ func TestDeniedFrames(t *testing.T) {
 	}
 }
 
-// TestDeniedSources: the sources denied now are exported per interface
-// that has a deny table, an empty table as 0, none for an interface
-// without one.
+// TestDeniedSources: the deny table, one for the box, is exported once
+// whatever the interfaces; without one, not at all.
 func TestDeniedSources(t *testing.T) {
 	snap := Snapshot{
-		Interfaces:    map[string]maps.Stats{"eth0": {}, "eth1": {}, "eth2": {}},
-		DeniedSources: map[string]uint64{"eth0": 7, "eth1": 0},
-		DeniedTable:   map[string]uint64{"eth0": 65536, "eth1": 1024},
+		Interfaces: map[string]maps.Stats{"eth0": {}, "eth1": {}},
+		DenyTable:  &DenyTable{Sources: 7, Size: 65536},
 	}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(New(ReaderFunc(func() (Snapshot, error) { return snap, nil }), "test"))
 	got := scrape(t, reg)
-	for key, want := range map[string]float64{
-		`xdpcac_denied_sources{iface="eth0"}`:    7,
-		`xdpcac_denied_sources{iface="eth1"}`:    0,
-		`xdpcac_denied_table_size{iface="eth0"}`: 65536,
-		`xdpcac_denied_table_size{iface="eth1"}`: 1024,
-	} {
+	for key, want := range map[string]float64{`xdpcac_denied_sources`: 7, `xdpcac_denied_table_size`: 65536} {
 		if v, ok := got[key]; !ok || v != want {
 			t.Errorf("%s = %v (%v), want %v", key, v, ok, want)
 		}
 	}
-	if v, ok := got[`xdpcac_denied_sources{iface="eth2"}`]; ok {
-		t.Errorf("eth2 has no deny table, yet exported %v", v)
+	snap.DenyTable = nil
+	got = scrape(t, reg)
+	for _, key := range []string{`xdpcac_denied_sources`, `xdpcac_denied_table_size`} {
+		if v, ok := got[key]; ok {
+			t.Errorf("no deny table, yet %s = %v", key, v)
+		}
 	}
 }

@@ -29,8 +29,7 @@ func ReadPinnedNamed(stateDir string, now uint64, names Names) (Snapshot, error)
 // again and again holds open between reads (loader.PinCache): a scrape
 // opens no map of an attachment that did not change.
 func ReadPinsNamed(pins loader.Pins, now uint64, names Names) (Snapshot, error) {
-	snap := Snapshot{Interfaces: map[string]maps.Stats{}, DeniedSources: map[string]uint64{},
-		DeniedTable: map[string]uint64{}}
+	snap := Snapshot{Interfaces: map[string]maps.Stats{}}
 	st, err := loader.ReadCallAdmissionOf(pins)
 	if err != nil {
 		return snap, err
@@ -54,18 +53,17 @@ func ReadPinsNamed(pins loader.Pins, now uint64, names Names) (Snapshot, error) 
 			return err
 		}
 		snap.Interfaces[p.Key()] = s
-		if p.Denied != nil {
-			denied, err := maps.ReadDenied(p.Denied, 0)
-			if err != nil {
-				return fmt.Errorf("attachment %s: %w", p.Key(), err)
-			}
-			snap.DeniedSources[p.Key()] = maps.DeniedLive(denied, now)
-			snap.DeniedTable[p.Key()] = uint64(p.Denied.MaxEntries())
-		}
 		if !first {
 			return nil
 		}
 		first = false
+		if p.Denied != nil { // one for the box, as the buckets
+			denied, err := maps.ReadDenied(p.Denied, 0)
+			if err != nil {
+				return err
+			}
+			snap.DenyTable = &DenyTable{Sources: maps.DeniedLive(denied, now), Size: uint64(p.Denied.MaxEntries())}
+		}
 		var set bpf.XdpCacSettings
 		if err := p.Settings.Lookup(uint32(0), &set); err != nil {
 			return fmt.Errorf("read settings: %w", err)

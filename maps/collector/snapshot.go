@@ -23,13 +23,9 @@ type Snapshot struct {
 	// MalformedDrop is set when the fast path is configured to drop
 	// malformed frames; their series is then labelled verdict "drop".
 	MalformedDrop bool
-	// DeniedSources: per interface, the sources of its deny table whose
-	// deny-for has not ended; an interface without a deny table (an
-	// attachment of a version before it) is absent.
-	DeniedSources map[string]uint64
-	// DeniedTable: per interface of DeniedSources, the sources its deny
-	// table holds at most.
-	DeniedTable map[string]uint64
+	// DenyTable: the deny table, one for the box whatever the
+	// interfaces; nil without one (an attachment of a version before it).
+	DenyTable *DenyTable
 	// Buckets: tokens left in the class and environment buckets.
 	Buckets []Bucket
 	// CallAdmission: nil when nothing is attached.
@@ -88,4 +84,11 @@ type Bucket struct {
 type Agent struct {
 	Name, Destination, Realm string
 	Up                       bool
+}
+
+// DenyTable is the deny table at one scrape (docs/design.md, "Auto-deny").
+type DenyTable struct {
+	// Sources: those whose deny-for has not ended; Size: the most it
+	// holds (access.auto-deny.table).
+	Sources, Size uint64
 }
