@@ -126,14 +126,22 @@ func (u UDP) wrap(p []byte, _ Layer) []byte {
 	return append(b, p...)
 }
 
-// TCP is a bare TCP SYN header, for traffic that is not watched.
-type TCP struct{ Src, Dst uint16 }
+// TCP is a bare TCP header: a SYN that opens a connection, or with Ack a
+// segment of one already open (ACK alone).
+type TCP struct {
+	Src, Dst uint16
+	Ack      bool
+}
 
 func (TCP) ipProto() uint8 { return 6 }
 
 func (t TCP) wrap(p []byte, _ Layer) []byte {
 	b := be16(nil, t.Src)
 	b = be16(b, t.Dst)
-	b = append(b, 0, 0, 0, 1, 0, 0, 0, 0, 0x50, 0x02, 0xff, 0xff, 0, 0, 0, 0)
+	flags := byte(0x02) // SYN
+	if t.Ack {
+		flags = 0x10 // ACK
+	}
+	b = append(b, 0, 0, 0, 1, 0, 0, 0, 0, 0x50, flags, 0xff, 0xff, 0, 0, 0, 0)
 	return append(b, p...)
 }
