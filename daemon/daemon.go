@@ -256,7 +256,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 	d.mu.Lock()
 	d.status.LoadedAt, d.status.Interfaces = d.cfg.Now(), d.configured(cfg)
 	d.mu.Unlock()
-	d.listeners.configure(cfg.Ports.SIP)
+	d.listeners.configure(WatchedPorts(cfg))
 	listenersCtx, stopListeners := context.WithCancel(ctx)
 	defer stopListeners()
 	go d.listeners.run(listenersCtx)
@@ -345,7 +345,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 				}
 			}
 			cfg, opts = next, nextOpts
-			d.listeners.configure(cfg.Ports.SIP)
+			d.listeners.configure(WatchedPorts(cfg))
 			// Each job's error is its room's, and all of them the reload's:
 			// status keeps them until a reload puts everything right.
 			var jobErrs []error

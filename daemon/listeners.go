@@ -10,6 +10,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/xdpcac/xdpcac/api"
+	"github.com/xdpcac/xdpcac/cac/config"
 	"github.com/xdpcac/xdpcac/cac/listeners"
 	"github.com/xdpcac/xdpcac/loader"
 )
@@ -20,15 +21,20 @@ import (
 const listenerRefresh = 10 * time.Second
 
 // UnwatchedListeners are the SIP listeners of the named network
-// namespace ("" this one) that a filter watching SIP over UDP to
-// sipPorts (ports.sip) does not watch, with their owners where /proc
-// tells (docs/design.md, "SIP listeners").
-func UnwatchedListeners(ns string, sipPorts []uint16) ([]api.UnwatchedListener, error) {
+// namespace ("" this one) that a filter watching the ports w (ports.sip
+// over UDP, ports.sip-tcp's connections) does not watch, with their owners
+// where /proc tells (docs/design.md, "SIP listeners").
+func UnwatchedListeners(ns string, w listeners.Watched) ([]api.UnwatchedListener, error) {
 	ls, err := listeners.List(ns)
 	if err != nil {
 		return []api.UnwatchedListener{}, err
 	}
-	return named(ns, listeners.Unwatched(ls, listeners.Watched{UDP: sipPorts})), nil
+	return named(ns, listeners.Unwatched(ls, w)), nil
+}
+
+// WatchedPorts are the ports a filter put in force with cfg watches.
+func WatchedPorts(cfg *config.Config) listeners.Watched {
+	return listeners.Watched{UDP: slices.Clone(cfg.Ports.SIP), TCP: slices.Clone(cfg.Ports.SIPTCP)}
 }
 
 // StatusListeners are the unwatched SIP listeners of every network
@@ -41,7 +47,7 @@ func StatusListeners(stateDir string) ([]api.UnwatchedListener, error) {
 	if err != nil || len(atts) == 0 {
 		return out, err
 	}
-	ports, err := loader.SIPPorts(stateDir)
+	udp, tcp, err := loader.SIPPorts(stateDir)
 	if err != nil {
 		return out, err
 	}
@@ -52,7 +58,7 @@ func StatusListeners(stateDir string) ([]api.UnwatchedListener, error) {
 			continue
 		}
 		done[a.Netns] = true
-		u, err := UnwatchedListeners(a.Netns, ports)
+		u, err := UnwatchedListeners(a.Netns, listeners.Watched{UDP: udp, TCP: tcp})
 		errs = append(errs, err)
 		out = append(out, u...)
 	}
@@ -92,7 +98,7 @@ type listenerWatch struct {
 	known      map[string]bool // the listeners the last refresh found
 
 	mu      sync.Mutex
-	ports   []uint16                    // ports.sip in force
+	ports   listeners.Watched           // ports.sip and ports.sip-tcp in force
 	counts  map[listeners.Transport]int // nil until a refresh succeeds
 	lastErr string                      // of the last refresh, "" when it succeeded
 }
@@ -101,13 +107,13 @@ func newListenerWatch(ns string, log *slog.Logger) *listenerWatch {
 	return &listenerWatch{ns: ns, log: log}
 }
 
-// configure puts ports.sip of a configuration in force and logs every
+// configure puts the SIP ports of a configuration in force and logs every
 // SIP listener it leaves unwatched. The ports are set before it returns,
 // so that of two reloads the last one's stay; the listing runs on, so
 // that neither the start nor a reload waits on a dump or a walk of /proc.
-func (w *listenerWatch) configure(sipPorts []uint16) {
+func (w *listenerWatch) configure(ports listeners.Watched) {
 	w.mu.Lock()
-	w.ports = slices.Clone(sipPorts)
+	w.ports = ports
 	w.mu.Unlock()
 	go w.refresh(true)
 }
@@ -138,7 +144,7 @@ func (w *listenerWatch) refresh(all bool) {
 		}
 		return
 	}
-	found := listeners.Unwatched(ls, listeners.Watched{UDP: ports})
+	found := listeners.Unwatched(ls, ports)
 	known := map[string]bool{}
 	var fresh []listeners.Finding
 	for _, f := range found {
@@ -176,7 +182,7 @@ type listenerCollector struct {
 
 func newListenerCollector(count func() map[listeners.Transport]int) *listenerCollector {
 	return &listenerCollector{count: count, desc: prometheus.NewDesc("xdpcac_sip_listeners_unwatched",
-		"SIP listeners of the filter's network namespace it does not watch: UDP on a SIP port not in ports.sip, TCP or SCTP on any SIP port.",
+		"SIP listeners of the filter's network namespace it does not watch: UDP on a SIP port not in ports.sip, TCP on one not in ports.sip-tcp, SCTP on any.",
 		[]string{"transport"}, nil)}
 }
 

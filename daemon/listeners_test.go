@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/xdpcac/xdpcac/cac/listeners"
 	"github.com/xdpcac/xdpcac/tests/testenv"
 )
 
@@ -76,7 +77,7 @@ func TestListenerWatch(t *testing.T) {
 	if n := testutil.CollectAndCount(c); n != 0 {
 		t.Errorf("%d series before the first listing, want none", n)
 	}
-	w.ports = []uint16{5060}
+	w.ports = listeners.Watched{UDP: []uint16{5060}}
 	w.refresh(true)
 	logged := log.take()
 	for _, want := range []string{"udp 192.0.2.1:5080 in network namespace " + ns, "tcp 192.0.2.1:5060 in network namespace " + ns} {
@@ -90,7 +91,7 @@ func TestListenerWatch(t *testing.T) {
 	gauge := func(want string) {
 		t.Helper()
 		if err := testutil.CollectAndCompare(c, strings.NewReader(`
-# HELP xdpcac_sip_listeners_unwatched SIP listeners of the filter's network namespace it does not watch: UDP on a SIP port not in ports.sip, TCP or SCTP on any SIP port.
+# HELP xdpcac_sip_listeners_unwatched SIP listeners of the filter's network namespace it does not watch: UDP on a SIP port not in ports.sip, TCP on one not in ports.sip-tcp, SCTP on any.
 # TYPE xdpcac_sip_listeners_unwatched gauge
 `+want)); err != nil {
 			t.Error(err)
@@ -108,10 +109,19 @@ func TestListenerWatch(t *testing.T) {
 	gauge("xdpcac_sip_listeners_unwatched{transport=\"sctp\"} 0\nxdpcac_sip_listeners_unwatched{transport=\"tcp\"} 2\nxdpcac_sip_listeners_unwatched{transport=\"udp\"} 1\n")
 
 	// A reload that watches 5080 as well.
-	w.ports = []uint16{5060, 5080}
+	w.ports = listeners.Watched{UDP: []uint16{5060, 5080}}
 	w.refresh(true)
 	if logged = log.take(); strings.Contains(logged, ":5080") || !strings.Contains(logged, "tcp 192.0.2.1:5061") {
 		t.Errorf("after the reload:\n%s", logged)
 	}
 	gauge("xdpcac_sip_listeners_unwatched{transport=\"sctp\"} 0\nxdpcac_sip_listeners_unwatched{transport=\"tcp\"} 2\nxdpcac_sip_listeners_unwatched{transport=\"udp\"} 0\n")
+
+	// One that admits connections to 5060 (ports.sip-tcp): the TCP
+	// listener there is watched, the one on 5061 still is not.
+	w.ports = listeners.Watched{UDP: []uint16{5060, 5080}, TCP: []uint16{5060}}
+	w.refresh(true)
+	if logged = log.take(); strings.Contains(logged, "tcp 192.0.2.1:5060") || !strings.Contains(logged, "tcp 192.0.2.1:5061") {
+		t.Errorf("after sip-tcp 5060:\n%s", logged)
+	}
+	gauge("xdpcac_sip_listeners_unwatched{transport=\"sctp\"} 0\nxdpcac_sip_listeners_unwatched{transport=\"tcp\"} 1\nxdpcac_sip_listeners_unwatched{transport=\"udp\"} 0\n")
 }

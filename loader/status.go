@@ -151,20 +151,27 @@ func multiStatus(st *AttachmentStatus, dir string) error {
 }
 
 // SIPPorts are the SIP ports the filters of stateDir watch, as their
-// shared port table holds them (ports.sip of the file last put in force);
-// none with nothing attached.
-func SIPPorts(stateDir string) ([]uint16, error) {
+// shared port tables hold them (ports.sip and ports.sip-tcp of the file
+// last put in force): udp over UDP, tcp the ports whose SYNs are
+// sip-connect, none for a program that predates sip-connect. None with
+// nothing attached.
+func SIPPorts(stateDir string) (udp, tcp []uint16, err error) {
 	p, err := OpenShared(stateDir)
 	if errors.Is(err, ErrNothingAttached) {
-		return nil, nil
+		return nil, nil, nil
 	}
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	defer p.Close()
-	_, sip, err := maps.ReadPorts(p.UdpPorts)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", p.Attachment, err)
+	if _, udp, err = maps.ReadPorts(p.UdpPorts); err != nil {
+		return nil, nil, fmt.Errorf("%s: %w", p.Attachment, err)
 	}
-	return sip, nil
+	if p.TcpPorts == nil {
+		return udp, nil, nil
+	}
+	if tcp, err = maps.ReadTCPPorts(p.TcpPorts); err != nil {
+		return nil, nil, fmt.Errorf("%s: %w", p.Attachment, err)
+	}
+	return udp, tcp, nil
 }

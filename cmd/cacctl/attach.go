@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/xdpcac/xdpcac/api"
 	"github.com/xdpcac/xdpcac/cac/config"
+	"github.com/xdpcac/xdpcac/cac/listeners"
 	"github.com/xdpcac/xdpcac/daemon"
 	"github.com/xdpcac/xdpcac/loader"
 )
@@ -57,7 +58,7 @@ func newAttachCmd(g *globals) *cobra.Command {
 					return fmt.Errorf("%s joined the other interfaces, but putting %s in force failed: %w", a, cfgFile, err)
 				}
 			}
-			warnUnwatched(cmd.ErrOrStderr(), g.netns, cfg.Ports.SIP)
+			warnUnwatched(cmd.ErrOrStderr(), g.netns, daemon.WatchedPorts(cfg))
 			return nil
 		},
 	}
@@ -203,10 +204,10 @@ func warnWithoutDaemon(w io.Writer, stateDir string, cfg *config.Config) {
 }
 
 // warnUnwatched names the SIP listeners of the namespace ns that a filter
-// watching SIP over UDP to sipPorts does not watch; the attach stands
-// all the same (docs/design.md, "SIP listeners").
-func warnUnwatched(w io.Writer, ns string, sipPorts []uint16) {
-	found, err := daemon.UnwatchedListeners(ns, sipPorts)
+// watching the ports p does not watch; the attach stands all the same
+// (docs/design.md, "SIP listeners").
+func warnUnwatched(w io.Writer, ns string, p listeners.Watched) {
+	found, err := daemon.UnwatchedListeners(ns, p)
 	if err != nil {
 		fmt.Fprintf(w, "cacctl: warning: cannot list the SIP listeners to check they are watched: %v\n", err)
 		return
