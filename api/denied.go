@@ -32,6 +32,7 @@ const (
 	ReleasedExpired     = "expired"       // its deny-for is over
 	ReleasedCleared     = "cleared"       // cacctl clear denied
 	ReleasedAutoDenyOff = "auto-deny off" // a configuration without auto-deny is in force
+	ReleasedEvicted     = "evicted"       // the full deny table took it out, least recently used first
 )
 
 // DeniedSource is a source of the deny table as `cacctl show denied`

@@ -36,6 +36,7 @@ type denyWatch struct {
 
 	mu   sync.Mutex
 	seen map[bpf.XdpCacDenyKey]maps.Denied
+	ev   evictions
 }
 
 func newDenyWatch(log *slog.Logger, pins loader.Pins, record func([]api.RejectLine)) *denyWatch {
@@ -49,14 +50,27 @@ func (w *denyWatch) run(ctx context.Context) {
 }
 
 // step reads the shared maps of the first attachment: the deny table is
-// one for the box.
+// one for the box. The sources each attachment added to it are read
+// first, for the count of evictions.
 func (w *denyWatch) step() {
+	added := map[string]uint64{}
+	aerr := w.pins.Each(func(p *loader.Pinned) error {
+		s, err := maps.ReadStats(p.Stats)
+		if err != nil {
+			return fmt.Errorf("%s: %w", p.Attachment, err)
+		}
+		added[p.Attachment.Key()] = s.DenyAdded
+		return nil
+	})
+	if aerr != nil {
+		added = nil // no balance this time: the next covers two seconds
+	}
 	err := w.shared(func(p *loader.Pinned) error {
 		if p.Denied == nil || p.AccessSettings == nil {
 			w.room.off() // a version without a deny table
 			return nil
 		}
-		return w.sweep(p.Denied, p.AccessSettings, p.PolicySlot)
+		return w.sweep(p.Denied, p.AccessSettings, p.PolicySlot, added)
 	})
 	if errors.Is(err, loader.ErrNothingAttached) {
 		return
@@ -67,8 +81,18 @@ func (w *denyWatch) step() {
 	}
 }
 
-// sweep is one read of the deny table.
-func (w *denyWatch) sweep(denied, settings, slot *ebpf.Map) error {
+// evicted is the count of evictions, and whether a sweep has read a deny
+// table to count them.
+func (w *denyWatch) evicted() (uint64, bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.ev.total, w.ev.started
+}
+
+// sweep is one read of the deny table; added, the deny_added of each
+// attachment read just before, balances it for the count of evictions
+// (nil when it could not be read).
+func (w *denyWatch) sweep(denied, settings, slot *ebpf.Map, added map[string]uint64) error {
 	on, err := maps.AutoDenyOn(slot)
 	if err != nil {
 		return err
@@ -77,21 +101,25 @@ func (w *denyWatch) sweep(denied, settings, slot *ebpf.Map) error {
 	if err != nil {
 		return err
 	}
+	// Locked before the read, so that a clear falls wholly before or
+	// after it.
+	w.mu.Lock()
+	defer w.mu.Unlock()
 	ds, err := maps.ReadDenied(denied, as.Ipv6Prefix)
 	if err != nil {
 		return err
 	}
 	now, wall := w.mono(), w.wall()
-	w.mu.Lock()
-	defer w.mu.Unlock()
 	var lines []api.RejectLine
 	var gone []bpf.XdpCacDenyKey
-	live := map[bpf.XdpCacDenyKey]bool{}
+	live, present := map[bpf.XdpCacDenyKey]bool{}, map[bpf.XdpCacDenyKey]bool{}
 	for _, d := range ds {
+		present[d.Key] = true
 		old, known := w.seen[d.Key]
 		if known && old.SinceNS != d.SinceNS { // released, and denied again since
 			lines = append(lines, deniedLine(old, api.EventReleased, api.ReleasedExpired, wall, now))
 			known = false
+			w.ev.overwrote()
 		}
 		if !known {
 			lines = append(lines, deniedLine(d, api.EventDenied, "", wall, now))
@@ -107,11 +135,26 @@ func (w *denyWatch) sweep(denied, settings, slot *ebpf.Map) error {
 			w.seen[d.Key], live[d.Key] = d, true
 		}
 	}
-	for k := range w.seen {
-		if !live[k] { // evicted, or released
-			delete(w.seen, k)
+	// A source seen denied that is no longer in the table at all was
+	// evicted (or evicted after its until passed): its release is
+	// recorded all the same.
+	for k, old := range w.seen {
+		if live[k] {
+			continue
+		}
+		delete(w.seen, k)
+		if !present[k] {
+			why := api.ReleasedEvicted
+			if now >= old.UntilNS {
+				why = api.ReleasedExpired
+			}
+			lines = append(lines, deniedLine(old, api.EventReleased, why, wall, now))
 		}
 	}
+	if added != nil {
+		w.ev.balance(added, len(ds))
+	}
+	w.ev.took(len(gone))
 	if on {
 		w.room.running()
 	} else {
@@ -180,6 +223,7 @@ func (w *denyWatch) clear(t api.DenyTarget) ([]api.DeniedSource, error) {
 		out = append(out, gone...)
 		return err
 	})
+	w.ev.took(len(out))
 	lines := make([]api.RejectLine, 0, len(out))
 	for _, d := range out {
 		lines = append(lines, api.RejectLine{Time: time.Now(), First: d.Since, Source: d.Source, Reason: cac.ReasonDenied.String(),

@@ -30,20 +30,27 @@ func denyMaps(t *testing.T) (denied, settings, slot *ebpf.Map) {
 	return mk(bpf.XdpMapDenied), mk(bpf.XdpMapAccessSettings), mk(bpf.XdpMapPolicySlot)
 }
 
-// TestDenyWatchRecordsOnce (docs/design.md, "Auto-deny"): a source past
-// its until is released, taken out and recorded once with its frames; a
-// source still denied is recorded once as denied, and never again while
-// it stays; with auto-deny off, it is released.
-func TestDenyWatchRecordsOnce(t *testing.T) {
-	denied, settings, slot := denyMaps(t)
+// autoDenyWatch is a room that records into lines, with auto-deny on
+// and IPv6 sources kept by their /64.
+func autoDenyWatch(t *testing.T, settings, slot *ebpf.Map, lines *[]api.RejectLine) *denyWatch {
+	t.Helper()
 	if err := slot.Put(uint32(0), uint32(bpf.XdpCacPolicyPOLICY_AUTO_DENY)); err != nil {
 		t.Fatal(err)
 	}
 	if err := settings.Put(uint32(0), bpf.XdpCacAccessSettings{Ipv6Prefix: 64}); err != nil {
 		t.Fatal(err)
 	}
+	return newDenyWatch(slog.New(slog.DiscardHandler), nil, func(l []api.RejectLine) { *lines = append(*lines, l...) })
+}
+
+// TestDenyWatchRecordsOnce (docs/design.md, "Auto-deny"): a source past
+// its until is released, taken out and recorded once with its frames; a
+// source still denied is recorded once as denied, and never again while
+// it stays; with auto-deny off, it is released.
+func TestDenyWatchRecordsOnce(t *testing.T) {
+	denied, settings, slot := denyMaps(t)
 	var lines []api.RejectLine
-	w := newDenyWatch(slog.New(slog.DiscardHandler), nil, func(l []api.RejectLine) { lines = append(lines, l...) })
+	w := autoDenyWatch(t, settings, slot, &lines)
 	now := uint64(100e9)
 	wall := time.Date(2026, 12, 5, 18, 0, 0, 0, time.UTC)
 	w.mono, w.wall = func() uint64 { return now }, func() time.Time { return wall }
@@ -54,7 +61,7 @@ func TestDenyWatchRecordsOnce(t *testing.T) {
 	}
 	step := func() {
 		t.Helper()
-		if err := w.sweep(denied, settings, slot); err != nil {
+		if err := w.sweep(denied, settings, slot, nil); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -83,6 +83,9 @@ func (d *Daemon) serveMetricsOn(listen string, l net.Listener) (*metricsServer, 
 		s.Egress = d.agentEgress()
 		s.EgressAnswered, s.EgressUnanswered = d.egressAnswers.answered.Load(), d.egressAnswers.suppressed.Load()
 		s.ForgedResponses = d.forged.Load()
+		if n, ok := d.access.evicted(); ok {
+			s.DenyEvicted = &n
+		}
 		s.Daemon = d.daemonState()
 		return s, err
 	}), version.String())

@@ -61,6 +61,7 @@ type Collector struct {
 	sipVerified, sipRetransmits family
 	deniedFrames                family
 	deniedSources               family
+	deniedEvicted               family
 	deniedTable                 family
 	daemon                      daemonFamilies
 }
@@ -191,6 +192,9 @@ func New(r Reader, version string) *Collector {
 		deniedSources: newFamily("xdpcac_denied_sources",
 			"Sources in the deny table, one for the box, whose deny-for has not ended.",
 			prometheus.GaugeValue),
+		deniedEvicted: newFamily("xdpcac_denied_evicted_total",
+			"Sources the deny table took out to make room, least recently used first, before the daemon released them, since the daemon started: counted by its sweeps.",
+			prometheus.CounterValue),
 		deniedTable: newFamily("xdpcac_denied_table_size",
 			"Sources the deny table, one for the box, holds at most (access.auto-deny.table); past it the least recently used are evicted.",
 			prometheus.GaugeValue),
@@ -207,7 +211,7 @@ func (c *Collector) families() []family {
 		c.accountSessions, c.accountMaxSessions, c.customerSessions, c.customerMaxSessions, c.agentSessions, c.agentMaxSessions,
 		c.limit, c.charges, c.cpu, c.cpuAverage, c.buffersFull, c.heartbeatAge, c.stale,
 		c.calls, c.agentUp, c.buildInfo, c.errors, c.sipAnswered, c.sipSuppressed,
-		c.sipVerified, c.sipRetransmits, c.deniedFrames, c.deniedSources, c.deniedTable,
+		c.sipVerified, c.sipRetransmits, c.deniedFrames, c.deniedSources, c.deniedTable, c.deniedEvicted,
 		c.egressInvites, c.egressRefused, c.egressRetransmits, c.egressUnanswered, c.egressACKs, c.egressAnswers, c.forgedResponses,
 	}, c.daemon.all()...)
 }
@@ -235,6 +239,9 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	if t := snap.DenyTable; t != nil {
 		e.emit(c.deniedSources, float64(t.Sources))
 		e.emit(c.deniedTable, float64(t.Size))
+	}
+	if n := snap.DenyEvicted; n != nil {
+		e.emit(c.deniedEvicted, float64(*n))
 	}
 	c.collectAccounts(e, snap.Accounts, snap.Customers)
 	if snap.CallAdmission != nil {

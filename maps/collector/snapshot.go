@@ -49,6 +49,10 @@ type Snapshot struct {
 	Egress                           []AgentEgress
 	EgressAnswered, EgressUnanswered uint64
 	ForgedResponses                  uint64
+	// DenyEvicted: the sources the deny table evicted, as the daemon's
+	// sweeps count them (docs/design.md, "Auto-deny"); nil when the pins
+	// alone were read, or before the daemon's first sweep.
+	DenyEvicted *uint64
 	// Daemon: what cacctl run knows of itself; nil when the pins alone
 	// were read.
 	Daemon *DaemonState
