@@ -152,7 +152,12 @@ func (w *denyWatch) sweep(denied, settings, slot *ebpf.Map, added map[string]uin
 		}
 	}
 	if added != nil {
-		w.ev.balance(added, len(ds))
+		info, err := denied.Info()
+		if err != nil {
+			return fmt.Errorf("deny table: %w", err)
+		}
+		id, _ := info.ID()
+		w.ev.balance(id, added, len(ds))
 	}
 	w.ev.took(len(gone))
 	if on {

@@ -1,5 +1,7 @@
 package daemon
 
+import "github.com/cilium/ebpf"
+
 // evictions counts the sources the deny table's LRU took out before their
 // until (docs/design.md, "Auto-deny"). The kernel counts no LRU eviction,
 // so each sweep balances the table: every source the fast path added since
@@ -11,6 +13,7 @@ package daemon
 // count is the highest sum reached, so it never goes back.
 type evictions struct {
 	started  bool
+	table    ebpf.MapID        // the deny table balanced: another is balanced afresh
 	added    map[string]uint64 // deny_added of each attachment at the last balance
 	left     int64             // the table's entries read at the last balance
 	removed  int64             // entries the daemon took out since
@@ -26,14 +29,15 @@ func (e *evictions) took(n int) { e.removed += int64(n) }
 // again over its entry, which added nothing to the table.
 func (e *evictions) overwrote() { e.redenied++ }
 
-// balance is one read: added the deny_added of each attachment read just
-// before the table, entries the entries read. The first sets the
-// baseline; an attachment new since the last counts every source it
-// added, and one whose count went back (its program replaced with new
-// statistics) counts from 0.
-func (e *evictions) balance(added map[string]uint64, entries int) {
-	if !e.started {
-		e.started, e.added, e.left, e.removed, e.redenied = true, added, int64(entries), 0, 0
+// balance is one read of the deny table table: added the deny_added of
+// each attachment read just before it, entries the entries read. The
+// first sets the baseline, as does the first of a table made anew (every
+// interface detached and attached again); an attachment new since the
+// last counts every source it added, and one whose count went back (its
+// program replaced with new statistics) counts from 0.
+func (e *evictions) balance(table ebpf.MapID, added map[string]uint64, entries int) {
+	if !e.started || table != e.table {
+		e.started, e.table, e.added, e.left, e.removed, e.redenied = true, table, added, int64(entries), 0, 0
 		return
 	}
 	var grown int64

@@ -14,7 +14,7 @@ import (
 // attachment new since counts all it added, and the count never goes back.
 func TestEvictionsBalance(t *testing.T) {
 	var e evictions
-	e.balance(map[string]uint64{"eth0": 500}, 40) // baseline: 500 added before the daemon
+	e.balance(7, map[string]uint64{"eth0": 500}, 40) // baseline: 500 added before the daemon
 	if e.total != 0 {
 		t.Fatalf("the baseline counted %d", e.total)
 	}
@@ -24,30 +24,37 @@ func TestEvictionsBalance(t *testing.T) {
 	e.overwrote()
 	e.overwrote()
 	e.overwrote()
-	e.balance(map[string]uint64{"eth0": 600}, 120)
+	e.balance(7, map[string]uint64{"eth0": 600}, 120)
 	if e.total != 12 {
 		t.Fatalf("after the first storm second: %d evicted, want 12", e.total)
 	}
 	// A new attachment's 30 count whole; eth0's count went back (its
 	// program replaced): its 10 count from 0. 120+40 = 160, 150 held.
-	e.balance(map[string]uint64{"eth0": 10, "eth1": 30}, 150)
+	e.balance(7, map[string]uint64{"eth0": 10, "eth1": 30}, 150)
 	if e.total != 22 {
 		t.Fatalf("after a new attachment: %d evicted, want 22", e.total)
 	}
 	// A source added between the reads of stats and table shows as an
 	// entry nothing added (the balance goes back by one) and is counted
 	// at the next read: the count holds meanwhile.
-	e.balance(map[string]uint64{"eth0": 10, "eth1": 30}, 151)
+	e.balance(7, map[string]uint64{"eth0": 10, "eth1": 30}, 151)
 	if e.total != 22 {
 		t.Fatalf("an entry ahead of its count: %d, want 22 still", e.total)
 	}
-	e.balance(map[string]uint64{"eth0": 11, "eth1": 30}, 151)
+	e.balance(7, map[string]uint64{"eth0": 11, "eth1": 30}, 151)
 	if e.total != 22 {
 		t.Fatalf("its count caught up: %d, want 22", e.total)
 	}
-	e.balance(map[string]uint64{"eth0": 15, "eth1": 30}, 151)
+	e.balance(7, map[string]uint64{"eth0": 15, "eth1": 30}, 151)
 	if e.total != 26 {
 		t.Fatalf("four added, none held: %d, want 26", e.total)
+	}
+	// Every interface detached and attached again: a new table, its
+	// entries no evictions of the old one's.
+	e.balance(8, map[string]uint64{"eth0": 3}, 3)
+	e.balance(8, map[string]uint64{"eth0": 10}, 10)
+	if e.total != 26 {
+		t.Fatalf("a new table: %d, want 26 still", e.total)
 	}
 }
 
