@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cilium/ebpf"
 	"github.com/xdpcac/xdpcac/tests/harness"
 	"github.com/xdpcac/xdpcac/tests/testenv"
 )
@@ -19,8 +18,8 @@ type rcvRow struct {
 	name    string
 	floor   string // the row of the same round that this one is a ratio to
 	frame   []byte
-	pace    func(spin int) *ebpf.Program // its generator, counting to spin before each frame (0: none)
-	matched func() uint64                // frames the rule matched so far; nil: no check
+	pace    func(spin int) rcvGen // its generator, counting to spin before each frame (0: none)
+	matched func() uint64         // frames the rule matched so far; nil: no check
 }
 
 // A setup of the box side, brought up and taken down once a round.
@@ -209,7 +208,7 @@ func (rb *rcvBench) measureSetups(setups []rcvSetup, partial func(row string) bo
 // nil, counts the frames its rule matched.
 func (rb *rcvBench) row(prefix, frame, floorFrame string, spoof bool, matched func() uint64) rcvRow {
 	w := rcvRow{name: prefix + "/" + frame, frame: rb.frames[frame].data, matched: matched,
-		pace: func(spin int) *ebpf.Program { return rb.pacedGen(frame, spoof, spin) }}
+		pace: func(spin int) rcvGen { return rb.rowGen(frame, spoof, spin) }}
 	if floorFrame != "" {
 		w.floor = "floor/" + floorFrame
 	}
@@ -221,7 +220,7 @@ func (rb *rcvBench) row(prefix, frame, floorFrame string, spoof bool, matched fu
 
 // measureRow floods n copies of row's frame from gen and measures the NAPI
 // thread.
-func measureRow(b *testing.B, tb *harness.Testbed, row rcvRow, gen *ebpf.Program, n uint32) rcvSample {
+func measureRow(b *testing.B, tb *harness.Testbed, row rcvRow, gen rcvGen, n uint32) rcvSample {
 	b.Helper()
 	pid := napiThread(b, tb.BoxIface, 1)
 	rx0, tx0 := ethStats(b, tb.Box, tb.BoxIface), ethStats(b, tb.Peer, tb.PeerIfc)
@@ -231,7 +230,7 @@ func measureRow(b *testing.B, tb *harness.Testbed, row rcvRow, gen *ebpf.Program
 	}
 	t0, c0 := threadCPU(b, pid), cpuBusy(b, 1)
 	start := time.Now()
-	if err := floodPinned(tb.Peer, gen, row.frame, n, 0); err != nil {
+	if err := gen.flood(tb.Peer, row.frame, n, 0); err != nil {
 		// EINVAL: a frame larger than the live-frame mode takes (rcvMaxFrame).
 		b.Fatalf("%s: flood of %d-byte frames: %v", row.name, len(row.frame), err)
 	}
@@ -244,6 +243,13 @@ func measureRow(b *testing.B, tb *harness.Testbed, row rcvRow, gen *ebpf.Program
 	// drained); its xdp_xmit_errors, those the full ring refused.
 	received := tx1["tx_queue_0_xdp_xmit"] - tx0["tx_queue_0_xdp_xmit"]
 	lost := tx1["tx_queue_0_xdp_xmit_errors"] - tx0["tx_queue_0_xdp_xmit_errors"]
+	if gen.pkt != nil {
+		// The userspace sender's skbs: the box's NAPI took from its ring
+		// those it received; the rest veth_xmit dropped at the full ring
+		// (or the socket was refused).
+		received = rx1["rx_queue_0_xdp_packets"] - rx0["rx_queue_0_xdp_packets"]
+		lost = uint64(n) - min(received, uint64(n))
+	}
 	if os.Getenv("XDPCAC_RCV_DEBUG") != "" {
 		for k := range rx1 {
 			if d := rx1[k] - rx0[k]; d != 0 {

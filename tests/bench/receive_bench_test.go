@@ -33,6 +33,7 @@ type rcvBench struct {
 
 	peerIndex int
 	gens      map[genKey]*ebpf.Program // made when first asked for
+	userspace bool                     // the rows run the userspace sender (gen_packet_test.go)
 }
 
 // A frame the benchmarks flood, and what its generators write into it.
@@ -111,6 +112,7 @@ func newRcvBench(b *testing.B, veth func(testing.TB, string, string) (string, st
 	testenv.Run(b, tb.Box, "ethtool", "-K", tb.BoxIface, "gro", "on")
 	testenv.Run(b, tb.Box, "sh", "-c", "echo 1 > /sys/class/net/"+tb.BoxIface+"/threaded")
 	r.frames = rcvFrames(b, Ether{Dst: testenv.HardwareAddr(b, tb.Box, tb.BoxIface)})
+	r.useUserspaceGen()
 	b.Cleanup(func() {
 		if r.active != nil {
 			r.active()
@@ -138,14 +140,9 @@ func (r *rcvBench) gen(frame string, spoof bool) *ebpf.Program {
 // pacedGen is the generator of a row of frame that counts to spin before
 // it sends each frame (0: flat out).
 func (r *rcvBench) pacedGen(frame string, spoof bool, spin int) *ebpf.Program {
-	f, ok := r.frames[frame]
-	if !ok || spoof && f.spoof.kind == spoofNone {
-		r.b.Fatalf("no generator of frame %q (spoofed: %v)", frame, spoof)
-	}
-	k, spec := genKey{frame, spoof, spin}, genSpec{calls: f.calls, spin: spin}
-	if spoof {
-		spec.kind, spec.off = f.spoof.kind, f.spoof.off
-	} else if f.calls == nil {
+	spec := r.genSpecOf(frame, spoof, spin)
+	k := genKey{frame, spoof, spin}
+	if !spoof && spec.calls == nil {
 		k.frame = "" // one generator sends any frame as it is
 	}
 	if p, ok := r.gens[k]; ok {
@@ -154,6 +151,18 @@ func (r *rcvBench) pacedGen(frame string, spoof bool, spin int) *ebpf.Program {
 	p := frameGen(r.b, r.peerIndex, spec)
 	r.gens[k] = p
 	return p
+}
+
+// genSpecOf is what the generator of a row of frame writes into each
+// frame, spoofed or not, counting to spin before it sends each.
+func (r *rcvBench) genSpecOf(frame string, spoof bool, spin int) genSpec {
+	f, ok := r.frames[frame]
+	spec, spoofable := specOf(f, spoof)
+	if !ok || !spoofable {
+		r.b.Fatalf("no generator of frame %q (spoofed: %v)", frame, spoof)
+	}
+	spec.spin = spin
+	return spec
 }
 
 // up brings a setup of the box side up; down takes it down.

@@ -158,12 +158,9 @@ func TestReceivePrograms(t *testing.T) {
 	ports := classify.NewPorts(harness.TestL2TPPorts, harness.TestSIPPorts)
 	for name, f := range frames {
 		for _, spoof := range []bool{false, true} {
-			spec := genSpec{calls: f.calls}
-			if spoof {
-				if f.spoof.kind == spoofNone {
-					continue
-				}
-				spec.kind, spec.off = f.spoof.kind, f.spoof.off
+			spec, ok := specOf(f, spoof)
+			if !ok {
+				continue
 			}
 			const xdpRedirect = 4
 			got, out, err := frameGen(t, 1, spec).Test(f.data)

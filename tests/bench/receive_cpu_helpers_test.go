@@ -55,16 +55,9 @@ type genSpec struct {
 	spin      int   // what it counts to before each frame; 0: flat out
 }
 
-// frameGen is the generator of spec. A flood of INVITEs an attacker sends
-// is of new calls, not copies of one: a copy of a refused INVITE is
-// refused again as a retransmission (bpf/invite.h) at a fraction of what
-// a new call costs. So, for calls, it writes callRun letters from
-// bpf_get_prandom_u32 at each of the offsets, the same letters into the
-// Call-ID and the Via branch: every frame is a dialog and a transaction of
-// its own, no longer than the one it was made from, and still valid SIP.
-// The UDP checksum is zero, so nothing else changes.
-func frameGen(b testing.TB, ifindex int, spec genSpec) *ebpf.Program {
-	b.Helper()
+// end is how far into a frame spec writes: a shorter frame is sent as
+// it is.
+func (spec genSpec) end() int {
 	end := 0
 	switch spec.kind {
 	case spoofWord:
@@ -77,6 +70,33 @@ func frameGen(b testing.TB, ifindex int, spec genSpec) *ebpf.Program {
 	for _, c := range spec.calls {
 		end = max(end, c+callRun)
 	}
+	return end
+}
+
+// specOf is what the generator of f writes, spoofed or not; false if f
+// has no spoofed rows.
+func specOf(f rcvFrame, spoof bool) (genSpec, bool) {
+	spec := genSpec{calls: f.calls}
+	if spoof {
+		if f.spoof.kind == spoofNone {
+			return spec, false
+		}
+		spec.kind, spec.off = f.spoof.kind, f.spoof.off
+	}
+	return spec, true
+}
+
+// frameGen is the generator of spec. A flood of INVITEs an attacker sends
+// is of new calls, not copies of one: a copy of a refused INVITE is
+// refused again as a retransmission (bpf/invite.h) at a fraction of what
+// a new call costs. So, for calls, it writes callRun letters from
+// bpf_get_prandom_u32 at each of the offsets, the same letters into the
+// Call-ID and the Via branch: every frame is a dialog and a transaction of
+// its own, no longer than the one it was made from, and still valid SIP.
+// The UDP checksum is zero, so nothing else changes.
+func frameGen(b testing.TB, ifindex int, spec genSpec) *ebpf.Program {
+	b.Helper()
+	end := spec.end()
 	insns := asm.Instructions{
 		asm.Mov.Reg(asm.R6, asm.R1),
 		asm.LoadMem(asm.R7, asm.R6, 0, asm.Word), // data
@@ -261,7 +281,7 @@ func cpuBusy(b *testing.B, cpu int) uint64 {
 }
 
 // ethStats are the counters ethtool -S shows for iface in ns.
-func ethStats(b *testing.B, ns, iface string) map[string]uint64 {
+func ethStats(b testing.TB, ns, iface string) map[string]uint64 {
 	b.Helper()
 	out := testenv.Run(b, ns, "ethtool", "-S", iface)
 	m := map[string]uint64{}

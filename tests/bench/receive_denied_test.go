@@ -6,7 +6,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/cilium/ebpf"
 	. "github.com/xdpcac/xdpcac/internal/pkt"
 	"github.com/xdpcac/xdpcac/tests/testenv"
 )
@@ -66,7 +65,7 @@ func BenchmarkReceiveDenied(b *testing.B) {
 			frame, name = "syn4-sources", "syn4-spoofed"
 		}
 		return rcvRow{name: prefix + "/" + name, floor: "floor/" + name, frame: rb.frames[frame].data, matched: matched,
-			pace: func(spin int) *ebpf.Program { return rb.pacedGen(frame, true, spin) }}
+			pace: func(spin int) rcvGen { return rb.rowGen(frame, true, spin) }}
 	}
 	// udp are rows of INVITE and OPTIONS of one source, and of INVITE
 	// spoofed within flooded, each a ratio to the floor of its frame.
@@ -132,9 +131,9 @@ func BenchmarkReceiveDenied(b *testing.B) {
 		order, flat, paced, flatToo = rb.measureSetups(setups, func(string) bool { return false })
 	}
 	if flatToo {
-		reportDenied(b, "flat out", "", order, setups, flat, rb.n)
+		reportDenied(b, "flat out, "+rb.genName(), "", order, setups, flat, rb.n)
 	}
-	reportDenied(b, "paced", "paced-", order, setups, paced, rb.n)
+	reportDenied(b, "paced, "+rb.genName(), "paced-", order, setups, paced, rb.n)
 }
 
 // reportDenied prints one table of BenchmarkReceiveDenied and its
