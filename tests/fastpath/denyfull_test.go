@@ -4,7 +4,12 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"math"
 	"net/netip"
+	"os"
+	"regexp"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -15,6 +20,7 @@ import (
 	"github.com/xdpcac/xdpcac/internal/model/access"
 	. "github.com/xdpcac/xdpcac/internal/pkt"
 	"github.com/xdpcac/xdpcac/tests/harness"
+	"github.com/xdpcac/xdpcac/tests/testenv"
 )
 
 // denyFull is the deny table full (docs/design.md, "Auto-deny"): a
@@ -181,7 +187,9 @@ func TestDenyTableFull(t *testing.T) {
 		t.Fatalf("deny table holds %d sources, more than its %d", len(held), denyTable)
 	}
 	// In a run of the fast path alone nothing deletes from the table:
-	// every source added and not held was evicted.
+	// every source added and not held was evicted. (The daemon's
+	// xdpcac_denied_evicted_total balances the same, less the sources
+	// it took out itself.)
 	evicted := st.DenyAdded - uint64(len(held))
 	t.Logf("held %d of %d, evicted %d", len(held), denyTable, evicted)
 
@@ -219,4 +227,59 @@ func TestDenyTableFull(t *testing.T) {
 		}
 	}
 	t.Logf("whole test %v", time.Since(start))
+}
+
+// TestDenyTableFullMemory: the kernel's charge for the deny table and
+// its refusal counts at the default size is what docs/configuration.md
+// says of access.auto-deny.table, a source and in all, and its figure
+// at the largest size follows from the one a source: both maps are
+// preallocated, so their charge is their size's, full or empty.
+func TestDenyTableFullMemory(t *testing.T) {
+	testenv.RequireBPF(t)
+	doc, err := os.ReadFile("../../docs/configuration.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	row := regexp.MustCompile("(?m)^\\| `access.auto-deny.table` \\|.*$").Find(doc)
+	said := regexp.MustCompile(`(\d+) bytes a source \((\d+) for the deny table, (\d+) for its refusal counts\), ([\d.]+) MiB at the default and ([\d,]+) MiB at 4,194,304`).FindSubmatch(row)
+	if said == nil {
+		t.Fatalf("docs/configuration.md, access.auto-deny.table says no memory in the form the test reads:\n%s", row)
+	}
+	num := func(b []byte) float64 {
+		v, err := strconv.ParseFloat(strings.ReplaceAll(string(b), ",", ""), 64)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	perSource, perDenied, perCount, atDefault, atMax := num(said[1]), num(said[2]), num(said[3]), num(said[4]), num(said[5])
+
+	spec, err := bpf.LoadXdp()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var measured [2]float64
+	for i, name := range []string{bpf.XdpMapDenied, bpf.XdpMapDenyCounts} {
+		ms := spec.Maps[name].Copy()
+		ms.MaxEntries = denyTable // as the loader sizes both
+		m, err := ebpf.NewMap(ms)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		measured[i] = float64(harness.Memlock(t, m))
+		m.Close()
+	}
+	const mib = 1 << 20
+	near := func(what string, said, got float64, tolerance float64) {
+		t.Helper()
+		if math.Abs(said-got) > tolerance {
+			t.Errorf("%s: the docs say %.1f, the kernel charges %.1f", what, said, got)
+		}
+	}
+	near("deny table, bytes a source", perDenied, measured[0]/denyTable, 1)
+	near("refusal counts, bytes a source", perCount, measured[1]/denyTable, 1)
+	near("both, bytes a source", perSource, (measured[0]+measured[1])/denyTable, 1)
+	near("both at 65,536, MiB", atDefault, (measured[0]+measured[1])/mib, 0.05)
+	near("both at 4,194,304, MiB", atMax, (measured[0]+measured[1])/denyTable*4_194_304/mib, 1)
+	t.Logf("at %d: deny table %.0f bytes, refusal counts %.0f bytes", denyTable, measured[0], measured[1])
 }
