@@ -258,7 +258,21 @@ func TestDenyTableFullMemory(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	const mib = 1 << 20
+	near := func(what string, said, want float64, tolerance float64) {
+		t.Helper()
+		if math.Abs(said-want) > tolerance {
+			t.Errorf("%s: the docs say %.1f, want %.1f", what, said, want)
+		}
+	}
+	// The figures agree with each other.
+	near("both, bytes a source", perSource, perDenied+perCount, 0)
+	near("both at 65,536, MiB", atDefault, perSource*denyTable/mib, 0.05)
+	near("both at 4,194,304, MiB", atMax, perSource*4_194_304/mib, 0.5)
+
+	// And with the kernel's charge.
 	var measured [2]float64
+	estimate := true
 	for i, name := range []string{bpf.XdpMapDenied, bpf.XdpMapDenyCounts} {
 		ms := spec.Maps[name].Copy()
 		ms.MaxEntries = denyTable // as the loader sizes both
@@ -268,18 +282,17 @@ func TestDenyTableFullMemory(t *testing.T) {
 		}
 		measured[i] = float64(harness.Memlock(t, m))
 		m.Close()
+		// Before Linux 6.4 fdinfo's memlock is an estimate from the
+		// key and value alone, short of the hash table's own
+		// elements and buckets.
+		kv := uint64(ms.KeySize+ms.ValueSize+7) &^ 7
+		estimate = estimate && measured[i] == float64((denyTable*kv+4095)&^4095)
 	}
-	const mib = 1 << 20
-	near := func(what string, said, got float64, tolerance float64) {
-		t.Helper()
-		if math.Abs(said-got) > tolerance {
-			t.Errorf("%s: the docs say %.1f, the kernel charges %.1f", what, said, got)
-		}
+	if estimate {
+		t.Logf("this kernel's memlock is the estimate of keys and values (%.0f and %.0f bytes), not the maps' charge: the docs' figures are not measured here", measured[0], measured[1])
+		return
 	}
 	near("deny table, bytes a source", perDenied, measured[0]/denyTable, 1)
 	near("refusal counts, bytes a source", perCount, measured[1]/denyTable, 1)
-	near("both, bytes a source", perSource, (measured[0]+measured[1])/denyTable, 1)
-	near("both at 65,536, MiB", atDefault, (measured[0]+measured[1])/mib, 0.05)
-	near("both at 4,194,304, MiB", atMax, (measured[0]+measured[1])/denyTable*4_194_304/mib, 1)
 	t.Logf("at %d: deny table %.0f bytes, refusal counts %.0f bytes", denyTable, measured[0], measured[1])
 }
