@@ -23,20 +23,21 @@ import (
 	"github.com/xdpcac/xdpcac/tests/testenv"
 )
 
-// denyFull is the deny table full (docs/design.md, "Auto-deny"): a
-// million sources each earn their denial, one every turn but every
-// honestEvery-th, whose source is refused fewer times than it takes.
+// The deny table full (docs/design.md, "Auto-deny"): a million sources
+// each earn their denial, one a turn but every honestEvery-th turn,
+// whose source is refused fewer times in the window than it takes.
 const (
-	denyTable   = 65_536
-	denySources = 1_000_000
-	honestEvery = 16
-	groupNS     = 1_000_000                // the clock moves 1 ms a group of honestEvery turns
-	denySlotNS  = 10_000_000               // within 80 ms
-	windowTurns = 8 * denySlotNS / groupNS // groups later, the honest source's refusal is out of the window
+	denyTable    = 65_536
+	denySources  = 1_000_000
+	honestEvery  = 16
+	groupNS      = 1_000_000                // the clock moves 1 ms a group of honestEvery turns
+	denySlotNS   = 10_000_000               // within 80 ms
+	windowGroups = 8 * denySlotNS / groupNS // groups later, the honest source's refusal is out of the window
 )
 
-// denyFullSource is turn n's source: the /64 2001:db8:n::/64 (n in the
-// 32 bits after the documentation prefix), host h.
+// denyFullSource is turn n's source: host h of a /64 of the
+// documentation prefix, n in its 32 bits after 2001:db8::/32. An honest
+// source's /64 is next to those of sources denied, in the same /48.
 func denyFullSource(n uint32, h byte) [16]byte {
 	a := netip.MustParseAddr("2001:db8::").As16()
 	binary.BigEndian.PutUint32(a[4:], n)
@@ -82,7 +83,9 @@ func TestDenyTableFull(t *testing.T) {
 		t.Fatal("no source in the frame")
 	}
 	// Frames run one at a time: Repeat above 1 swaps the program into
-	// the kernel's XDP dispatcher and back, most of a millisecond a run.
+	// the kernel's XDP dispatcher and back, most of a millisecond a run,
+	// and a run a signal interrupts is run again whole, more frames
+	// than asked (enough to deny an honest source).
 	opts := &ebpf.RunOptions{Data: frame}
 	run := func(n uint32, host byte, frames int) cac.Verdict {
 		t.Helper()
@@ -106,9 +109,9 @@ func TestDenyTableFull(t *testing.T) {
 		if n%honestEvery == 0 {
 			f.MustAt(t, clock(n))
 		}
-		// An honest source of windowTurns groups ago is refused again:
+		// An honest source of windowGroups groups ago is refused again:
 		// once in this window, so never denied.
-		if back := uint32(windowTurns * honestEvery); n >= back && honestTurn(n-back) {
+		if back := uint32(windowGroups * honestEvery); n >= back && honestTurn(n-back) {
 			a := denyFullSource(n-back, 2)
 			copy(frame[at:], a[:])
 			var c bpf.XdpCacDenyCount
@@ -193,7 +196,10 @@ func TestDenyTableFull(t *testing.T) {
 	evicted := st.DenyAdded - uint64(len(held))
 	t.Logf("held %d of %d, evicted %d", len(held), denyTable, evicted)
 
-	recent, tail := 0, 0
+	// The kernel's LRU is approximate (it frees entries a batch at a
+	// time, into a list per CPU): of the last table's worth a few
+	// hundred may be out, of the last half none.
+	recent, tail, missing := 0, 0, []uint32{}
 	for m := turns; m > 0 && tail < denyTable; m-- {
 		if honestTurn(m - 1) {
 			continue
@@ -202,10 +208,13 @@ func TestDenyTableFull(t *testing.T) {
 		if held[m-1] {
 			recent++
 		} else if tail <= denyTable/2 {
-			t.Errorf("turn %d, the %dth most recently denied, is not held", m-1, tail)
+			missing = append(missing, m-1)
 		}
 	}
 	t.Logf("of the %d most recently denied, %d held", tail, recent)
+	if len(missing) > 0 {
+		t.Errorf("%d of the %d most recently denied are not held, the most recent turn %d", len(missing), denyTable/2, missing[0])
+	}
 
 	// The least recently denied were evicted: released before deny-for,
 	// their frames are the classifier's again.
@@ -222,9 +231,12 @@ func TestDenyTableFull(t *testing.T) {
 		}
 		a := denyFullSource(m, 4)
 		copy(frame[at:], a[:])
-		if d, err := f.Run(frame); err != nil || d.Denied != access.None {
-			t.Fatalf("turn %d, evicted: %v (%v), want not denied", m, d, err)
+		if d, err := f.Run(frame); err != nil || d.Denied != access.None || d.Rejected {
+			t.Fatalf("turn %d, evicted: %v (%v), want admitted", m, d, err)
 		}
+	}
+	if checked < 1000 {
+		t.Errorf("only %d sources evicted", checked)
 	}
 	t.Logf("whole test %v", time.Since(start))
 }
