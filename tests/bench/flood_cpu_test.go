@@ -137,9 +137,9 @@ func BenchmarkReceiveCPU(b *testing.B) {
 		order, flat, paced, flatToo = rb.measureSetups(setups, func(row string) bool { return row == "nft-meter/padi-spoofed" })
 	}
 	if flatToo {
-		reportReceiveCPU(b, "flat out", "", order, setups, flat, n)
+		reportReceiveCPU(b, "flat out, "+rb.genName(), "", order, setups, flat, n)
 	}
-	reportReceiveCPU(b, "paced", "paced-", order, setups, paced, n)
+	reportReceiveCPU(b, "paced, "+rb.genName(), "paced-", order, setups, paced, n)
 }
 
 // measureSetups runs every row of setups in three rounds, each row twice

@@ -145,6 +145,11 @@ func (g *packetGen) flood(ns string, frame []byte, n uint32, cpu int) error {
 			return fmt.Errorf("packet socket: %w", err)
 		}
 		defer unix.Close(fd)
+		// Room for more frames in flight than veth's ring holds, so
+		// that the sender never waits for the receiver to free one.
+		if err := unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_SNDBUFFORCE, 64<<20); err != nil {
+			return fmt.Errorf("SO_SNDBUFFORCE: %w", err)
+		}
 		if err := unix.SetsockoptInt(fd, unix.SOL_PACKET, unix.PACKET_QDISC_BYPASS, 1); err != nil {
 			return fmt.Errorf("PACKET_QDISC_BYPASS: %w", err)
 		}
