@@ -69,7 +69,8 @@ func TestPacketGenStamps(t *testing.T) {
 // on the far end: every frame it sends is either taken by the far end's
 // NAPI thread from its ring and dropped by the floor (so its rows measure
 // that thread, as the live-frame generator's do), or dropped by veth_xmit
-// at a full ring; and with no XDP program on the far end as well.
+// at a full ring (the ring fills: the sender keeps more in flight); and
+// with no XDP program on the far end as well.
 func TestPacketGen(t *testing.T) {
 	testenv.RequireBPF(t)
 	testenv.RequireTool(t, "ethtool", "ethtool")
@@ -108,8 +109,11 @@ func TestPacketGen(t *testing.T) {
 		})
 		return rx["rx_queue_0_xdp_packets"] - rx0["rx_queue_0_xdp_packets"], rx["rx_queue_0_xdp_drops"] - rx0["rx_queue_0_xdp_drops"], lost
 	}
+	// NAPI may take a few frames of the peer's own besides (IPv6
+	// neighbour discovery), which the floor passes.
+	const stray = 64
 	got, drops, lost := flood()
-	if got+lost != n || drops != got || got < n/2 {
+	if got+lost < n || got+lost > n+stray || drops > got || drops+stray < got || got < n/2 {
 		t.Errorf("%d frames sent: %d taken by NAPI, %d of them dropped by the floor, %d dropped at xmit", n, got, drops, lost)
 	}
 	t.Logf("floor: %d frames sent: %d taken by NAPI and dropped by the floor, %d dropped at xmit", n, got, lost)
@@ -119,7 +123,7 @@ func TestPacketGen(t *testing.T) {
 		t.Fatal(err)
 	}
 	got, drops, lost = flood()
-	if got+lost != n || drops != 0 || got < n/2 {
+	if got+lost < n || got+lost > n+stray || drops != 0 || got < n/2 {
 		t.Errorf("no XDP: %d frames sent: %d taken by NAPI, %d dropped by XDP, %d dropped at xmit", n, got, drops, lost)
 	}
 	t.Logf("no XDP: %d frames sent: %d taken by NAPI, %d dropped at xmit", n, got, lost)

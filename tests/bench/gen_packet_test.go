@@ -194,6 +194,10 @@ func (g *packetGen) send(fd int, frame []byte, n uint32) error {
 				continue
 			case errno != 0:
 				return fmt.Errorf("sendmmsg of %d frames: %w", k-sent, errno)
+			case int(r) < k-sent:
+				// It stopped at a frame the device refused, and said
+				// so no further: that frame is lost too.
+				r++
 			}
 			sent += int(r)
 		}
