@@ -86,7 +86,7 @@ func (w *denyWatch) step() {
 func (w *denyWatch) evicted() (uint64, bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	return w.ev.total, w.ev.started
+	return w.ev.total, w.ev.table != 0
 }
 
 // sweep is one read of the deny table; added, the deny_added of each
@@ -112,9 +112,9 @@ func (w *denyWatch) sweep(denied, settings, slot *ebpf.Map, added map[string]uin
 	now, wall := w.mono(), w.wall()
 	var lines []api.RejectLine
 	var gone []bpf.XdpCacDenyKey
-	live, present := map[bpf.XdpCacDenyKey]bool{}, map[bpf.XdpCacDenyKey]bool{}
+	live := make(map[bpf.XdpCacDenyKey]bool, len(ds)) // every source read: true for those still denied
 	for _, d := range ds {
-		present[d.Key] = true
+		live[d.Key] = false
 		old, known := w.seen[d.Key]
 		if known && old.SinceNS != d.SinceNS { // released, and denied again since
 			lines = append(lines, deniedLine(old, api.EventReleased, api.ReleasedExpired, wall, now))
@@ -139,11 +139,12 @@ func (w *denyWatch) sweep(denied, settings, slot *ebpf.Map, added map[string]uin
 	// evicted (or evicted after its until passed): its release is
 	// recorded all the same.
 	for k, old := range w.seen {
-		if live[k] {
+		stays, read := live[k]
+		if stays {
 			continue
 		}
 		delete(w.seen, k)
-		if !present[k] {
+		if !read {
 			why := api.ReleasedEvicted
 			if now >= old.UntilNS {
 				why = api.ReleasedExpired

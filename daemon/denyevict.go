@@ -12,8 +12,7 @@ import "github.com/cilium/ebpf"
 // source added between a sweep's two reads is counted at the next; the
 // count is the highest sum reached, so it never goes back.
 type evictions struct {
-	started  bool
-	table    ebpf.MapID        // the deny table balanced: another is balanced afresh
+	table    ebpf.MapID        // the deny table balanced, 0 before the first: another is balanced afresh
 	added    map[string]uint64 // deny_added of each attachment at the last balance
 	left     int64             // the table's entries read at the last balance
 	removed  int64             // entries the daemon took out since
@@ -36,8 +35,8 @@ func (e *evictions) overwrote() { e.redenied++ }
 // last counts every source it added, and one whose count went back (its
 // program replaced with new statistics) counts from 0.
 func (e *evictions) balance(table ebpf.MapID, added map[string]uint64, entries int) {
-	if !e.started || table != e.table {
-		e.started, e.table, e.added, e.left, e.removed, e.redenied = true, table, added, int64(entries), 0, 0
+	if table != e.table {
+		e.table, e.added, e.left, e.removed, e.redenied = table, added, int64(entries), 0, 0
 		return
 	}
 	var grown int64

@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cilium/ebpf"
 	"github.com/xdpcac/xdpcac/api"
 	"github.com/xdpcac/xdpcac/bpf"
 )
@@ -13,48 +14,43 @@ import (
 // entry written again, was evicted; the first read is the baseline, an
 // attachment new since counts all it added, and the count never goes back.
 func TestEvictionsBalance(t *testing.T) {
+	type eth = map[string]uint64
 	var e evictions
-	e.balance(7, map[string]uint64{"eth0": 500}, 40) // baseline: 500 added before the daemon
-	if e.total != 0 {
-		t.Fatalf("the baseline counted %d", e.total)
-	}
-	e.took(5) // released past their until after the read
-	// 100 more added, 3 of them over their own expired entries: the
-	// table may hold 40-5+97 = 132 and holds 120.
-	e.overwrote()
-	e.overwrote()
-	e.overwrote()
-	e.balance(7, map[string]uint64{"eth0": 600}, 120)
-	if e.total != 12 {
-		t.Fatalf("after the first storm second: %d evicted, want 12", e.total)
-	}
-	// A new attachment's 30 count whole; eth0's count went back (its
-	// program replaced): its 10 count from 0. 120+40 = 160, 150 held.
-	e.balance(7, map[string]uint64{"eth0": 10, "eth1": 30}, 150)
-	if e.total != 22 {
-		t.Fatalf("after a new attachment: %d evicted, want 22", e.total)
-	}
-	// A source added between the reads of stats and table shows as an
-	// entry nothing added (the balance goes back by one) and is counted
-	// at the next read: the count holds meanwhile.
-	e.balance(7, map[string]uint64{"eth0": 10, "eth1": 30}, 151)
-	if e.total != 22 {
-		t.Fatalf("an entry ahead of its count: %d, want 22 still", e.total)
-	}
-	e.balance(7, map[string]uint64{"eth0": 11, "eth1": 30}, 151)
-	if e.total != 22 {
-		t.Fatalf("its count caught up: %d, want 22", e.total)
-	}
-	e.balance(7, map[string]uint64{"eth0": 15, "eth1": 30}, 151)
-	if e.total != 26 {
-		t.Fatalf("four added, none held: %d, want 26", e.total)
-	}
-	// Every interface detached and attached again: a new table, its
-	// entries no evictions of the old one's.
-	e.balance(8, map[string]uint64{"eth0": 3}, 3)
-	e.balance(8, map[string]uint64{"eth0": 10}, 10)
-	if e.total != 26 {
-		t.Fatalf("a new table: %d, want 26 still", e.total)
+	for _, step := range []struct {
+		what      string
+		took      int // entries the daemon took out before the read
+		overwrote int // entries denied again over their own
+		table     ebpf.MapID
+		added     eth
+		entries   int
+		want      uint64
+	}{
+		{"the baseline: 500 added before the daemon", 0, 0, 7, eth{"eth0": 500}, 40, 0},
+		// 100 more added, 3 of them over their own expired entries: the
+		// table may hold 40-5+97 = 132 and holds 120.
+		{"the first storm second", 5, 3, 7, eth{"eth0": 600}, 120, 12},
+		// A new attachment's 30 count whole; eth0's count went back (its
+		// program replaced): its 10 count from 0. 120+40 = 160, 150 held.
+		{"a new attachment", 0, 0, 7, eth{"eth0": 10, "eth1": 30}, 150, 22},
+		// A source added between the reads of stats and table shows as
+		// an entry nothing added and is counted at the next read: the
+		// count holds meanwhile.
+		{"an entry ahead of its count", 0, 0, 7, eth{"eth0": 10, "eth1": 30}, 151, 22},
+		{"its count caught up", 0, 0, 7, eth{"eth0": 11, "eth1": 30}, 151, 22},
+		{"four added, none held", 0, 0, 7, eth{"eth0": 15, "eth1": 30}, 151, 26},
+		// Every interface detached and attached again: a new table, its
+		// entries no evictions of the old one's.
+		{"a new table", 0, 0, 8, eth{"eth0": 3}, 3, 26},
+		{"the new table grows", 0, 0, 8, eth{"eth0": 10}, 10, 26},
+	} {
+		e.took(step.took)
+		for range step.overwrote {
+			e.overwrote()
+		}
+		e.balance(step.table, step.added, step.entries)
+		if e.total != step.want {
+			t.Fatalf("%s: %d evicted, want %d", step.what, e.total, step.want)
+		}
 	}
 }
 
