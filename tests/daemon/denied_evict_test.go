@@ -78,6 +78,9 @@ func TestDeniedEvictedCounted(t *testing.T) {
 	tb := harness.NewTestbed(t)
 	d := tb.StartDaemon(t, harness.WriteConfig(t, harness.E2eConfig+"interfaces: [{name: "+tb.BoxIface+"}]\n"+evictConfig))
 	const series = "xdpcac_denied_evicted_total"
+	// The count is from the daemon's first sweep on: it is exported once
+	// that sweep has read the table, and the storm comes after.
+	testenv.WaitFor(t, func() bool { return strings.Contains(tb.Metrics(t), "\n"+series+" ") })
 
 	frames, _ := cpePadis(0, 3000)
 	testenv.Send(t, tb.Peer, tb.PeerIfc, frames)
