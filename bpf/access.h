@@ -30,9 +30,9 @@ static __always_inline __u32 list_of(struct frame *f)
 {
 	__u32 *v;
 	if (f->family) {
-		struct cac_prefix p;
+		union prefix_words p;
 		prefix_of(f, &p);
-		v = bpf_map_lookup_elem(&access_list, &p);
+		v = bpf_map_lookup_elem(&access_list, &p.p);
 	} else {
 		struct ethhdr *eth = f->data;
 		if ((void *)(eth + 1) > f->data_end)
@@ -44,19 +44,34 @@ static __always_inline __u32 list_of(struct frame *f)
 	return v ? *v : CAC_ACCESS_NONE;
 }
 
-/* deny_key_of fills *k with the deny table's key of a frame's source:
+/* The deny key as the three words it is written in (deny_key_of). */
+union deny_key_words {
+	struct cac_deny_key k;
+	__u64 w[3];
+};
+_Static_assert(sizeof(union deny_key_words) == sizeof(struct cac_deny_key), "a deny key is three words");
+
+/*
+ * deny_key_of fills *u with the deny table's key of a frame's source:
  * its IP address, IPv6 cut to the settings' prefix, or its MAC. It
- * returns 0 for a frame too short, which a watched one never is. */
+ * returns 0 for a frame too short, which a watched one never is. The
+ * key is written a word at a time, as the table's hash reads it: a word
+ * read back from smaller stores waits for them to reach the cache
+ * (source_store, source.h), and a denied frame's whole cost is this
+ * key and its lookup (BENCHMARKS.md, "Denied sources and SIP connections").
+ */
 static __always_inline int deny_key_of(struct frame *f, struct cac_access_settings *as,
-				       struct cac_deny_key *k)
+				       union deny_key_words *u)
 {
-	__builtin_memset(k, 0, sizeof(*k));
-	k->family = f->family;
+	u->w[0] = f->family; /* family is the key's first byte, its padding zero */
 	if (f->family == 4) {
 		struct iphdr *ip = f->data + (f->l3off & 0x3f);
 		if ((void *)(ip + 1) > f->data_end)
 			return 0;
-		__builtin_memcpy(k->addr, &ip->saddr, 4);
+		__u32 saddr;
+		__builtin_memcpy(&saddr, &ip->saddr, 4);
+		u->w[1] = saddr;
+		u->w[2] = 0;
 		return 1;
 	}
 	if (f->family == 6) {
@@ -67,14 +82,19 @@ static __always_inline int deny_key_of(struct frame *f, struct cac_access_settin
 		__builtin_memcpy(&a, &ip6->saddr[0], 8);
 		__builtin_memcpy(&b, &ip6->saddr[8], 8);
 		prefix_cut(&a, &b, as->ipv6_prefix);
-		__builtin_memcpy(k->addr, &a, 8);
-		__builtin_memcpy(k->addr + 8, &b, 8);
+		u->w[1] = a;
+		u->w[2] = b;
 		return 1;
 	}
 	struct ethhdr *eth = f->data;
 	if ((void *)(eth + 1) > f->data_end)
 		return 0;
-	__builtin_memcpy(k->addr, eth->src, 6);
+	__u32 m03;
+	__u16 m45;
+	__builtin_memcpy(&m03, &eth->src[0], 4);
+	__builtin_memcpy(&m45, &eth->src[4], 2);
+	u->w[1] = m03 | (__u64)m45 << 32;
+	u->w[2] = 0;
 	return 1;
 }
 
@@ -107,10 +127,10 @@ __noinline int access_check(struct xdp_md *ctx, __u64 where, __u32 policy)
 		return CAC_ACCESS_NONE;
 	__u32 zero = 0;
 	struct cac_access_settings *as = bpf_map_lookup_elem(&access_settings, &zero);
-	struct cac_deny_key k;
+	union deny_key_words k;
 	if (!as || !deny_key_of(&f, as, &k))
 		return CAC_ACCESS_NONE;
-	struct cac_denied *d = bpf_map_lookup_elem(&denied, &k);
+	struct cac_denied *d = bpf_map_lookup_elem(&denied, &k.k);
 	/* Past its until, a source is released: the daemon takes it out
 	 * and records it, but the fast path does not wait for that. */
 	if (!d || now_ns() >= d->until_ns)
@@ -155,17 +175,17 @@ __noinline int deny_count(struct xdp_md *ctx, __u64 where, __u64 now, __u32 poli
 		return 0;
 	if (agent_of(&f) != NO_AGENT)
 		return 0;
-	struct cac_deny_key k;
+	union deny_key_words k;
 	if (!deny_key_of(&f, as, &k))
 		return 0;
 	__u64 tick = now / as->slot_ns;
 	__u32 sum = 1;
-	struct cac_deny_count *c = bpf_map_lookup_elem(&deny_counts, &k);
+	struct cac_deny_count *c = bpf_map_lookup_elem(&deny_counts, &k.k);
 	if (!c) {
 		struct cac_deny_count n = {.tick = tick};
 		n.slot[tick % CAC_DENY_SLOTS] = 1;
 		if (sum < as->refused) {
-			bpf_map_update_elem(&deny_counts, &k, &n, BPF_NOEXIST);
+			bpf_map_update_elem(&deny_counts, &k.k, &n, BPF_NOEXIST);
 			return 0;
 		}
 	} else {
@@ -191,10 +211,10 @@ __noinline int deny_count(struct xdp_md *ctx, __u64 where, __u64 now, __u32 poli
 			sum += c->slot[i];
 		if (sum < as->refused)
 			return 0;
-		bpf_map_delete_elem(&deny_counts, &k);
+		bpf_map_delete_elem(&deny_counts, &k.k);
 	}
 	struct cac_denied d = {.since_ns = now, .until_ns = now + as->deny_for_ns, .refusals = sum};
-	if (bpf_map_update_elem(&denied, &k, &d, BPF_ANY) == 0) {
+	if (bpf_map_update_elem(&denied, &k.k, &d, BPF_ANY) == 0) {
 		struct cac_stats *st = bpf_map_lookup_elem(&stats, &zero);
 		if (st)
 			st->deny_added++;

@@ -171,9 +171,9 @@ static __always_inline int admit(struct xdp_md *ctx, struct frame *f, __u32 clas
 			acct = &us->account;
 	}
 	if (by_account && !acct) {
-		struct cac_prefix p;
+		union prefix_words p;
 		prefix_of(f, &p);
-		acct = slot ? bpf_map_lookup_elem(&accounts1, &p) : bpf_map_lookup_elem(&accounts0, &p);
+		acct = slot ? bpf_map_lookup_elem(&accounts1, &p.p) : bpf_map_lookup_elem(&accounts0, &p.p);
 	}
 	if (acct && !indialog) {
 		__u32 a = acct->account, c = acct->customer;

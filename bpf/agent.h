@@ -24,9 +24,9 @@ static __always_inline __u32 agent_of(struct frame *f)
 {
 	if (!f->family)
 		return NO_AGENT;
-	struct cac_prefix p;
+	union prefix_words p;
 	prefix_of(f, &p);
-	__u32 *a = bpf_map_lookup_elem(&agents, &p);
+	__u32 *a = bpf_map_lookup_elem(&agents, &p.p);
 	return a && *a < CAC_MAX_AGENTS ? *a : NO_AGENT;
 }
 

@@ -49,12 +49,9 @@ static __always_inline __u64 msg_txn(struct xdp_md *ctx, __u64 msg, __u64 l3, __
 	if (!txn)
 		return 0;
 	struct frame f = l3_frame(ctx, l3);
-	struct cac_prefix p;
+	union prefix_words p;
 	prefix_of(&f, &p);
-	__u64 hi, lo;
-	__builtin_memcpy(&hi, &p.addr[0], 8);
-	__builtin_memcpy(&lo, &p.addr[8], 8);
-	txn = txn_mix(txn_mix(txn, hi), lo);
+	txn = txn_mix(txn_mix(txn, p.w[1]), p.w[2]);
 	return txn ? txn : 1;
 }
 

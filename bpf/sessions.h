@@ -116,9 +116,9 @@ __noinline int session_take(struct xdp_md *ctx, __u64 where, __u64 user_slot)
 		a = us->account.account;
 		c = us->account.customer;
 	} else {
-		struct cac_prefix p;
+		union prefix_words p;
 		prefix_of(&f, &p);
-		struct cac_account *acct = slot ? bpf_map_lookup_elem(&accounts1, &p) : bpf_map_lookup_elem(&accounts0, &p);
+		struct cac_account *acct = slot ? bpf_map_lookup_elem(&accounts1, &p.p) : bpf_map_lookup_elem(&accounts0, &p.p);
 		if (!acct)
 			return ADMITTED;
 		a = acct->account;

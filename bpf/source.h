@@ -105,25 +105,46 @@ static __always_inline int source_of(struct frame *f, __u8 class, struct cac_cla
 	return 1;
 }
 
+/*
+ * A trie key (struct cac_prefix) placed so that its address starts on a
+ * word: the trie reads the address a word at a time, and prefix_of
+ * writes it so, the two words the reads find whole (source_store says
+ * why that matters). p is the key to look up.
+ */
+union prefix_words {
+	struct {
+		__u32 _lead;
+		struct cac_prefix p;
+	};
+	__u64 w[3];
+};
+_Static_assert(sizeof(union prefix_words) == 3 * sizeof(__u64), "a trie key and its lead are three words");
+
 /* prefix_of is the account lookup key of an IP source: IPv4 is mapped
- * into IPv6, so that one trie holds both. */
-static __always_inline void prefix_of(struct frame *f, struct cac_prefix *p)
+ * into IPv6, so that one trie holds both. A frame too short for its IP
+ * header gets the whole IPv6 address space's ::/128. */
+static __always_inline void prefix_of(struct frame *f, union prefix_words *u)
 {
 	void *data = f->data, *data_end = f->data_end;
 
-	__builtin_memset(p, 0, sizeof(*p));
-	p->prefixlen = 128;
+	u->w[0] = (__u64)128 << 32; /* prefixlen, after the lead */
+	u->w[1] = 0;
+	u->w[2] = 0;
 	if (f->family == 4) {
 		struct iphdr *ip = data + (f->l3off & 0x3f);
 		if ((void *)(ip + 1) > data_end)
 			return;
-		p->addr[10] = 0xff;
-		p->addr[11] = 0xff;
-		__builtin_memcpy(&p->addr[12], &ip->saddr, 4);
+		__u32 saddr;
+		__builtin_memcpy(&saddr, &ip->saddr, 4);
+		u->w[2] = 0xffff0000ULL | (__u64)saddr << 32; /* ::ffff:a.b.c.d in memory order */
 	} else if (f->family == 6) {
 		struct ipv6hdr *ip6 = data + (f->l3off & 0x3f);
 		if ((void *)(ip6 + 1) > data_end)
 			return;
-		__builtin_memcpy(p->addr, ip6->saddr, 16);
+		__u64 a, b;
+		__builtin_memcpy(&a, &ip6->saddr[0], 8);
+		__builtin_memcpy(&b, &ip6->saddr[8], 8);
+		u->w[1] = a;
+		u->w[2] = b;
 	}
 }

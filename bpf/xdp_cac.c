@@ -47,5 +47,7 @@ int xdp_cac(struct xdp_md *ctx)
 	int result = classify(ctx, &f);
 	if (RESULT_KIND(result) == CAC_KIND_UNWATCHED)
 		return XDP_PASS;
+	if (RESULT_KIND(result) == CAC_KIND_DENIED)
+		return denied_verdict(result);
 	return verdict(ctx, opaque_word(verdict_where(&f)), opaque_word(result));
 }
