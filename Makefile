@@ -10,6 +10,9 @@
 #                   show rejects's answer time during it
 #   sudo make bench-flood  receiving-CPU time per frame of a live veth flood,
 #                   against an XDP floor, nftables and iptables, and on two CPUs
+#   sudo make bench-denied  a flood from a denied source against the
+#                   parse-and-drop floor, in the kernel's test runs and in
+#                   receive floods paired with the floor's
 #   sudo make demo  storms against the filter on a testbed, with live counts
 #   sudo make soak  floods flat out with applies and restarts for XDPCAC_SOAK (default 10m)
 #   sudo make fuzz  every fuzz target for FUZZTIME (default 30s)
@@ -24,7 +27,7 @@ GO ?= go
 # compare against nftables and iptables on a veth.
 BENCH_PACKAGES := nftables iptables ethtool
 
-.PHONY: all build deps generate check-generate vet check test bench bench-journal bench-flood soak fuzz fuzz-receivers kernels demo clean
+.PHONY: all build deps generate check-generate vet check test bench bench-journal bench-flood bench-denied soak fuzz fuzz-receivers kernels demo clean
 .PHONY: deb
 
 all: build
@@ -111,6 +114,15 @@ bench-journal: deps
 bench-flood:
 	$(MAKE) deps EXTRA_PACKAGES="$(BENCH_PACKAGES)"
 	XDPCAC_REQUIRE_BPF=1 $(GO) test -count=1 -run '^$$' -bench 'ReceiveCPU|ReceiveScale' -benchtime 1x -timeout 60m ./tests/bench/
+
+# bench-denied: BENCHMARKS.md, "Denied sources and SIP connections": a
+# denied source's flood under BPF_PROG_TEST_RUN, then in receive floods
+# paired with the floor's, the frames reaching the box as skbs and then
+# through a redirect hop as xdp_frames. About three minutes.
+bench-denied:
+	$(MAKE) deps EXTRA_PACKAGES="$(BENCH_PACKAGES)"
+	XDPCAC_REQUIRE_BPF=1 $(GO) test -count=1 -run '^$$' -bench 'FastPathDenied|ReceiveDeniedPaired' -benchtime 1x -timeout 30m ./tests/bench/
+	XDPCAC_RCV_HOP=1 XDPCAC_REQUIRE_BPF=1 $(GO) test -count=1 -run '^$$' -bench 'ReceiveDeniedPaired' -benchtime 1x -timeout 30m ./tests/bench/
 
 # fuzz runs every fuzz target for FUZZTIME each; the seed corpora under
 # testdata/fuzz run in make test as plain tests. FuzzXDP holds the real

@@ -34,32 +34,16 @@ func BenchmarkFastPathDenied(b *testing.B) {
 	udp53 := Frame(Ether{}, IPv4{Src: netip.MustParseAddr("198.51.100.1"), Dst: netip.MustParseAddr("203.0.113.1")},
 		UDP{Src: 40000, Dst: 53}, Raw(make([]byte, 33)))
 
-	// load is xdp_cac with p, SYNs to 5060 and 5061 sip-connect, and the
-	// access maps written by access.
 	load := func(p policy.Policy, access func(o *bpf.XdpObjects) error) *ebpf.Program {
-		o := loadProduction(b, p, policy.Inputs{})
-		if err := sipTCPPorts(o.TcpPorts, 5060, synPort); err != nil {
-			b.Fatal(err)
-		}
-		if err := access(o); err != nil {
-			b.Fatal(err)
-		}
-		return o.XdpCac
+		return deniedObjects(b, p, access).XdpCac
 	}
 	none := func(*bpf.XdpObjects) error { return nil }
-	static := func(o *bpf.XdpObjects) error { return denyPrefix(o.AccessList, o.PolicySlot, flooded) }
-	auto := func(o *bpf.XdpObjects) error { return autoDeny(o.AccessSettings, o.Denied, o.PolicySlot, flooded, 10) }
-	both := func(o *bpf.XdpObjects) error {
-		if err := denyPrefix(o.AccessList, o.PolicySlot, other); err != nil {
-			return err
-		}
-		return auto(o)
-	}
+	static, auto, both := deniedAccess(flooded, other)
 	counting := func(o *bpf.XdpObjects) error { return autoDeny(o.AccessSettings, o.Denied, o.PolicySlot, other, 1<<30) }
 
-	var limited, perSource, connect policy.Policy
+	limited := deniedPolicy(b)
+	var perSource, connect policy.Policy
 	for _, c := range []cac.Class{cac.SIPInvite, cac.SIPOptions, cac.SIPConnect} {
-		limited.Levels[c] = harness.MustRate(b, 0.001, 1)
 		perSource.Levels[c] = harness.MustRate(b, 1e9, 1e9)
 		perSource.PerSource[c] = policy.PerSource{Limit: harness.MustRate(b, 0.001, 1), Key: policy.SourceIP, IPv6Prefix: 64}
 	}
@@ -105,4 +89,44 @@ func BenchmarkFastPathDenied(b *testing.B) {
 		cases = slices.DeleteFunc(cases, func(c benchCase) bool { return c.slug != "floor" && !re.MatchString(c.slug) })
 	}
 	report(b, "frame (a new call each run)", cases, 15, 100_000)
+}
+
+// deniedObjects is xdp_cac as attach loads it, with p, SYNs to 5060 and
+// synPort sip-connect, and the access maps written by access.
+func deniedObjects(b *testing.B, p policy.Policy, access func(o *bpf.XdpObjects) error) *bpf.XdpObjects {
+	b.Helper()
+	o := loadProduction(b, p, policy.Inputs{})
+	if err := sipTCPPorts(o.TcpPorts, 5060, synPort); err != nil {
+		b.Fatal(err)
+	}
+	if err := access(o); err != nil {
+		b.Fatal(err)
+	}
+	return o
+}
+
+// deniedPolicy limits the classes of the denied rows' frames to next to
+// nothing: a frame that got past access control would be refused by its
+// class, after the parse a denial spares.
+func deniedPolicy(b *testing.B) policy.Policy {
+	var p policy.Policy
+	for _, c := range []cac.Class{cac.SIPInvite, cac.SIPOptions, cac.SIPConnect} {
+		p.Levels[c] = harness.MustRate(b, 0.001, 1)
+	}
+	return p
+}
+
+// deniedAccess writes the access maps of the denied rows' setups: the
+// flooded prefix on the static deny list; its sources in the deny table;
+// or in the deny table, with the lists holding another prefix.
+func deniedAccess(flooded, other netip.Prefix) (static, auto, both func(o *bpf.XdpObjects) error) {
+	static = func(o *bpf.XdpObjects) error { return denyPrefix(o.AccessList, o.PolicySlot, flooded) }
+	auto = func(o *bpf.XdpObjects) error { return autoDeny(o.AccessSettings, o.Denied, o.PolicySlot, flooded, 10) }
+	both = func(o *bpf.XdpObjects) error {
+		if err := denyPrefix(o.AccessList, o.PolicySlot, other); err != nil {
+			return err
+		}
+		return auto(o)
+	}
+	return static, auto, both
 }

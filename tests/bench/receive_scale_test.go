@@ -96,14 +96,7 @@ func BenchmarkReceiveScale(b *testing.B) {
 
 	// Three rounds, as BenchmarkReceiveCPU; XDPCAC_RCV_ROUNDS asks for
 	// more where the machine is noisy (a round's scale spreads by ±0.2).
-	rounds := 3
-	if s := os.Getenv("XDPCAC_RCV_ROUNDS"); s != "" {
-		v, err := strconv.Atoi(s)
-		if err != nil || v < 1 {
-			b.Fatalf("XDPCAC_RCV_ROUNDS=%q", s)
-		}
-		rounds = v
-	}
+	rounds := rcvRounds(b, 3)
 	ones, twos := map[string][]scaleRun{}, map[string][]scaleRun{}
 	var order []string
 	for b.Loop() {
