@@ -99,12 +99,68 @@ static __always_inline int deny_key_of(struct frame *f, struct cac_access_settin
 }
 
 /*
+ * deny_frame counts a frame dropped at now from denied source k, found
+ * at d. A flood from one source spread over the receive queues would have
+ * every CPU write the entry's frames, and each write would wait for the
+ * line to come back from the CPU before (BENCHMARKS.md, "One denied
+ * source on two CPUs"). So each CPU counts the frames of one denied
+ * source in deny_pending, and adds them to the entry's every
+ * CAC_DENY_PENDING_MAX; the daemon adds what is pending when it reads the
+ * table. Other sources' frames are added to their entries as they come.
+ * The CPU's count moves to another source once its own has been quiet
+ * for CAC_DENY_PENDING_IDLE_NS, handing what it holds to that entry: a
+ * flood from many sources at once leaves it where it is rather than
+ * moving it, with a lookup, at every frame. A count is zeroed before it
+ * is added, so a read between the two misses it rather than counting it
+ * twice, until the next read.
+ */
+static __always_inline void deny_frame(union deny_key_words *k, struct cac_denied *d, __u64 now)
+{
+	__u32 zero = 0;
+	struct cac_deny_pending *p = bpf_map_lookup_elem(&deny_pending, &zero);
+	if (!p) {
+		__sync_fetch_and_add(&d->frames, 1);
+		return;
+	}
+	union deny_key_words *pk = (union deny_key_words *)&p->key;
+	if (pk->w[0] == k->w[0] && pk->w[1] == k->w[1] && pk->w[2] == k->w[2] &&
+	    p->since_ns == d->since_ns) {
+		p->last_ns = now;
+		__u64 n = p->frames + 1;
+		if (n < CAC_DENY_PENDING_MAX) {
+			p->frames = n;
+			return;
+		}
+		p->frames = 0;
+		__sync_fetch_and_add(&d->frames, n);
+		return;
+	}
+	__sync_fetch_and_add(&d->frames, 1);
+	__u64 n = p->frames;
+	if (n && now - p->last_ns < CAC_DENY_PENDING_IDLE_NS)
+		return;
+	/* The last source's frames go to its entry, if that is still the
+	 * same denial (not released and denied again). */
+	p->frames = 0;
+	if (n) {
+		struct cac_denied *o = bpf_map_lookup_elem(&denied, &p->key);
+		if (o && o->since_ns == p->since_ns)
+			__sync_fetch_and_add(&o->frames, n);
+	}
+	pk->w[0] = k->w[0];
+	pk->w[1] = k->w[1];
+	pk->w[2] = k->w[2];
+	p->since_ns = d->since_ns;
+	p->last_ns = now;
+}
+
+/*
  * access_check returns CAC_ACCESS_DENY or CAC_ACCESS_AUTO for a frame
  * whose source is denied, else CAC_ACCESS_NONE; where packs l3off and
  * family (0: PPPoE). A global function: the classifier's paths reach
  * it as one, and the verifier walks it once. The deny table is read,
- * never written but for the frames a denial dropped: a flood from a
- * denied source costs a lookup and an add.
+ * never written but for the frames a denial dropped, and those mostly
+ * in a count of the CPU's own (deny_frame).
  */
 __noinline int access_check(struct xdp_md *ctx, __u64 where, __u32 policy)
 {
@@ -133,9 +189,12 @@ __noinline int access_check(struct xdp_md *ctx, __u64 where, __u32 policy)
 	struct cac_denied *d = bpf_map_lookup_elem(&denied, &k.k);
 	/* Past its until, a source is released: the daemon takes it out
 	 * and records it, but the fast path does not wait for that. */
-	if (!d || now_ns() >= d->until_ns)
+	if (!d)
 		return CAC_ACCESS_NONE;
-	__sync_fetch_and_add(&d->frames, 1);
+	__u64 now = now_ns();
+	if (now >= d->until_ns)
+		return CAC_ACCESS_NONE;
+	deny_frame(&k, d, now);
 	return CAC_ACCESS_AUTO;
 }
 

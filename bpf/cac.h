@@ -321,6 +321,17 @@ struct cac_denied {
 	__u32 _pad;
 };
 
+/* A CPU's count of the frames it dropped from the source it last found in
+ * the deny table, not yet added to that entry's frames: of the denial
+ * that began at since_ns (a source denied again is counted afresh). The
+ * daemon adds it to the entry's when it reads the table. */
+struct cac_deny_pending {
+	struct cac_deny_key key;
+	__u64 since_ns;
+	__u64 frames;
+	__u64 last_ns; /* the fast path's clock at its last frame */
+};
+
 /* A source's refusals, a slot each for the slots of the window up to
  * tick, the newest slot's number (now / slot_ns). */
 struct cac_deny_count {

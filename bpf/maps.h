@@ -269,6 +269,15 @@ struct {
 	__type(value, struct cac_access_settings);
 } access_settings SEC(".maps");
 
+/* Each CPU's frames of the source it last dropped from the deny table,
+ * not yet in the entry (access.h, deny_frame). */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct cac_deny_pending);
+} deny_pending SEC(".maps");
+
 /* The TCP ports of SIP over TCP and TLS (ports.sip-tcp): a SYN to one is
  * a sip-connect. Looked up only for a SYN without ACK. */
 struct {

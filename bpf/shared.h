@@ -107,7 +107,14 @@ enum cac_access {
 	/* A source's refusals are counted in this many slots of the
 	 * auto-deny window (access.h, docs/design.md "Auto-deny"). */
 	CAC_DENY_SLOTS = 8,
+	/* A CPU hands the frames it counted of a denied source to the deny
+	 * table's entry at most every this many (deny_pending, access.h). */
+	CAC_DENY_PENDING_MAX = 1024,
 };
+
+/* A CPU's count moves to another denied source once the one it holds has
+ * sent nothing for this long (deny_frame, access.h). */
+#define CAC_DENY_PENDING_IDLE_NS 10000000ULL
 
 /* Index of each bucket in the limits and buckets maps: one per class,
  * then the environment's. Source, account and customer buckets come later. */

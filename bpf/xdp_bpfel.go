@@ -24,6 +24,7 @@ const (
 	XdpCacAccessCAC_MAX_ACCESS_PREFIXES XdpCacAccess = 16384
 	XdpCacAccessCAC_MAX_ACCESS_MACS     XdpCacAccess = 4096
 	XdpCacAccessCAC_DENY_SLOTS          XdpCacAccess = 8
+	XdpCacAccessCAC_DENY_PENDING_MAX    XdpCacAccess = 1024
 )
 
 type XdpCacAccessSettings struct {
@@ -187,6 +188,14 @@ type XdpCacDenyKey struct {
 	Family uint8
 	Pad    [7]uint8
 	Addr   [16]uint8
+}
+
+type XdpCacDenyPending struct {
+	_       structs.HostLayout
+	Key     XdpCacDenyKey
+	SinceNs uint64
+	Frames  uint64
+	LastNs  uint64
 }
 
 type XdpCacDialog struct {
@@ -635,6 +644,7 @@ const (
 	XdpMapCustomerLimits    = "customer_limits"
 	XdpMapDenied            = "denied"
 	XdpMapDenyCounts        = "deny_counts"
+	XdpMapDenyPending       = "deny_pending"
 	XdpMapDialogs           = "dialogs"
 	XdpMapEgressBudget      = "egress_budget"
 	XdpMapEgressCounts      = "egress_counts"
@@ -745,6 +755,7 @@ type XdpMapSpecs struct {
 	CustomerLimits    *ebpf.MapSpec `ebpf:"customer_limits"`
 	Denied            *ebpf.MapSpec `ebpf:"denied"`
 	DenyCounts        *ebpf.MapSpec `ebpf:"deny_counts"`
+	DenyPending       *ebpf.MapSpec `ebpf:"deny_pending"`
 	Dialogs           *ebpf.MapSpec `ebpf:"dialogs"`
 	EgressBudget      *ebpf.MapSpec `ebpf:"egress_budget"`
 	EgressCounts      *ebpf.MapSpec `ebpf:"egress_counts"`
@@ -831,6 +842,7 @@ type XdpMaps struct {
 	CustomerLimits    *ebpf.Map `ebpf:"customer_limits"`
 	Denied            *ebpf.Map `ebpf:"denied"`
 	DenyCounts        *ebpf.Map `ebpf:"deny_counts"`
+	DenyPending       *ebpf.Map `ebpf:"deny_pending"`
 	Dialogs           *ebpf.Map `ebpf:"dialogs"`
 	EgressBudget      *ebpf.Map `ebpf:"egress_budget"`
 	EgressCounts      *ebpf.Map `ebpf:"egress_counts"`
@@ -891,6 +903,7 @@ func (m *XdpMaps) Close() error {
 		m.CustomerLimits,
 		m.Denied,
 		m.DenyCounts,
+		m.DenyPending,
 		m.Dialogs,
 		m.EgressBudget,
 		m.EgressCounts,

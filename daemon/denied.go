@@ -22,7 +22,7 @@ func DeniedOf(p *loader.Pinned, wall time.Time, mono uint64) ([]api.DeniedSource
 	if err != nil {
 		return nil, nil, err
 	}
-	ds, err := maps.ReadDenied(p.Denied, as.Ipv6Prefix)
+	ds, err := maps.ReadDenied(p.Denied, p.DenyPending, as.Ipv6Prefix)
 	if err != nil {
 		return nil, nil, err
 	}

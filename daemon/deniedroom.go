@@ -70,7 +70,7 @@ func (w *denyWatch) step() {
 			w.room.off() // a version without a deny table
 			return nil
 		}
-		return w.sweep(p.Denied, p.AccessSettings, p.PolicySlot, added)
+		return w.sweep(p.Denied, p.DenyPending, p.AccessSettings, p.PolicySlot, added)
 	})
 	if errors.Is(err, loader.ErrNothingAttached) {
 		return
@@ -89,10 +89,10 @@ func (w *denyWatch) evicted() (uint64, bool) {
 	return w.ev.total, w.ev.table != 0
 }
 
-// sweep is one read of the deny table; added, the deny_added of each
-// attachment read just before, balances it for the count of evictions
-// (nil when it could not be read).
-func (w *denyWatch) sweep(denied, settings, slot *ebpf.Map, added map[string]uint64) error {
+// sweep is one read of the deny table, with the frames pending of it
+// (pending); added, the deny_added of each attachment read just before,
+// balances it for the count of evictions (nil when it could not be read).
+func (w *denyWatch) sweep(denied, pending, settings, slot *ebpf.Map, added map[string]uint64) error {
 	on, err := maps.AutoDenyOn(slot)
 	if err != nil {
 		return err
@@ -105,7 +105,7 @@ func (w *denyWatch) sweep(denied, settings, slot *ebpf.Map, added map[string]uin
 	// after it.
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	ds, err := maps.ReadDenied(denied, as.Ipv6Prefix)
+	ds, err := maps.ReadDenied(denied, pending, as.Ipv6Prefix)
 	if err != nil {
 		return err
 	}

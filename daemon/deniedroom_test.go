@@ -61,7 +61,7 @@ func TestDenyWatchRecordsOnce(t *testing.T) {
 	}
 	step := func() {
 		t.Helper()
-		if err := w.sweep(denied, settings, slot, nil); err != nil {
+		if err := w.sweep(denied, nil, settings, slot, nil); err != nil {
 			t.Fatal(err)
 		}
 	}

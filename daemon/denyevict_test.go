@@ -72,7 +72,7 @@ func TestDenyWatchEvicted(t *testing.T) {
 	}
 	sweep := func(added uint64) {
 		t.Helper()
-		if err := w.sweep(denied, settings, slot, map[string]uint64{"eth0": added}); err != nil {
+		if err := w.sweep(denied, nil, settings, slot, map[string]uint64{"eth0": added}); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -66,16 +66,33 @@ func AutoDenyOn(slot *ebpf.Map) (bool, error) {
 
 // ReadDenied reads every source of the deny table, in batches as the
 // reject records are read, named with ipv6Prefix (ReadAccessSettings).
-func ReadDenied(m *ebpf.Map, ipv6Prefix uint8) ([]Denied, error) {
+// A source's frames are its entry's and those each CPU holds for it in
+// pending (deny_pending, bpf/access.h), which may be nil for none.
+func ReadDenied(m, pending *ebpf.Map, ipv6Prefix uint8) ([]Denied, error) {
 	keys, vals, err := readRecords[bpf.XdpCacDenyKey, bpf.XdpCacDenied](m)
 	if err != nil {
 		return nil, fmt.Errorf("read the deny table: %w", err)
 	}
 	out := make([]Denied, len(keys))
+	at := make(map[bpf.XdpCacDenyKey]int, len(keys))
 	for i, k := range keys {
 		v := vals[i]
 		out[i] = Denied{Key: k, Source: DenySource(k, ipv6Prefix), SinceNS: v.SinceNs, UntilNS: v.UntilNs,
 			Frames: v.Frames, Refusals: v.Refusals}
+		at[k] = i
+	}
+	if pending == nil {
+		return out, nil
+	}
+	var perCPU []bpf.XdpCacDenyPending
+	if err := pending.Lookup(uint32(0), &perCPU); err != nil {
+		return nil, fmt.Errorf("read the frames pending of the deny table: %w", err)
+	}
+	for _, p := range perCPU {
+		// A count of an earlier denial of the source is not this one's.
+		if i, ok := at[p.Key]; ok && p.Frames > 0 && out[i].SinceNS == p.SinceNs {
+			out[i].Frames += p.Frames
+		}
 	}
 	return out, nil
 }

@@ -54,7 +54,7 @@ func TestReadDenied(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	got, err := ReadDenied(m, 64)
+	got, err := ReadDenied(m, nil, 64)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -78,7 +78,7 @@ func TestReadDenied(t *testing.T) {
 	if err := DeleteDenied(m, []bpf.XdpCacDenyKey{v4, mac, v4}); err != nil {
 		t.Fatalf("delete, one key twice: %v", err)
 	}
-	got, err = ReadDenied(m, 128)
+	got, err = ReadDenied(m, nil, 128)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -88,6 +88,66 @@ func TestReadDenied(t *testing.T) {
 	}
 	if len(got) != 2001 || slices.Contains(srcs, "203.0.113.7") || !slices.Contains(srcs, "2001:db8:1:2::") {
 		t.Errorf("after deleting two: %d sources; want 2001, the IPv6 one named as an address at /128", len(got))
+	}
+}
+
+// TestReadDeniedPending: the frames each CPU holds for a source in
+// deny_pending are added to its entry's, but a count of an earlier denial
+// of it (another since) and one of a source gone from the table are not.
+func TestReadDeniedPending(t *testing.T) {
+	m := newDenyTable(t)
+	spec, err := bpf.LoadXdp()
+	if err != nil {
+		t.Fatal(err)
+	}
+	pending, err := ebpf.NewMap(spec.Maps[bpf.XdpMapDenyPending].Copy())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { pending.Close() })
+	a := bpf.XdpCacDenyKey{Family: 4, Addr: [16]byte{203, 0, 113, 7}}
+	b := bpf.XdpCacDenyKey{Family: 4, Addr: [16]byte{203, 0, 113, 8}}
+	gone := bpf.XdpCacDenyKey{Family: 4, Addr: [16]byte{203, 0, 113, 9}}
+	for k, v := range map[bpf.XdpCacDenyKey]bpf.XdpCacDenied{a: {SinceNs: 10, UntilNs: 20, Frames: 100}, b: {SinceNs: 30, UntilNs: 40, Frames: 5}} {
+		if err := m.Put(k, v); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cpus, err := ebpf.PossibleCPU()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cpus < 2 {
+		t.Skip("one possible CPU: no second count to add")
+	}
+	per := make([]bpf.XdpCacDenyPending, cpus)
+	per[0] = bpf.XdpCacDenyPending{Key: a, SinceNs: 10, Frames: 7}
+	per[1] = bpf.XdpCacDenyPending{Key: b, SinceNs: 29, Frames: 1000} // b denied before, released
+	if cpus > 2 {
+		per[2] = bpf.XdpCacDenyPending{Key: gone, SinceNs: 50, Frames: 3}
+	}
+	if cpus > 3 {
+		per[3] = bpf.XdpCacDenyPending{Key: a, SinceNs: 10, Frames: 20}
+	}
+	if err := pending.Put(uint32(0), per); err != nil {
+		t.Fatal(err)
+	}
+	got, err := ReadDenied(m, pending, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantA := uint64(107)
+	if cpus > 3 {
+		wantA = 127
+	}
+	want := map[string]uint64{"203.0.113.7": wantA, "203.0.113.8": 5}
+	if len(got) != len(want) {
+		t.Fatalf("read %d sources, want %d", len(got), len(want))
+	}
+	for _, d := range got {
+		if d.Frames != want[d.Source] {
+			t.Errorf("%s: %d frames, want %d", d.Source, d.Frames, want[d.Source])
+		}
 	}
 }
 

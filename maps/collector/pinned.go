@@ -58,7 +58,7 @@ func ReadPinsNamed(pins loader.Pins, now uint64, names Names) (Snapshot, error) 
 		}
 		first = false
 		if p.Denied != nil { // one for the box, as the buckets
-			denied, err := maps.ReadDenied(p.Denied, 0)
+			denied, err := maps.ReadDenied(p.Denied, nil, 0) // a count of sources: no frames
 			if err != nil {
 				return err
 			}

@@ -45,7 +45,7 @@ func denyEntries(t *testing.T, tb *harness.Testbed) int {
 		t.Fatal(err)
 	}
 	defer p.Close()
-	ds, err := maps.ReadDenied(p.Denied, 64)
+	ds, err := maps.ReadDenied(p.Denied, p.DenyPending, 64)
 	if err != nil {
 		t.Fatal(err)
 	}
