@@ -108,9 +108,9 @@ static __always_inline int deny_key_of(struct frame *f, struct cac_access_settin
  * CAC_DENY_PENDING_MAX; the daemon adds what is pending when it reads the
  * table. Other sources' frames are added to their entries as they come.
  * The CPU's count moves to another source once its own has been quiet
- * for CAC_DENY_PENDING_IDLE_NS, handing what it holds to that entry: a
- * flood from many sources at once leaves it where it is rather than
- * moving it, with a lookup, at every frame. A count is zeroed before it
+ * for CAC_DENY_PENDING_IDLE_NS, and what it held goes to the quiet
+ * source's entry: a flood from many sources at once leaves it where it
+ * is rather than moving it, with a lookup, at every frame. A count is zeroed before it
  * is added, so a read between the two misses it rather than counting it
  * twice, until the next read.
  */

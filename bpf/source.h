@@ -122,7 +122,7 @@ _Static_assert(sizeof(union prefix_words) == 3 * sizeof(__u64), "a trie key and 
 
 /* prefix_of is the account lookup key of an IP source: IPv4 is mapped
  * into IPv6, so that one trie holds both. A frame too short for its IP
- * header gets the whole IPv6 address space's ::/128. */
+ * header gets the key ::/128. */
 static __always_inline void prefix_of(struct frame *f, union prefix_words *u)
 {
 	void *data = f->data, *data_end = f->data_end;
