@@ -81,12 +81,9 @@ func ReadDenied(m, pending *ebpf.Map, ipv6Prefix uint8) ([]Denied, error) {
 			Frames: v.Frames, Refusals: v.Refusals}
 		at[k] = i
 	}
-	if pending == nil {
-		return out, nil
-	}
-	var perCPU []bpf.XdpCacDenyPending
-	if err := pending.Lookup(uint32(0), &perCPU); err != nil {
-		return nil, fmt.Errorf("read the frames pending of the deny table: %w", err)
+	perCPU, err := readPending(pending)
+	if err != nil {
+		return nil, err
 	}
 	for _, p := range perCPU {
 		// A count of an earlier denial of the source is not this one's.
@@ -95,6 +92,31 @@ func ReadDenied(m, pending *ebpf.Map, ipv6Prefix uint8) ([]Denied, error) {
 		}
 	}
 	return out, nil
+}
+
+// PendingFrames is what the CPUs hold in pending (deny_pending) of the
+// frames of source k denied since since, not yet in its entry's.
+func PendingFrames(pending *ebpf.Map, k bpf.XdpCacDenyKey, since uint64) (uint64, error) {
+	perCPU, err := readPending(pending)
+	var n uint64
+	for _, p := range perCPU {
+		if p.Key == k && p.SinceNs == since {
+			n += p.Frames
+		}
+	}
+	return n, err
+}
+
+// readPending reads each CPU's count of deny_pending; none for a nil map.
+func readPending(pending *ebpf.Map) ([]bpf.XdpCacDenyPending, error) {
+	if pending == nil {
+		return nil, nil
+	}
+	var perCPU []bpf.XdpCacDenyPending
+	if err := pending.Lookup(uint32(0), &perCPU); err != nil {
+		return nil, fmt.Errorf("read the frames pending of the deny table: %w", err)
+	}
+	return perCPU, nil
 }
 
 // DeleteDenied takes sources out of the deny table; one already gone (the

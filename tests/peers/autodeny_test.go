@@ -99,7 +99,7 @@ func TestScannerAutoDenied(t *testing.T) {
 	now := control.MonotonicCoarse()
 	statsAfter := tb.Stats(t)
 	dropped := statsAfter.DeniedAuto - statsBefore.DeniedAuto
-	t.Logf("while denied: Kamailio handled %d more; the fast path dropped %d frames (%d in the entry)", during-before, dropped, entry.Frames)
+	t.Logf("while denied: Kamailio handled %d more; the fast path dropped %d frames (%d counted for it)", during-before, dropped, entry.Frames)
 	if !held || now+uint64(time.Second) > entry.UntilNs {
 		t.Fatalf("the scans outlasted the denial (until %d, now %d): deny-for is too short for the test", entry.UntilNs, now)
 	}
@@ -107,7 +107,7 @@ func TestScannerAutoDenied(t *testing.T) {
 		t.Errorf("Kamailio handled %d requests of the denied scanner", during-before)
 	}
 	if dropped == 0 || entry.Frames < dropped {
-		t.Errorf("the fast path dropped %d of the scanner's frames while denied, its entry counts %d", dropped, entry.Frames)
+		t.Errorf("the fast path dropped %d of the scanner's frames while denied, counted %d for it", dropped, entry.Frames)
 	}
 
 	// Released: the daemon records it, and Kamailio answers again.
